@@ -1,0 +1,1 @@
+//! DIMACS `.max` reading and writing (placeholder).

@@ -1,0 +1,413 @@
+//! The regular grid graph of 2D images and 3D volumes.
+
+use super::{Cap, CsrBuilder, CsrGraph, FlowNetwork, MAX_NODES};
+use crate::{Error, Result};
+
+/// Which neighbours a grid node is joined to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Connectivity {
+    /// 2D, the 4 axis neighbours.
+    N4,
+    /// 2D, axis and diagonal neighbours.
+    N8,
+    /// 3D, the 6 axis neighbours.
+    N6,
+    /// 3D, the full 3×3×3 neighbourhood.
+    N26,
+}
+
+// Directions come in opposite pairs (2k, 2k + 1) so that `opposite(d) == d ^ 1`; the 2D sets are
+// prefixes of the 3D ones, and the GPU layout uses the same order.
+const OFFSETS_26: [[i32; 3]; 26] = [
+    [1, 0, 0],
+    [-1, 0, 0],
+    [0, 1, 0],
+    [0, -1, 0],
+    [0, 0, 1],
+    [0, 0, -1],
+    [1, 1, 0],
+    [-1, -1, 0],
+    [1, -1, 0],
+    [-1, 1, 0],
+    [1, 0, 1],
+    [-1, 0, -1],
+    [1, 0, -1],
+    [-1, 0, 1],
+    [0, 1, 1],
+    [0, -1, -1],
+    [0, 1, -1],
+    [0, -1, 1],
+    [1, 1, 1],
+    [-1, -1, -1],
+    [1, 1, -1],
+    [-1, -1, 1],
+    [1, -1, 1],
+    [-1, 1, -1],
+    [-1, 1, 1],
+    [1, -1, -1],
+];
+const OFFSETS_8: [[i32; 3]; 8] = [
+    [1, 0, 0],
+    [-1, 0, 0],
+    [0, 1, 0],
+    [0, -1, 0],
+    [1, 1, 0],
+    [-1, -1, 0],
+    [1, -1, 0],
+    [-1, 1, 0],
+];
+
+impl Connectivity {
+    /// The neighbour offsets `[dx, dy, dz]`, in opposite pairs: direction `d ^ 1` is the reverse
+    /// of direction `d`.
+    pub fn offsets(self) -> &'static [[i32; 3]] {
+        match self {
+            Connectivity::N4 => &OFFSETS_8[..4],
+            Connectivity::N8 => &OFFSETS_8,
+            Connectivity::N6 => &OFFSETS_26[..6],
+            Connectivity::N26 => &OFFSETS_26,
+        }
+    }
+
+    /// Number of directions (4, 8, 6 or 26).
+    pub fn degree(self) -> usize {
+        self.offsets().len()
+    }
+
+    /// Whether this is a 3D connectivity.
+    pub fn is_3d(self) -> bool {
+        matches!(self, Connectivity::N6 | Connectivity::N26)
+    }
+
+    /// The direction opposite to `d`.
+    pub fn opposite(d: usize) -> usize {
+        d ^ 1
+    }
+
+    /// Parses `4`, `8`, `6` or `26`.
+    pub fn from_number(n: u32) -> Option<Self> {
+        match n {
+            4 => Some(Connectivity::N4),
+            8 => Some(Connectivity::N8),
+            6 => Some(Connectivity::N6),
+            26 => Some(Connectivity::N26),
+            _ => None,
+        }
+    }
+
+    /// 4, 8, 6 or 26.
+    pub fn number(self) -> u32 {
+        self.degree() as u32
+    }
+}
+
+impl std::fmt::Display for Connectivity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "N{}", self.number())
+    }
+}
+
+/// A W×H (2D) or W×H×D (3D) grid with per-direction capacity arrays (structure of arrays) and
+/// per-node terminal capacities.
+///
+/// Node `(x, y, z)` has index `x + W·(y + H·z)`. `caps(d)[v]` is the capacity of the arc from
+/// `v` to its neighbour in direction `d` (see [`Connectivity::offsets`]); slots whose neighbour
+/// lies outside the grid must stay zero ([`GridGraph::validate`] checks this).
+///
+/// ```
+/// use segcut::graph::{Connectivity, GridGraph};
+/// let mut g = GridGraph::new_3d(4, 3, 2, Connectivity::N6).unwrap();
+/// let v = g.index(1, 2, 1);
+/// g.set_terminals(v, 10, 0);
+/// g.set_arc(v, g.index(1, 2, 0), 3).unwrap();
+/// assert_eq!(g.num_nodes(), 24);
+/// assert_eq!(g.caps(5)[v], 3); // direction 5 is (0, 0, -1)
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GridGraph {
+    dims: [usize; 3],
+    conn: Connectivity,
+    caps: Vec<Vec<Cap>>,
+    source: Vec<Cap>,
+    sink: Vec<Cap>,
+}
+
+impl GridGraph {
+    /// A grid with all capacities zero. `depth` must be 1 for 2D connectivities.
+    pub fn new(width: usize, height: usize, depth: usize, conn: Connectivity) -> Result<Self> {
+        if width == 0 || height == 0 || depth == 0 {
+            return Err(Error::Graph(format!(
+                "grid dimensions must be positive, got {width}x{height}x{depth}"
+            )));
+        }
+        if !conn.is_3d() && depth != 1 {
+            return Err(Error::Graph(format!(
+                "{conn} is a 2D connectivity but the grid has depth {depth}"
+            )));
+        }
+        let n = width
+            .checked_mul(height)
+            .and_then(|n| n.checked_mul(depth))
+            .filter(|&n| n <= MAX_NODES)
+            .ok_or_else(|| {
+                Error::Graph(format!(
+                    "grid {width}x{height}x{depth} has more than {MAX_NODES} nodes"
+                ))
+            })?;
+        Ok(GridGraph {
+            dims: [width, height, depth],
+            conn,
+            caps: vec![vec![0; n]; conn.degree()],
+            source: vec![0; n],
+            sink: vec![0; n],
+        })
+    }
+
+    /// A 2D grid (`conn` is N4 or N8).
+    pub fn new_2d(width: usize, height: usize, conn: Connectivity) -> Result<Self> {
+        Self::new(width, height, 1, conn)
+    }
+
+    /// A 3D grid (`conn` is N6 or N26; N4/N8 work too, making independent slices).
+    pub fn new_3d(width: usize, height: usize, depth: usize, conn: Connectivity) -> Result<Self> {
+        Self::new(width, height, depth, conn)
+    }
+
+    /// `[width, height, depth]` (depth 1 in 2D).
+    pub fn dims(&self) -> [usize; 3] {
+        self.dims
+    }
+
+    /// The connectivity.
+    pub fn connectivity(&self) -> Connectivity {
+        self.conn
+    }
+
+    /// Number of nodes, W·H·D.
+    pub fn num_nodes(&self) -> usize {
+        self.source.len()
+    }
+
+    /// Node index of `(x, y, z)`.
+    pub fn index(&self, x: usize, y: usize, z: usize) -> usize {
+        x + self.dims[0] * (y + self.dims[1] * z)
+    }
+
+    /// Coordinates `[x, y, z]` of node `v`.
+    pub fn coords(&self, v: usize) -> [usize; 3] {
+        let [w, h, _] = self.dims;
+        [v % w, (v / w) % h, v / (w * h)]
+    }
+
+    /// The neighbour of `v` in direction `d`, if it lies inside the grid.
+    #[inline]
+    pub fn neighbor(&self, v: usize, d: usize) -> Option<usize> {
+        let [x, y, z] = self.coords(v);
+        let [dx, dy, dz] = self.conn.offsets()[d];
+        let nx = x as i64 + dx as i64;
+        let ny = y as i64 + dy as i64;
+        let nz = z as i64 + dz as i64;
+        let [w, h, dd] = self.dims;
+        if nx < 0 || ny < 0 || nz < 0 || nx >= w as i64 || ny >= h as i64 || nz >= dd as i64 {
+            return None;
+        }
+        Some(self.index(nx as usize, ny as usize, nz as usize))
+    }
+
+    /// The signed index step of direction `d` (valid only where [`neighbor`](Self::neighbor) is).
+    pub fn stride(&self, d: usize) -> isize {
+        let [dx, dy, dz] = self.conn.offsets()[d];
+        let [w, h, _] = self.dims;
+        dx as isize + w as isize * (dy as isize + h as isize * dz as isize)
+    }
+
+    /// Capacities of the arcs in direction `d`, one per node.
+    pub fn caps(&self, d: usize) -> &[Cap] {
+        &self.caps[d]
+    }
+
+    /// Mutable capacities of direction `d`; slots pointing outside the grid must stay zero.
+    pub fn caps_mut(&mut self, d: usize) -> &mut [Cap] {
+        &mut self.caps[d]
+    }
+
+    /// Source capacities (arc s → v), one per node.
+    pub fn source_caps(&self) -> &[Cap] {
+        &self.source
+    }
+
+    /// Sink capacities (arc v → t), one per node.
+    pub fn sink_caps(&self) -> &[Cap] {
+        &self.sink
+    }
+
+    /// Mutable source and sink capacities.
+    pub fn terminal_caps_mut(&mut self) -> (&mut [Cap], &mut [Cap]) {
+        (&mut self.source, &mut self.sink)
+    }
+
+    /// Sets the terminal capacities of node `v`.
+    pub fn set_terminals(&mut self, v: usize, source: Cap, sink: Cap) {
+        self.source[v] = source;
+        self.sink[v] = sink;
+    }
+
+    /// Sets the capacity of the arc from `v` in direction `d`; an error if it leaves the grid.
+    pub fn set_dir(&mut self, v: usize, d: usize, cap: Cap) -> Result<()> {
+        if v >= self.num_nodes() || d >= self.conn.degree() || self.neighbor(v, d).is_none() {
+            return Err(Error::Graph(format!(
+                "node {v} has no neighbour in direction {d} of a {} grid {:?}",
+                self.conn, self.dims
+            )));
+        }
+        self.caps[d][v] = cap;
+        Ok(())
+    }
+
+    /// Sets the capacity of the arc `from → to`; an error unless they are grid neighbours.
+    pub fn set_arc(&mut self, from: usize, to: usize, cap: Cap) -> Result<()> {
+        let d = self.direction(from, to).ok_or_else(|| {
+            Error::Graph(format!(
+                "nodes {from} and {to} are not {} neighbours in a grid {:?}",
+                self.conn, self.dims
+            ))
+        })?;
+        self.caps[d][from] = cap;
+        Ok(())
+    }
+
+    /// The direction `d` with `neighbor(from, d) == Some(to)`, if any.
+    pub fn direction(&self, from: usize, to: usize) -> Option<usize> {
+        if from >= self.num_nodes() || to >= self.num_nodes() {
+            return None;
+        }
+        (0..self.conn.degree()).find(|&d| self.neighbor(from, d) == Some(to))
+    }
+
+    /// Number of node pairs joined in the grid (each pair counted once), whatever the capacities.
+    pub fn num_edges(&self) -> usize {
+        let [w, h, d] = self.dims;
+        self.conn
+            .offsets()
+            .iter()
+            .step_by(2)
+            .map(|&[dx, dy, dz]| {
+                w.saturating_sub(dx.unsigned_abs() as usize)
+                    * (h.saturating_sub(dy.unsigned_abs() as usize))
+                    * (d.saturating_sub(dz.unsigned_abs() as usize))
+            })
+            .sum()
+    }
+
+    /// Checks the invariants the solvers rely on: capacities non-negative, out-of-grid slots zero,
+    /// and every arc's capacity plus its reverse's within `i32` (a push moves capacity from one to
+    /// the other). The error names the node by its coordinates.
+    pub fn validate(&self) -> Result<()> {
+        let name = |v: usize| {
+            let [x, y, z] = self.coords(v);
+            if self.conn.is_3d() {
+                format!("node {v} (x={x}, y={y}, z={z})")
+            } else {
+                format!("node {v} (x={x}, y={y})")
+            }
+        };
+        for v in 0..self.num_nodes() {
+            if self.source[v] < 0 || self.sink[v] < 0 {
+                return Err(Error::Graph(format!(
+                    "{} has a negative terminal capacity ({}, {})",
+                    name(v),
+                    self.source[v],
+                    self.sink[v]
+                )));
+            }
+        }
+        for d in 0..self.conn.degree() {
+            let caps = &self.caps[d];
+            let rev = &self.caps[d ^ 1];
+            for (v, &c) in caps.iter().enumerate() {
+                if c == 0 {
+                    continue;
+                }
+                if c < 0 {
+                    return Err(Error::Graph(format!(
+                        "{} has negative capacity {c} in direction {:?}",
+                        name(v),
+                        self.conn.offsets()[d]
+                    )));
+                }
+                match self.neighbor(v, d) {
+                    None => {
+                        return Err(Error::Graph(format!(
+                            "{} has capacity {c} on direction {:?}, which leaves the grid",
+                            name(v),
+                            self.conn.offsets()[d]
+                        )))
+                    }
+                    Some(w) => {
+                        if c as i64 + rev[w].max(0) as i64 > Cap::MAX as i64 {
+                            return Err(Error::Overflow(format!(
+                                "{} and its neighbour {w}: capacities {c} + {} exceed {}",
+                                name(v),
+                                rev[w],
+                                Cap::MAX
+                            )));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The same graph in CSR form, for solvers that take any graph. Pairs whose capacities are
+    /// both zero are left out: they can carry no flow and cross no cut.
+    pub fn to_csr(&self) -> Result<CsrGraph> {
+        self.validate()?;
+        let n = self.num_nodes();
+        let mut b = CsrBuilder::with_capacity(n, self.num_edges());
+        for d in (0..self.conn.degree()).step_by(2) {
+            let fwd = &self.caps[d];
+            let rev = &self.caps[d + 1];
+            for v in 0..n {
+                if let Some(w) = self.neighbor(v, d) {
+                    if fwd[v] != 0 || rev[w] != 0 {
+                        b.add_edge(v as u32, w as u32, fwd[v], rev[w])?;
+                    }
+                }
+            }
+        }
+        for v in 0..n {
+            b.add_terminals(v as u32, self.source[v], self.sink[v])?;
+        }
+        b.build()
+    }
+}
+
+impl FlowNetwork for GridGraph {
+    fn num_nodes(&self) -> usize {
+        GridGraph::num_nodes(self)
+    }
+
+    fn num_arcs(&self) -> usize {
+        2 * self.num_edges()
+    }
+
+    fn cut_capacity(&self, sink_side: &[bool]) -> i128 {
+        let mut total: i128 = 0;
+        for v in 0..self.num_nodes() {
+            if sink_side[v] {
+                total += self.source[v] as i128;
+            } else {
+                total += self.sink[v] as i128;
+                for d in 0..self.conn.degree() {
+                    if let Some(w) = self.neighbor(v, d) {
+                        if sink_side[w] {
+                            total += self.caps[d][v] as i128;
+                        }
+                    }
+                }
+            }
+        }
+        total
+    }
+}
