@@ -156,7 +156,7 @@ pub struct CsrBuilder {
 impl CsrBuilder {
     /// A builder for `n` non-terminal nodes.
     pub fn new(n: usize) -> Result<Self> {
-        Ok(Self::with_capacity_checked(n, 0)?)
+        Self::with_capacity_checked(n, 0)
     }
 
     /// A builder for `n` nodes with room for `pairs` arc pairs.
