@@ -19,6 +19,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod error;
 pub mod gen;
 pub mod graph;

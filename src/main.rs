@@ -1,1 +1,7 @@
-fn main() {}
+//! The `segcut` command line: a thin front end over the library (see `src/cli/`).
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

@@ -1,0 +1,119 @@
+//! `segcut bench`: a table of solve times on a named suite, every result verified.
+
+use anyhow::{Context, Result};
+use segcut::bench::{self, BenchOptions, BenchRecord, Event};
+use segcut::gen::GridSpec;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Named suite: tiny, quick, cpu or standard (see docs/benchmarks.md).
+    #[arg(long, default_value = "quick", value_parser = clap::builder::PossibleValuesParser::new(bench::SUITES))]
+    suite: String,
+    /// Instances to run instead of a suite, as grid spec texts (e.g. `2d:1024x1024:n4:c10:s1`).
+    #[arg(long, value_delimiter = ',', value_name = "SPEC")]
+    instances: Vec<GridSpec>,
+    /// Solvers, comma-separated; speed-ups are relative to the first.
+    #[arg(long, value_delimiter = ',', default_value = "bk")]
+    solvers: Vec<String>,
+    /// Timed runs per solver and instance (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Skip instances with more nodes than this.
+    #[arg(long)]
+    max_nodes: Option<usize>,
+    /// Also write every record as a JSON array to this file.
+    #[arg(long, value_name = "OUT")]
+    json: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let instances = if args.instances.is_empty() {
+        bench::suite(&args.suite)?
+    } else {
+        args.instances.clone()
+    };
+    let solvers: Vec<&str> = args.solvers.iter().map(String::as_str).collect();
+    let opts = BenchOptions {
+        runs: args.runs,
+        max_nodes: args.max_nodes,
+    };
+    let total = (instances.len() * solvers.len() * opts.runs.max(1)) as u64;
+    let pb = super::bar(total, "{spinner} [{bar:30}] {pos}/{len} {msg}");
+    let mut out = std::io::stdout().lock();
+    print_header(&mut out, solvers[0])?;
+    let mut failed = false;
+    let records = bench::run(&instances, &solvers, &opts, |ev| match ev {
+        Event::Generating(name) => pb.set_message(format!("generating {name}")),
+        Event::Skipped(name, why) => {
+            pb.inc((solvers.len() * opts.runs.max(1)) as u64);
+            pb.suspend(|| eprintln!("skipped {name}: {why}"));
+        }
+        Event::Solving(name, solver, run) => {
+            pb.set_message(format!("{solver} on {name} (run {})", run + 1));
+            pb.inc(1);
+        }
+        Event::Done(rec) => {
+            failed |= !rec.verified || !rec.agrees;
+            pb.suspend(|| {
+                let _ = print_row(&mut std::io::stdout().lock(), rec);
+            });
+        }
+    })?;
+    pb.finish_and_clear();
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&records)?;
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    writeln!(out, "{} records; machine: {}", records.len(), machine())?;
+    Ok(if failed {
+        eprintln!("segcut: a result failed verification or disagreed with the first solver");
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn print_header(out: &mut impl Write, first: &str) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<28} {:>10} {:>11} {:>8} {:>14} {:>11} {:>10} {:>8}",
+        "instance", "nodes", "arcs", "solver", "flow", "solve ms", format!("vs {first}"), "verified"
+    )
+}
+
+fn print_row(out: &mut impl Write, r: &BenchRecord) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<28} {:>10} {:>11} {:>8} {:>14} {:>11.1} {:>9.2}x {:>8}",
+        r.instance,
+        r.nodes,
+        r.arcs,
+        r.solver,
+        r.flow,
+        r.solve_ms,
+        r.speedup_vs_first,
+        match (r.verified, r.agrees) {
+            (true, true) => "yes",
+            (false, _) => "FAILED",
+            (true, false) => "DIFFERS",
+        }
+    )
+}
+
+/// The CPU model and core count, for the table's caption.
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{cpu}, {cores} cores")
+}

@@ -1,0 +1,227 @@
+//! `segcut maxflow`: solve `.max` files and archives, one row per instance.
+
+use anyhow::{bail, Context, Result};
+use segcut::graph::dimacs::{self, MaxInstance, ReadOptions};
+use segcut::graph::FlowNetwork;
+use segcut::maxflow::{self, solver_by_name, verify};
+use serde::Serialize;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Instance files: .max, .max.gz, .max.bz2, or Waterloo archives (.tbz2, .tar.bz2, .tar.gz,
+    /// .tgz, .tar) holding many .max files and their .sol values.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Max-flow solver.
+    #[arg(long, default_value = "bk", value_parser = clap::builder::PossibleValuesParser::new(maxflow::SOLVER_NAMES))]
+    solver: String,
+    /// Check each result's certificate (cut capacity == flow); a failure exits with status 1.
+    #[arg(long)]
+    verify: bool,
+    /// Write the source-side node ids (DIMACS numbering, the source included), one per line. With
+    /// several instances, OUT must be an existing directory and gets one `<instance>.cut` each.
+    #[arg(long, value_name = "OUT")]
+    cut: Option<PathBuf>,
+    /// Print one JSON object per instance instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One solved instance, as printed in the table and in `--json`.
+#[derive(Serialize, Debug)]
+struct Row {
+    file: String,
+    instance: String,
+    graph: String,
+    solver: String,
+    nodes: usize,
+    arcs: usize,
+    flow: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expected: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    matches: Option<bool>,
+    parse_ms: f64,
+    build_ms: f64,
+    solve_ms: f64,
+    verified: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cut_file: Option<String>,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let mut solver = solver_by_name(&args.solver)?;
+    let cut_dir = match &args.cut {
+        Some(p) if p.is_dir() => Some(p.clone()),
+        _ => None,
+    };
+    let mut cuts_written = 0usize;
+    let mut all_ok = true;
+    let mut printed_header = false;
+    let stdout = std::io::stdout();
+
+    for path in &args.files {
+        let size = std::fs::metadata(path)
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .len();
+        let progress = super::bar(
+            size,
+            "{spinner} {msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec})",
+        );
+        progress.set_message(path.display().to_string());
+        let opts = ReadOptions {
+            progress: Some(progress.clone()),
+        };
+        let mut rows: Vec<Row> = Vec::new();
+        let mut mark = Instant::now();
+        let sols = dimacs::read_instances(path, &opts, |inst: MaxInstance| {
+            // Time since the previous instance finished: reading and decompressing this one.
+            let parse = mark.elapsed();
+            let row = solve_one(&mut *solver, path, &inst, parse, &args, &cut_dir, &mut cuts_written)?;
+            rows.push(row);
+            mark = Instant::now();
+            Ok(())
+        })
+        .with_context(|| format!("while solving {}", path.display()))?;
+        progress.finish_and_clear();
+        if rows.is_empty() {
+            bail!("{}: no .max instance found", path.display());
+        }
+        // A .sol can come after its .max in an archive: match those now.
+        for row in &mut rows {
+            if row.expected.is_none() {
+                row.expected = sols.get(&row.instance).copied();
+            }
+            row.matches = row.expected.map(|e| e == row.flow);
+            all_ok &= row.matches != Some(false) && row.verified != Some(false);
+        }
+        let mut out = stdout.lock();
+        if args.json {
+            for row in &rows {
+                writeln!(out, "{}", serde_json::to_string(row)?)?;
+            }
+        } else {
+            if !printed_header {
+                print_header(&mut out)?;
+                printed_header = true;
+            }
+            for row in &rows {
+                print_row(&mut out, row)?;
+            }
+            if rows.len() > 1 {
+                let total: f64 = rows.iter().map(|r| r.solve_ms).sum();
+                let matched = rows.iter().filter(|r| r.matches == Some(true)).count();
+                let known = rows.iter().filter(|r| r.matches.is_some()).count();
+                writeln!(
+                    out,
+                    "{}: {} instances, total solve {:.1} ms, {matched}/{known} match their .sol",
+                    path.display(),
+                    rows.len(),
+                    total
+                )?;
+            }
+        }
+    }
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("segcut: some results did not match their .sol value or failed verification");
+        ExitCode::from(1)
+    })
+}
+
+fn solve_one(
+    solver: &mut dyn maxflow::Solver,
+    path: &Path,
+    inst: &MaxInstance,
+    parse: Duration,
+    args: &Args,
+    cut_dir: &Option<PathBuf>,
+    cuts_written: &mut usize,
+) -> segcut::Result<Row> {
+    let timed = maxflow::solve_timed(solver, &inst.network)?;
+    let verified = if args.verify {
+        Some(verify(&inst.network, &timed.cut).is_ok())
+    } else {
+        None
+    };
+    let mut cut_file = None;
+    if let Some(out) = &args.cut {
+        let target = match cut_dir {
+            Some(dir) => dir.join(format!("{}.cut", inst.name)),
+            None if *cuts_written == 0 => out.clone(),
+            None => {
+                return Err(segcut::Error::Unsupported(format!(
+                    "--cut {} names a file but there is more than one instance; pass an existing directory",
+                    out.display()
+                )))
+            }
+        };
+        write_cut(&target, inst, &timed.cut).map_err(|e| segcut::Error::io(&target, e))?;
+        *cuts_written += 1;
+        cut_file = Some(target.display().to_string());
+    }
+    Ok(Row {
+        file: path.display().to_string(),
+        instance: inst.name.clone(),
+        graph: inst.network.kind(),
+        solver: solver.name().to_string(),
+        nodes: inst.network.num_nodes(),
+        arcs: inst.network.num_arcs(),
+        flow: timed.cut.flow,
+        expected: inst.expected_flow,
+        matches: None,
+        parse_ms: super::ms(parse),
+        build_ms: super::ms(timed.build),
+        solve_ms: super::ms(timed.solve),
+        verified,
+        cut_file,
+    })
+}
+
+/// Source-side ids in the file's own numbering, ascending, the source terminal included.
+fn write_cut(path: &Path, inst: &MaxInstance, cut: &maxflow::Cut) -> std::io::Result<()> {
+    let mut ids: Vec<u64> = cut.source_side().map(|v| inst.dimacs_id(v)).collect();
+    ids.push(inst.source_id);
+    ids.sort_unstable();
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for id in ids {
+        writeln!(w, "{id}")?;
+    }
+    w.flush()
+}
+
+fn print_header(out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<28} {:>10} {:>11} {:>12} {:>12} {:>5} {:>9} {:>9} {:>9} {:>8}",
+        "instance", "nodes", "arcs", "flow", "expected", "match", "parse ms", "build ms", "solve ms", "verified"
+    )
+}
+
+fn print_row(out: &mut impl Write, r: &Row) -> std::io::Result<()> {
+    let opt = |v: Option<i64>| v.map_or("-".to_string(), |v| v.to_string());
+    let yes = |b: Option<bool>| match b {
+        Some(true) => "yes",
+        Some(false) => "NO",
+        None => "-",
+    };
+    writeln!(
+        out,
+        "{:<28} {:>10} {:>11} {:>12} {:>12} {:>5} {:>9.1} {:>9.1} {:>9.1} {:>8}",
+        r.instance,
+        r.nodes,
+        r.arcs,
+        r.flow,
+        opt(r.expected),
+        yes(r.matches),
+        r.parse_ms,
+        r.build_ms,
+        r.solve_ms,
+        yes(r.verified)
+    )
+}

@@ -1,0 +1,215 @@
+//! End-to-end tests of the `segcut` binary.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn segcut(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_segcut"))
+        .args(args)
+        .output()
+        .expect("run segcut")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn maxflow_on_crop_prints_flow_and_verified() {
+    for (path, expected) in common::waterloo_crops() {
+        let o = segcut(&["maxflow", path.to_str().unwrap(), "--verify"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        let row = out.lines().nth(1).expect("a row under the header");
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cols[3], expected.to_string(), "flow column: {row}");
+        assert_eq!(cols[4], expected.to_string(), "expected column: {row}");
+        assert_eq!(cols[5], "yes", "match column: {row}");
+        assert_eq!(*cols.last().unwrap(), "yes", "verified column: {row}");
+    }
+}
+
+#[test]
+fn maxflow_json_has_the_documented_fields() {
+    for (path, expected) in common::waterloo_crops().into_iter().take(1) {
+        for solver in ["bk", "dinic"] {
+            let o = segcut(&["maxflow", path.to_str().unwrap(), "--verify", "--json", "--solver", solver]);
+            assert!(o.status.success(), "{}", stderr(&o));
+            let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+            assert_eq!(v["flow"], expected);
+            assert_eq!(v["expected"], expected);
+            assert_eq!(v["solver"], solver);
+            assert_eq!(v["verified"], true);
+            assert_eq!(v["nodes"], 256);
+            for key in ["file", "arcs", "parse_ms", "solve_ms", "build_ms"] {
+                assert!(!v[key].is_null(), "missing {key}");
+            }
+        }
+    }
+}
+
+#[test]
+fn cut_file_lists_source_side_with_the_flow_as_capacity() {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, expected) in common::waterloo_crops() {
+        let out = dir.path().join("crop.cut");
+        let o = segcut(&["maxflow", path.to_str().unwrap(), "--cut", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let ids: std::collections::HashSet<u64> = std::fs::read_to_string(&out)
+            .unwrap()
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        let (s, t, arcs) = common::raw_arcs(&std::fs::read_to_string(&path).unwrap());
+        assert!(ids.contains(&s) && !ids.contains(&t));
+        let cap: i64 = arcs
+            .iter()
+            .filter(|(u, v, _)| ids.contains(u) && !ids.contains(v))
+            .map(|a| a.2)
+            .sum();
+        assert_eq!(cap, expected);
+    }
+}
+
+fn make_archive(dir: &Path, sol_first: bool) -> std::path::PathBuf {
+    let path = dir.join(format!("crops-{sol_first}.tbz2"));
+    let file = std::fs::File::create(&path).unwrap();
+    let enc = bzip2::write::BzEncoder::new(file, bzip2::Compression::fast());
+    let mut tar = tar::Builder::new(enc);
+    for (max, _) in common::waterloo_crops() {
+        let name = max.file_name().unwrap().to_str().unwrap().to_string();
+        let sol = max.with_extension("sol");
+        let sol_name = sol.file_name().unwrap().to_str().unwrap().to_string();
+        let mut files = vec![(max, format!("seq/{name}")), (sol, format!("seq/{sol_name}"))];
+        if sol_first {
+            files.reverse();
+        }
+        for (p, n) in files {
+            tar.append_path_with_name(p, n).unwrap();
+        }
+    }
+    tar.into_inner().unwrap().finish().unwrap();
+    path
+}
+
+#[test]
+fn archive_gives_one_row_per_instance_with_sol_match() {
+    if common::waterloo_crops().is_empty() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for sol_first in [true, false] {
+        let archive = make_archive(dir.path(), sol_first);
+        let o = segcut(&["maxflow", archive.to_str().unwrap(), "--verify"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("tsukuba_crop")).collect();
+        assert_eq!(rows.len(), 3, "{out}");
+        for row in rows {
+            let cols: Vec<&str> = row.split_whitespace().collect();
+            assert_eq!(cols[5], "yes", "{row}");
+        }
+        assert!(out.contains("3 instances, total solve"), "{out}");
+        assert!(out.contains("3/3 match"), "{out}");
+
+        let o = segcut(&["maxflow", archive.to_str().unwrap(), "--json"]);
+        let lines: Vec<serde_json::Value> = stdout(&o)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines.iter().all(|v| v["expected"] == v["flow"]));
+    }
+}
+
+#[test]
+fn wrong_sol_value_exits_with_status_1() {
+    let Some((max, _)) = common::waterloo_crops().into_iter().next() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("crop.max");
+    std::fs::copy(&max, &copy).unwrap();
+    std::fs::write(dir.path().join("crop.sol"), "c wrong on purpose\ns 49\n").unwrap();
+    let o = segcut(&["maxflow", copy.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("NO"));
+}
+
+#[test]
+fn gen_is_deterministic_and_solvable() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.max");
+    let b = dir.path().join("b.max");
+    for spec in ["2d:40x30:n4:c10:s5", "2d:20x20:n8:c100:s1", "3d:8x8x6:n6:c10:s2", "3d:5x5x5:n26:c10:s3"] {
+        for out in [&a, &b] {
+            let o = segcut(&["gen", "grid", spec, "-o", out.to_str().unwrap()]);
+            assert!(o.status.success(), "{}", stderr(&o));
+        }
+        let (ta, tb) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        assert_eq!(ta, tb, "{spec} differs between runs");
+        assert!(String::from_utf8_lossy(&ta).contains("c regulargrid"));
+        let o = segcut(&["maxflow", a.to_str().unwrap(), "--verify", "--json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        assert_eq!(v["verified"], true, "{spec}");
+        assert!(v["graph"].as_str().unwrap().starts_with("grid"), "{spec}: {v}");
+    }
+    for args in [
+        vec!["gen", "genrmf", "--a", "4", "--b", "5", "--seed", "3"],
+        vec!["gen", "washington", "--width", "8", "--levels", "10", "--seed", "3"],
+    ] {
+        let mut full = args.clone();
+        full.extend(["-o", a.to_str().unwrap()]);
+        let o = segcut(&full);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let o = segcut(&["maxflow", a.to_str().unwrap(), "--verify", "--solver", "dinic", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        assert_eq!(v["verified"], true);
+        assert!(v["flow"].as_i64().unwrap() > 0);
+    }
+}
+
+#[test]
+fn errors_name_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.max");
+    let o = segcut(&["maxflow", missing.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("nope.max"), "{}", stderr(&o));
+
+    let bad = dir.path().join("bad.max");
+    std::fs::write(&bad, "p max 3 1\nn 1 s\nn 2 t\na 1 3 -5\n").unwrap();
+    let o = segcut(&["maxflow", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("bad.max:4"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+
+    let o = segcut(&["gen", "grid", "2d:0x10:n4:c10:s1", "-o", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = segcut(&["gen", "grid", "2d:10x10:n6:c10:s1", "-o", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn bench_tiny_verifies_and_writes_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let o = segcut(&[
+        "bench", "--suite", "tiny", "--solvers", "bk,dinic", "--runs", "1", "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let recs = v.as_array().unwrap();
+    assert_eq!(recs.len(), 8);
+    assert!(recs.iter().all(|r| r["verified"] == true && r["agrees"] == true));
+    assert!(stdout(&o).contains("vs bk"));
+}

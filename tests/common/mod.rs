@@ -1,0 +1,61 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+/// `../shared/data` beside the checkout (or `$SEGCUT_SHARED_DATA`). Returns `None` (and says so)
+/// when it is missing, unless `SEGCUT_REQUIRE_DATA` is set (CI sets it): then missing data fails.
+pub fn shared_data() -> Option<PathBuf> {
+    let dir = std::env::var_os("SEGCUT_SHARED_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    if std::env::var_os("SEGCUT_REQUIRE_DATA").is_some() {
+        panic!("shared data not found at {} (SEGCUT_REQUIRE_DATA is set)", dir.display());
+    }
+    eprintln!("skipping: shared data not found at {}", dir.display());
+    None
+}
+
+/// The Waterloo crops with their `.sol` values read from the files.
+pub fn waterloo_crops() -> Vec<(PathBuf, i64)> {
+    let Some(data) = shared_data() else {
+        return Vec::new();
+    };
+    ["16x16", "32x32", "64x64"]
+        .iter()
+        .map(|s| {
+            let max = data.join(format!("waterloo/tsukuba_crop_{s}.max"));
+            let sol = std::fs::read_to_string(max.with_extension("sol")).unwrap();
+            let flow = sol
+                .lines()
+                .find_map(|l| l.strip_prefix("s "))
+                .expect("s line")
+                .trim()
+                .parse()
+                .unwrap();
+            (max, flow)
+        })
+        .collect()
+}
+
+/// An independent reading of a DIMACS file's arcs: `(source id, sink id, arcs (u, v, cap))`.
+pub fn raw_arcs(text: &str) -> (u64, u64, Vec<(u64, u64, i64)>) {
+    let (mut s, mut t, mut arcs) = (0, 0, Vec::new());
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.first() {
+            Some(&"n") if f[2] == "s" => s = f[1].parse().unwrap(),
+            Some(&"n") if f[2] == "t" => t = f[1].parse().unwrap(),
+            Some(&"a") => arcs.push((
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+                f[3].parse().unwrap(),
+            )),
+            _ => {}
+        }
+    }
+    (s, t, arcs)
+}
