@@ -9,12 +9,15 @@
 //! - **n-links** (both directions, symmetric): `round(scale · exp(−(Ip − Iq)² / (2σ²)) / dist(p, q))`
 //!   with `σ = max(√2 · noise, 0.02)` (the spread of the difference of two noisy pixels), so smooth
 //!   regions get strong links and object edges weak ones; `dist` is 1, √2 or √3.
-//! - **t-links**: `10 · (−ln P(I | background) + ln P(I | foreground))` per node, from two Gaussian
-//!   intensity models that roughly (not exactly) match the scene, rounded. A positive value goes to
+//! - **t-links**: `u · (−ln P(I | background) + ln P(I | foreground))` per node, from two Gaussian
+//!   intensity models that roughly (not exactly) match the scene, rounded. `u` is 10 for N4 / N6
+//!   and grows with the neighbourhood's total n-link weight (≈ 17 for N8, ≈ 32 for N26) so that
+//!   a given `scale` means the same smoothness whatever the connectivity. A positive value goes to
 //!   the source arc (foreground = source side), a negative one to the sink arc; the other is zero
 //!   (the "net" form of the Waterloo instances).
-//! - optional **hard seeds** ([`VisionOptions::hard_seeds`]): small discs/balls inside the true
-//!   foreground and background whose terminal arc is larger than all the node's n-links together.
+//! - **hard seeds** ([`VisionOptions::hard_seeds`], 4 per label by default, 0 to turn off): small
+//!   discs/balls inside the true foreground and background, like a user's strokes, whose terminal
+//!   arc is larger than all the node's n-links together.
 //!
 //! `scale` plays the role of the Waterloo `c10` / `c100` variants: it multiplies the n-links
 //! relative to the t-links, so larger values give smoother, harder cuts. Because intensities are
@@ -30,6 +33,9 @@ use crate::{Error, Result};
 
 /// Default memory limit for [`vision_grid`]: 16 GiB.
 pub const DEFAULT_MEMORY_LIMIT: u64 = 16 << 30;
+
+/// Hard seeds per label that [`vision_grid`] places (see [`VisionOptions::hard_seeds`]).
+pub const DEFAULT_HARD_SEEDS: u32 = 4;
 
 /// The largest accepted `scale`: keeps every capacity, hard seeds included, far inside `i32`.
 pub const MAX_SCALE: u32 = 1 << 20;
@@ -104,17 +110,18 @@ impl Default for GridSpec {
 pub struct VisionOptions {
     /// Refuse instances whose estimated memory ([`GridSpec::memory_bytes`]) exceeds this many bytes.
     pub memory_limit: u64,
-    /// Number of hard-seed discs (balls in 3D) placed in the true foreground, and as many in the
-    /// true background; 0 (the default) for none.
+    /// Number of hard-seed discs (balls in 3D) placed at random in the true foreground, and as
+    /// many in the true background, like a user's strokes; 0 for none. They keep both sides of
+    /// the cut non-empty even when strong n-links (`c100`) would rather swallow the objects.
     pub hard_seeds: u32,
 }
 
 impl Default for VisionOptions {
-    /// [`DEFAULT_MEMORY_LIMIT`] and no hard seeds.
+    /// [`DEFAULT_MEMORY_LIMIT`] and [`DEFAULT_HARD_SEEDS`] seeds per label.
     fn default() -> Self {
         VisionOptions {
             memory_limit: DEFAULT_MEMORY_LIMIT,
-            hard_seeds: 0,
+            hard_seeds: DEFAULT_HARD_SEEDS,
         }
     }
 }
@@ -436,8 +443,10 @@ fn scene_blobs(rng: &mut Rng, is_3d: bool) -> Vec<Blob> {
             slope[k] = uniform(rng, -0.3, 0.3);
         }
         let mut axes = random_axes(rng, is_3d);
+        // Radii in normalised units; 3D objects are rounder so that they fill a similar share.
+        let (r_lo, r_hi) = if is_3d { (0.12, 0.3) } else { (0.07, 0.25) };
         for row in axes.iter_mut().take(dims_used) {
-            let r = uniform(rng, 0.07, 0.25);
+            let r = uniform(rng, r_lo, r_hi);
             *row = row.map(|x| x / r);
         }
         blobs.push(Blob {
@@ -536,15 +545,31 @@ fn neg_log_likelihood(i: f64, (mean, spread): (f64, f64), noise: f64) -> f64 {
     (i - mean).powi(2) / (2.0 * sigma * sigma) + sigma.ln()
 }
 
-/// `TLINK_UNIT · (D_background − D_foreground)` for each 8-bit intensity: positive values prefer
-/// the source (foreground) side.
-fn tlink_table(noise: f64) -> [i64; 256] {
+/// `unit · (D_background − D_foreground)` for each 8-bit intensity: positive values prefer the
+/// source (foreground) side.
+fn tlink_table(noise: f64, unit: f64) -> [i64; 256] {
     std::array::from_fn(|q| {
         let i = q as f64 / 255.0;
         let d_bg = neg_log_likelihood(i, BACKGROUND_MODEL, noise);
         let d_fg = neg_log_likelihood(i, FOREGROUND_MODEL, noise);
-        (TLINK_UNIT * (d_bg - d_fg)).round() as i64
+        (unit * (d_bg - d_fg)).round() as i64
     })
+}
+
+/// Capacity units per nat in the t-links: [`TLINK_UNIT`] times the n-link mass of one half of the
+/// neighbourhood (`Σ 1/dist` over the forward directions) per axis, i.e. 1 for N4 / N6, about
+/// 1.71 for N8 and 3.18 for N26. Denser neighbourhoods cross a boundary with more links; without
+/// this, `scale` would mean a several times smoother model on N26 than on N6 and the cut would
+/// shrink to the hard seeds.
+fn tlink_unit(conn: Connectivity) -> f64 {
+    let offsets = conn.offsets();
+    let mass: f64 = offsets
+        .iter()
+        .step_by(2)
+        .map(|o| 1.0 / (o.iter().map(|c| c.unsigned_abs()).sum::<u32>() as f64).sqrt())
+        .sum();
+    let axes = if conn.is_3d() { 3.0 } else { 2.0 };
+    TLINK_UNIT * mass / axes
 }
 
 /// n-link capacity for each 8-bit intensity difference, for a neighbour at distance `dist`.
@@ -580,7 +605,8 @@ fn fill_direction(g: &mut GridGraph, dir: usize, q: &[u8], table: &[Cap; 256]) {
     }
 }
 
-/// Builds the vision grid of `spec` with the default options (16 GiB limit, no hard seeds).
+/// Builds the vision grid of `spec` with the default options (16 GiB limit, 4 hard seeds per
+/// label).
 ///
 /// ```
 /// use segcut::gen::{vision_grid, GridSpec};
@@ -622,11 +648,11 @@ pub fn grid_from_scene(spec: &GridSpec, scene: &Scene, opts: &VisionOptions) -> 
             .sum();
         fill_direction(&mut g, dir, &scene.intensity, &tables[steps as usize - 1]);
     }
-    let tlinks = tlink_table(spec.noise);
+    let tlinks = tlink_table(spec.noise, tlink_unit(spec.conn));
     let (source, sink) = g.terminal_caps_mut();
     for (v, &q) in scene.intensity.iter().enumerate() {
         let t = tlinks[q as usize];
-        // |t| ≤ 10 · (1/(2·0.07²) + ln(0.1/0.07)) < 1100: no overflow.
+        // |t| ≤ 32 · (0.75²/(2·0.07²) + ln(0.1/0.07)) < 2000: no overflow.
         source[v] = t.max(0) as Cap;
         sink[v] = (-t).max(0) as Cap;
     }
@@ -644,7 +670,7 @@ fn place_hard_seeds(g: &mut GridGraph, spec: &GridSpec, scene: &Scene, count: u3
     let n = w * h * d;
     // Every n-link is at most `scale`, in each direction.
     let hard = (2 * spec.conn.degree() as i64 * spec.scale as i64 + 1) as Cap;
-    let radius = (w.min(h).min(if spec.conn.is_3d() { d } else { h }) / 40).max(1) as i64;
+    let radius = (w.min(h).min(if spec.conn.is_3d() { d } else { h }) / 32).max(1) as i64;
     let mut rng = Rng::new(spec.seed ^ SEED_STREAM);
     for label in [true, false] {
         for _ in 0..count {

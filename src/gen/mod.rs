@@ -33,7 +33,7 @@ use std::str::FromStr;
 pub use genrmf::{genrmf, GenrmfSpec};
 pub use grid::{
     grid_from_scene, vision_grid, vision_grid_with, vision_scene, GridSpec, Scene, VisionOptions,
-    DEFAULT_MEMORY_LIMIT, MAX_NOISE, MAX_SCALE,
+    DEFAULT_HARD_SEEDS, DEFAULT_MEMORY_LIMIT, MAX_NOISE, MAX_SCALE,
 };
 pub use washington::{washington_rlg, WashingtonSpec};
 
