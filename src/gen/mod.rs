@@ -9,10 +9,13 @@
 //! | text | family |
 //! | --- | --- |
 //! | `2d:1024x1024:n4:c10:s1`, `3d:128x128x128:n6:c100:s7` | [`vision_grid`] ([`GridSpec`]) |
-//! | `genrmf:a32:b1024:c1-10000:s1` | [`genrmf`] ([`GenrmfSpec`]) |
+//! | `genrmf:a32:b1024:c1-10000:s1` | [`genrmf()`] ([`GenrmfSpec`]) |
 //! | `genrmf-long:20:s1`, `genrmf-wide:20:s1` | [`GenrmfSpec::long`], [`GenrmfSpec::wide`] (`2^20` nodes) |
 //! | `rlg:64x1024:d3:m10000:s1` | [`washington_rlg`] ([`WashingtonSpec`]) |
 //! | `rlg-long:20:s1`, `rlg-wide:20:s1` | [`WashingtonSpec::long`], [`WashingtonSpec::wide`] |
+//!
+//! The construction of each family is described in its module: [`grid`], [`mod@genrmf`],
+//! [`washington`].
 //!
 //! ```
 //! use segcut::gen::{generate, InstanceSpec};
@@ -23,9 +26,9 @@
 //! assert_eq!(net.num_nodes(), 4 * 4 * 16 - 2);
 //! ```
 
-mod genrmf;
-mod grid;
-mod washington;
+pub mod genrmf;
+pub mod grid;
+pub mod washington;
 
 use std::fmt;
 use std::str::FromStr;
