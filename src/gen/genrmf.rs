@@ -59,7 +59,7 @@ impl GenrmfSpec {
     /// assert_eq!((s.a, s.b), (32, 1024));
     /// ```
     pub fn long(log2_nodes: u32, seed: u64) -> Result<Self> {
-        Self::preset("long", log2_nodes, 0.25, 0.5, seed)
+        Self::preset("long", log2_nodes, (1, 4), (1, 2), seed)
     }
 
     /// The "wide" family (GENRMF-WIDE shape): about `2^log2_nodes` nodes with `a = 2^(2x/5)` and
@@ -71,17 +71,18 @@ impl GenrmfSpec {
     /// assert_eq!((s.a, s.b), (256, 16));
     /// ```
     pub fn wide(log2_nodes: u32, seed: u64) -> Result<Self> {
-        Self::preset("wide", log2_nodes, 0.4, 0.2, seed)
+        Self::preset("wide", log2_nodes, (2, 5), (1, 5), seed)
     }
 
-    fn preset(name: &str, x: u32, a_exp: f64, b_exp: f64, seed: u64) -> Result<Self> {
+    /// `a = round(2^(x·a_exp))`, `b = round(2^(x·b_exp))`, exponents as (numerator, denominator).
+    fn preset(name: &str, x: u32, a_exp: (u32, u32), b_exp: (u32, u32), seed: u64) -> Result<Self> {
         if !(6..=21).contains(&x) {
             return Err(Error::Graph(format!(
                 "genrmf {name}: log2 of the node count must be in 6..=21, got {x}"
             )));
         }
-        let a = 2f64.powf(a_exp * x as f64).round() as usize;
-        let b = 2f64.powf(b_exp * x as f64).round() as usize;
+        let a = round_pow2(x * a_exp.0, a_exp.1);
+        let b = round_pow2(x * b_exp.0, b_exp.1);
         let pair_limit = Cap::MAX as i64 / (2 * (a * a) as i64);
         Ok(GenrmfSpec {
             a,
@@ -151,6 +152,17 @@ impl GenrmfSpec {
         }
         Ok(())
     }
+}
+
+/// `round(2^(p/q))` in integers, so presets do not depend on the platform's `powf`: the `m`
+/// with `(m − ½)^q ≤ 2^(p/q·q) < (m + ½)^q`, i.e. `(2m − 1)^q ≤ 2^(p+q) < (2m + 1)^q`.
+fn round_pow2(p: u32, q: u32) -> usize {
+    let target = 1u128 << (p + q);
+    let mut m = 1u128;
+    while (2 * m + 1).pow(q) <= target {
+        m += 1;
+    }
+    m as usize
 }
 
 impl fmt::Display for GenrmfSpec {

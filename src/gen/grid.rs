@@ -388,23 +388,36 @@ impl Blob {
     }
 }
 
+/// A point uniform in the unit disc (`dims` 2) or ball (`dims` 3), away from the centre.
+fn in_unit_ball(rng: &mut Rng, dims: usize) -> [f64; 3] {
+    loop {
+        let mut p = [0.0; 3];
+        for c in p.iter_mut().take(dims) {
+            *c = 2.0 * rng.unit_f64() - 1.0;
+        }
+        let r2 = dot(p, p);
+        if r2 > 1e-6 && r2 <= 1.0 {
+            return p;
+        }
+    }
+}
+
 /// A random rotation: three orthonormal rows (only the first two matter in 2D, where the third is
-/// the z axis).
+/// the z axis). Built from points uniform in the disc / ball, whose directions are uniform, with
+/// arithmetic and `sqrt` only (see [`exact`]).
 fn random_axes(rng: &mut Rng, is_3d: bool) -> [[f64; 3]; 3] {
     if !is_3d {
-        let a = rng.unit_f64() * std::f64::consts::TAU;
-        let (s, c) = a.sin_cos();
+        let p = in_unit_ball(rng, 2);
+        let r = dot(p, p).sqrt();
+        let (c, s) = (p[0] / r, p[1] / r);
         return [[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]];
     }
-    // Gram–Schmidt on Gaussian vectors gives a uniformly random orientation; retry the (measure
-    // zero) degenerate draws so this cannot divide by zero.
+    // Gram–Schmidt on two random directions; retry the (rare) nearly parallel pairs so this
+    // cannot divide by zero.
     loop {
-        let u = [rng.normal(), rng.normal(), rng.normal()];
-        let v = [rng.normal(), rng.normal(), rng.normal()];
+        let u = in_unit_ball(rng, 3);
+        let v = in_unit_ball(rng, 3);
         let nu = dot(u, u).sqrt();
-        if nu < 1e-6 {
-            continue;
-        }
         let u = u.map(|x| x / nu);
         let p = dot(u, v);
         let v = [v[0] - p * u[0], v[1] - p * u[1], v[2] - p * u[2]];
@@ -503,6 +516,7 @@ fn build_scene(spec: &GridSpec) -> Scene {
     }
     let blobs = scene_blobs(&mut rng, is_3d);
     let mut noise = Rng::new(spec.seed ^ NOISE_STREAM);
+    let mut normal = exact::Normal::default();
     let n = w * h * d;
     let mut intensity = Vec::with_capacity(n);
     let mut foreground = Vec::with_capacity(n);
@@ -526,7 +540,7 @@ fn build_scene(spec: &GridSpec) -> Scene {
                         fg = b.foreground;
                     }
                 }
-                let noisy = value + spec.noise * noise.normal();
+                let noisy = value + spec.noise * normal.sample(&mut noise);
                 intensity.push((noisy.clamp(0.0, 1.0) * 255.0).round() as u8);
                 foreground.push(fg);
             }
@@ -541,8 +555,8 @@ fn build_scene(spec: &GridSpec) -> Scene {
 
 /// Negative log-likelihood of intensity `i` under a Gaussian model widened by the image noise.
 fn neg_log_likelihood(i: f64, (mean, spread): (f64, f64), noise: f64) -> f64 {
-    let sigma = spread.hypot(noise);
-    (i - mean).powi(2) / (2.0 * sigma * sigma) + sigma.ln()
+    let sigma = (spread * spread + noise * noise).sqrt();
+    (i - mean) * (i - mean) / (2.0 * sigma * sigma) + exact::ln(sigma)
 }
 
 /// `unit · (D_background − D_foreground)` for each 8-bit intensity: positive values prefer the
@@ -577,7 +591,7 @@ fn nlink_table(scale: u32, noise: f64, dist: f64) -> [Cap; 256] {
     let sigma = (std::f64::consts::SQRT_2 * noise).max(0.02);
     std::array::from_fn(|diff| {
         let delta = diff as f64 / 255.0;
-        (scale as f64 * (-delta * delta / (2.0 * sigma * sigma)).exp() / dist).round() as Cap
+        (scale as f64 * exact::exp(-delta * delta / (2.0 * sigma * sigma)) / dist).round() as Cap
     })
 }
 
@@ -710,6 +724,122 @@ fn place_hard_seeds(g: &mut GridGraph, spec: &GridSpec, scene: &Scene, count: u3
                     }
                 }
             }
+        }
+    }
+}
+
+/// Elementary functions from `+ − × ÷` and `sqrt` only. IEEE 754 rounds those identically on every
+/// platform, while `f64::exp`, `ln`, `sin` come from the platform's libm and may differ in the last
+/// bit, which could flip a rounded capacity or an 8-bit intensity. Accuracy is a few ulps, plenty
+/// for a generator; what matters is that the bits are the same everywhere.
+mod exact {
+    use crate::rng::Rng;
+    use std::f64::consts::{LN_2, SQRT_2};
+
+    /// `e^x`, for `x` in about `[-700, 700]` (0 below).
+    pub fn exp(x: f64) -> f64 {
+        if x < -700.0 {
+            return 0.0;
+        }
+        let x = x.min(700.0);
+        // x = k·ln 2 + r with |r| ≤ ln 2 / 2; then e^r by its Taylor series (18 terms: the rest
+        // is below 1e-20) and 2^k straight into the exponent bits.
+        // ln 2 split in two (Cody–Waite) so that k·ln 2 is subtracted without rounding error.
+        const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+        const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+        let k = (x / LN_2).round();
+        let r = (x - k * LN2_HI) - k * LN2_LO;
+        let (mut term, mut sum) = (1.0, 1.0);
+        for i in 1..=18 {
+            term *= r / i as f64;
+            sum += term;
+        }
+        sum * f64::from_bits(((k as i64 + 1023) as u64) << 52)
+    }
+
+    /// Natural logarithm of a positive normal `x`.
+    pub fn ln(x: f64) -> f64 {
+        // x = m·2^e with m in [1, 2), moved to [√½, √2); then ln m = 2·atanh(t), t = (m−1)/(m+1),
+        // |t| ≤ 0.172, so 12 odd terms reach 1e-19.
+        let bits = x.to_bits();
+        let mut e = ((bits >> 52) & 0x7ff) as i64 - 1023;
+        let mut m = f64::from_bits((bits & ((1u64 << 52) - 1)) | (1023u64 << 52));
+        if m > SQRT_2 {
+            m /= 2.0;
+            e += 1;
+        }
+        let t = (m - 1.0) / (m + 1.0);
+        let t2 = t * t;
+        let (mut power, mut sum) = (t, 0.0);
+        for n in 0..12 {
+            sum += power / (2 * n + 1) as f64;
+            power *= t2;
+        }
+        e as f64 * LN_2 + 2.0 * sum
+    }
+
+    /// Standard normal samples by Marsaglia's polar method, which yields them in pairs.
+    #[derive(Default)]
+    pub struct Normal {
+        spare: Option<f64>,
+    }
+
+    impl Normal {
+        pub fn sample(&mut self, rng: &mut Rng) -> f64 {
+            if let Some(z) = self.spare.take() {
+                return z;
+            }
+            loop {
+                let u = 2.0 * rng.unit_f64() - 1.0;
+                let v = 2.0 * rng.unit_f64() - 1.0;
+                let s = u * u + v * v;
+                // s ≥ 2^-50 keeps ln(s) on normal numbers and the factor finite.
+                if s < 1.0 && s > 1.0 / (1u64 << 50) as f64 {
+                    let f = (-2.0 * ln(s) / s).sqrt();
+                    self.spare = Some(v * f);
+                    return u * f;
+                }
+            }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        // Against the platform's libm, which is accurate to about an ulp everywhere it matters.
+        #[test]
+        fn exp_and_ln_match_libm() {
+            for i in -2000..=2000 {
+                let x = i as f64 * 0.3141;
+                let (a, b) = (super::exp(x), x.exp());
+                assert!((a - b).abs() <= 1e-14 * b, "exp({x}): {a} vs {b}");
+            }
+            for i in 1..4000 {
+                let x = i as f64 * 0.0173 + 1e-9 * i as f64;
+                for y in [x, 1.0 / x, x * 1e12, x * 1e-12] {
+                    let (a, b) = (super::ln(y), y.ln());
+                    assert!(
+                        (a - b).abs() <= 1e-14 * b.abs().max(1.0),
+                        "ln({y}): {a} vs {b}"
+                    );
+                }
+            }
+        }
+
+        #[test]
+        fn normal_has_unit_variance() {
+            let mut rng = crate::rng::Rng::new(3);
+            let mut n = super::Normal::default();
+            let samples: Vec<f64> = (0..200_000).map(|_| n.sample(&mut rng)).collect();
+            let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+            let var =
+                samples.iter().map(|z| (z - mean) * (z - mean)).sum::<f64>() / samples.len() as f64;
+            assert!(
+                mean.abs() < 0.01 && (var - 1.0).abs() < 0.02,
+                "{mean} {var}"
+            );
+            let tail = samples.iter().filter(|z| z.abs() > 2.0).count() as f64;
+            // P(|Z| > 2) = 0.0455
+            assert!((tail / samples.len() as f64 - 0.0455).abs() < 0.003);
         }
     }
 }
