@@ -22,7 +22,9 @@
 //! `scale` plays the role of the Waterloo `c10` / `c100` variants: it multiplies the n-links
 //! relative to the t-links, so larger values give smoother, harder cuts. Because intensities are
 //! 8-bit, both kinds of capacity come from 256-entry tables, and generation costs little more than
-//! drawing the noise.
+//! drawing the noise. All floating-point work uses `+ − × ÷` and `sqrt` only (own `exp`, `ln` and
+//! Gaussian sampler), which IEEE 754 rounds the same everywhere: a spec gives the same graph, bit
+//! for bit, on every platform.
 
 use std::fmt;
 use std::str::FromStr;
