@@ -8,7 +8,7 @@
 //! assert!(records.iter().all(|r| r.verified && r.agrees));
 //! ```
 
-use crate::gen::{self, GridSpec};
+use crate::gen::{self, InstanceSpec};
 use crate::graph::{FlowNetwork, Network};
 use crate::maxflow::{self, solver_by_name, verify, Cut};
 use crate::{Error, Result};
@@ -18,20 +18,22 @@ use std::time::Instant;
 /// The named suites.
 pub const SUITES: &[&str] = &["tiny", "quick", "cpu", "standard"];
 
-/// The instances of a named suite, as grid spec texts (see [`GridSpec`]'s `FromStr`).
+/// The instances of a named suite, as spec texts (see [`InstanceSpec`]'s `FromStr`).
 ///
-/// - `tiny`: a few small grids, for tests.
+/// - `tiny`: a few small grids and general graphs, for tests.
 /// - `quick`: one of each connectivity at about 0.25 M nodes.
 /// - `cpu`: 2D and 3D grids from 1 M to about 8 M nodes, for the CPU solvers.
 /// - `standard`: the GPU suite: 2D 4- and 8-connected grids of 1, 4 and 16 Mpx, 3D 6-connected
 ///   128³, 256×256×119 and 512³, 26-connected 128³ and 256×256×119, each at scales c10 and c100.
-pub fn suite(name: &str) -> Result<Vec<GridSpec>> {
+pub fn suite(name: &str) -> Result<Vec<InstanceSpec>> {
     let specs: Vec<String> = match name {
         "tiny" => vec![
             "2d:24x24:n4:c10:s1".into(),
             "2d:20x20:n8:c100:s2".into(),
             "3d:8x8x8:n6:c10:s3".into(),
             "3d:6x6x6:n26:c10:s4".into(),
+            "genrmf:a4:b6:s1".into(),
+            "rlg:10x8:s1".into(),
         ],
         "quick" => vec![
             "2d:512x512:n4:c10:s1".into(),
@@ -143,7 +145,7 @@ pub enum Event<'a> {
 
 /// Runs `solvers` on every instance, `opts.runs` times each, verifying every result.
 pub fn run(
-    instances: &[GridSpec],
+    instances: &[InstanceSpec],
     solvers: &[&str],
     opts: &BenchOptions,
     mut progress: impl FnMut(Event<'_>),
@@ -159,7 +161,12 @@ pub fn run(
     let mut records = Vec::new();
     for spec in instances {
         let name = spec.to_string();
-        let nodes = spec.dims.iter().product::<usize>();
+        let nodes = match spec {
+            InstanceSpec::Vision(s) => s.num_nodes(),
+            InstanceSpec::Genrmf(s) => s.num_nodes(),
+            InstanceSpec::Washington(s) => s.num_nodes(),
+        }
+        .unwrap_or(usize::MAX);
         if let Some(max) = opts.max_nodes {
             if nodes > max {
                 progress(Event::Skipped(&name, format!("{nodes} nodes > --max-nodes {max}")));
@@ -168,8 +175,8 @@ pub fn run(
         }
         progress(Event::Generating(&name));
         let t = Instant::now();
-        let net = match gen::vision_grid(spec) {
-            Ok(g) => Network::Grid(g),
+        let net: Network = match gen::generate(spec) {
+            Ok(net) => net,
             Err(e) => {
                 progress(Event::Skipped(&name, e.to_string()));
                 continue;

@@ -209,7 +209,7 @@ fn bench_tiny_verifies_and_writes_json() {
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let recs = v.as_array().unwrap();
-    assert_eq!(recs.len(), 8);
+    assert_eq!(recs.len(), 12);
     assert!(recs.iter().all(|r| r["verified"] == true && r["agrees"] == true));
     assert!(stdout(&o).contains("vs bk"));
 }

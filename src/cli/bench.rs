@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use segcut::bench::{self, BenchOptions, BenchRecord, Event};
-use segcut::gen::GridSpec;
+use segcut::gen::InstanceSpec;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,9 +12,10 @@ pub struct Args {
     /// Named suite: tiny, quick, cpu or standard (see docs/benchmarks.md).
     #[arg(long, default_value = "quick", value_parser = clap::builder::PossibleValuesParser::new(bench::SUITES))]
     suite: String,
-    /// Instances to run instead of a suite, as grid spec texts (e.g. `2d:1024x1024:n4:c10:s1`).
+    /// Instances to run instead of a suite, as spec texts (e.g. `2d:1024x1024:n4:c10:s1`,
+    /// `genrmf-long:20:s1`, `rlg:64x64:s2`; see docs/generators.md).
     #[arg(long, value_delimiter = ',', value_name = "SPEC")]
-    instances: Vec<GridSpec>,
+    instances: Vec<InstanceSpec>,
     /// Solvers, comma-separated; speed-ups are relative to the first.
     #[arg(long, value_delimiter = ',', default_value = "bk")]
     solvers: Vec<String>,

@@ -20,10 +20,10 @@ pub enum Command {
     Genrmf {
         /// Frame side.
         #[arg(long)]
-        a: u32,
+        a: usize,
         /// Number of frames.
         #[arg(long)]
-        b: u32,
+        b: usize,
         /// Smallest inter-frame capacity.
         #[arg(long, default_value_t = 1)]
         c1: i32,
@@ -41,13 +41,13 @@ pub enum Command {
     Washington {
         /// Nodes per level.
         #[arg(long)]
-        width: u32,
+        width: usize,
         /// Number of levels.
         #[arg(long)]
-        levels: u32,
+        levels: usize,
         /// Arcs from each node to the next level.
         #[arg(long, default_value_t = 3)]
-        degree: u32,
+        degree: usize,
         /// Largest arc capacity (capacities are uniform in 1..=max-cap).
         #[arg(long, default_value_t = 10000)]
         max_cap: i32,
