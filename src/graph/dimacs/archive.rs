@@ -74,20 +74,56 @@ fn is_tar_magic(head: &[u8]) -> bool {
     head.get(257..262) == Some(b"ustar".as_slice())
 }
 
-/// The first `n` bytes of `r` (fewer at its end), and a reader giving the whole stream again.
-fn peek<R: Read>(mut r: R, n: usize) -> io::Result<(Vec<u8>, io::Chain<io::Cursor<Vec<u8>>, R>)> {
-    let mut head = vec![0; n];
-    let mut len = 0;
-    while len < n {
-        match r.read(&mut head[len..]) {
-            Ok(0) => break,
-            Ok(k) => len += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+/// A stream whose first bytes were read ahead to look at them. A read error met while reading
+/// ahead is kept and returned in its place in the stream, so that the parser reports it at the
+/// line where it happened.
+struct Peeked<R> {
+    head: io::Cursor<Vec<u8>>,
+    error: Option<io::Error>,
+    rest: R,
+}
+
+impl<R: Read> Peeked<R> {
+    /// Reads up to `n` bytes ahead.
+    fn new(mut rest: R, n: usize) -> Self {
+        let mut head = vec![0; n];
+        let mut len = 0;
+        let mut error = None;
+        while len < n {
+            match rest.read(&mut head[len..]) {
+                Ok(0) => break,
+                Ok(k) => len += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        head.truncate(len);
+        Peeked {
+            head: io::Cursor::new(head),
+            error,
+            rest,
         }
     }
-    head.truncate(len);
-    Ok((head.clone(), io::Cursor::new(head).chain(r)))
+
+    fn head(&self) -> &[u8] {
+        self.head.get_ref()
+    }
+}
+
+impl<R: Read> Read for Peeked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.head.read(buf)?;
+        if n > 0 || buf.is_empty() {
+            return Ok(n);
+        }
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => self.rest.read(buf),
+        }
+    }
 }
 
 /// An archive member's data, with early end of data made an error (the tar reader reports a
@@ -156,19 +192,11 @@ pub fn read_instances(
         inner: file,
         bar: opts.progress.clone(),
     };
-    let (head, raw) = peek(raw, 512).map_err(|e| Error::io(path, e))?;
-    let comp = compression_of_magic(&head).unwrap_or_else(|| compression_of_name(&name));
-    let (head, data) = if comp == Compression::None {
-        (head, comp.decode(raw))
-    } else {
-        let (h, d) = peek(comp.decode(raw), 512).map_err(|e| Error::Input {
-            file: name.clone(),
-            msg: format!("corrupt or truncated {}: {e}", comp.describe()),
-        })?;
-        (h, Box::new(d) as Box<dyn Read>)
-    };
-    if is_tar_magic(&head) || has_ext(&name, TAR_EXT) {
-        return read_tar(&name, data, comp, f);
+    let raw = Peeked::new(raw, 512);
+    let comp = compression_of_magic(raw.head()).unwrap_or_else(|| compression_of_name(&name));
+    let data = Peeked::new(comp.decode(raw), 512);
+    if is_tar_magic(data.head()) || has_ext(&name, TAR_EXT) {
+        return read_tar(&name, Box::new(data), comp, f);
     }
     let mut inst = parse_max(data, &name, comp.describe())?;
     let stem = stem_of(&name).to_string();
