@@ -153,11 +153,11 @@ fn write_grid<W: Write>(
     write_terminals(lw, g.source_caps(), g.sink_caps())?;
     for k in (0..conn.degree()).step_by(2) {
         let (fwd, rev) = (g.caps(k), g.caps(k + 1));
-        for v in 0..n {
+        for (v, &c) in fwd.iter().enumerate() {
             let Some(u) = g.neighbor(v, k) else { continue };
             let (vid, uid) = (v as u64 + FIRST_NODE_ID, u as u64 + FIRST_NODE_ID);
-            if fwd[v] > 0 {
-                lw.arc(vid, uid, fwd[v])?;
+            if c > 0 {
+                lw.arc(vid, uid, c)?;
             }
             if rev[u] > 0 {
                 lw.arc(uid, vid, rev[u])?;
