@@ -1065,26 +1065,38 @@ fn read_throughput() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(2000);
     let g = random_grid(side, side, 1, Connectivity::N4, 1);
-    let net = Network::Grid(g);
-    let path = dir.join(format!("segcut_bench_{side}.max"));
-    let t = std::time::Instant::now();
-    write_max_file(&path, &net, &["throughput"]).unwrap();
-    let bytes = std::fs::metadata(&path).unwrap().len();
-    let mb = bytes as f64 / 1e6;
-    let wt = t.elapsed().as_secs_f64();
-    println!("wrote {mb:.0} MB in {wt:.2} s: {:.0} MB/s", mb / wt);
-    // Best of three, file in the page cache.
-    let mut best = f64::MAX;
-    for _ in 0..3 {
+    let csr = g.to_csr().unwrap();
+    for (kind, net) in [("grid", Network::Grid(g)), ("csr", Network::Csr(csr))] {
+        let path = dir.join(format!("segcut_bench_{side}_{kind}.max"));
         let t = std::time::Instant::now();
-        let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
-        let inst = read_max(file, "bench").unwrap();
-        best = best.min(t.elapsed().as_secs_f64());
-        assert_eq!(inst.declared_nodes as usize, side * side + 2);
+        write_max_file(&path, &net, &["throughput"]).unwrap();
+        let bytes = std::fs::metadata(&path).unwrap().len();
+        let mb = bytes as f64 / 1e6;
+        let wt = t.elapsed().as_secs_f64();
+        println!("{kind}: wrote {mb:.0} MB in {wt:.2} s: {:.0} MB/s", mb / wt);
+        // Best of three, the file in the page cache.
+        let mut best = f64::MAX;
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
+            let inst = read_max(file, "bench").unwrap();
+            best = best.min(t.elapsed().as_secs_f64());
+            assert_eq!(inst.declared_nodes as usize, side * side + 2);
+            assert_eq!(inst.network.kind().starts_with("grid"), kind == "grid");
+        }
+        println!(
+            "{kind}: read {mb:.0} MB in {best:.2} s: {:.0} MB/s ({side}x{side} N4, {} arc lines)",
+            mb / best,
+            arc_count(&path)
+        );
+        std::fs::remove_file(&path).unwrap();
     }
-    println!(
-        "read {mb:.0} MB in {best:.2} s: {:.0} MB/s (grid {side}x{side} N4)",
-        mb / best
-    );
-    std::fs::remove_file(&path).unwrap();
+}
+
+/// The `M` of a file's `p` line.
+fn arc_count(path: &Path) -> u64 {
+    let mut text = vec![0; 4096];
+    let mut f = std::fs::File::open(path).unwrap();
+    let n = std::io::Read::read(&mut f, &mut text).unwrap();
+    arc_lines_and_m(&text[..n]).1
 }

@@ -183,6 +183,24 @@ fn parse_u64(tok: &[u8]) -> Result<u64, NumError> {
     }
 }
 
+/// The fast path for ids and capacities: 1 to 18 plain digits (no sign), so no overflow check
+/// is needed; anything else goes to the slow path, which says what is wrong.
+#[inline]
+fn plain_number(tok: &[u8]) -> Option<u64> {
+    if tok.is_empty() || tok.len() > 18 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &b in tok {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + d as u64;
+    }
+    Some(v)
+}
+
 /// A token for an error message: lossy UTF-8, shortened.
 fn show(tok: &[u8]) -> String {
     let s = String::from_utf8_lossy(tok);
@@ -356,7 +374,18 @@ impl<'a> MaxParser<'a> {
     }
 
     /// A node id: a number in `1..=N`.
+    #[inline]
     fn node_id(&self, tok: Option<&[u8]>, what: &str, form: &str) -> Result<u64> {
+        let n = self.problem.map_or(0, |p| p.nodes);
+        match tok.and_then(plain_number) {
+            Some(id) if (1..=n).contains(&id) => Ok(id),
+            _ => self.node_id_slow(tok, what, form),
+        }
+    }
+
+    /// [`Self::node_id`] for signs, leading zeros, and errors.
+    #[cold]
+    fn node_id_slow(&self, tok: Option<&[u8]>, what: &str, form: &str) -> Result<u64> {
         let Some(t) = tok else {
             return Err(self.err(format!("missing {what}: expected '{form}'")));
         };
@@ -373,7 +402,17 @@ impl<'a> MaxParser<'a> {
         }
     }
 
+    #[inline]
     fn capacity(&self, tok: Option<&[u8]>) -> Result<Cap> {
+        match tok.and_then(plain_number) {
+            Some(c) if c <= Cap::MAX as u64 => Ok(c as Cap),
+            _ => self.capacity_slow(tok),
+        }
+    }
+
+    /// [`Self::capacity`] for signs, leading zeros, and errors.
+    #[cold]
+    fn capacity_slow(&self, tok: Option<&[u8]>) -> Result<Cap> {
         let Some(t) = tok else {
             return Err(self.err("missing capacity: expected 'a U V CAP'"));
         };
@@ -639,11 +678,14 @@ fn grid_of(csr: &CsrGraph, dims: [usize; 3], is_3d: bool) -> Option<GridGraph> {
         return None;
     }
     let [w, h, d] = dims;
-    let coords = |v: usize| [v % w, (v / w) % h, v / (w * h)];
-    // Offset slot (dx+1) + 3(dy+1) + 9(dz+1) of each arc with capacity; None if any leaves the
-    // neighbourhood.
-    let offset = |v: usize, a: usize| -> Option<usize> {
-        let (p, q) = (coords(v), coords(csr.heads()[a] as usize));
+    let (heads, caps) = (csr.heads(), csr.caps());
+    // Offsets are named by their slot (dx+1) + 3(dy+1) + 9(dz+1) in the 3×3×3 cube.
+    const AXIS_SLOTS: [usize; 6] = [4, 10, 12, 14, 16, 22];
+    let general = |v: usize, u: usize| -> Option<usize> {
+        let (p, q) = (
+            [v % w, (v / w) % h, v / (w * h)],
+            [u % w, (u / w) % h, u / (w * h)],
+        );
         let mut slot = 0;
         for (k, scale) in [1, 3, 9].into_iter().enumerate() {
             let delta = q[k] as i64 - p[k] as i64;
@@ -654,17 +696,37 @@ fn grid_of(csr: &CsrGraph, dims: [usize; 3], is_3d: bool) -> Option<GridGraph> {
         }
         Some(slot)
     };
+    // First pass: the slot of every arc with capacity, and whether any is diagonal.
+    let (wi, plane) = (w as i64, (w * h) as i64);
+    let mut slots = vec![0u8; csr.num_arcs()];
     let mut diagonal = false;
+    let [mut x, mut y, mut z] = [0usize; 3];
     for v in 0..csr.num_nodes() {
         for a in csr.arcs_of(v) {
-            if csr.caps()[a] > 0 {
-                let slot = offset(v, a)?;
-                // Axis offsets have exactly one non-zero component.
-                let nonzero = [slot % 3, slot / 3 % 3, slot / 9]
-                    .iter()
-                    .filter(|&&c| c != 1)
-                    .count();
-                diagonal |= nonzero > 1;
+            if caps[a] == 0 {
+                continue;
+            }
+            let delta = heads[a] as i64 - v as i64;
+            // Axis neighbours, by far the most common, without a division.
+            let slot = match delta {
+                1 if x + 1 < w => 14,
+                -1 if x > 0 => 12,
+                _ if delta == wi && y + 1 < h => 16,
+                _ if delta == -wi && y > 0 => 10,
+                _ if delta == plane && z + 1 < d => 22,
+                _ if delta == -plane && z > 0 => 4,
+                _ => general(v, heads[a] as usize)?,
+            };
+            diagonal |= !AXIS_SLOTS.contains(&slot);
+            slots[a] = slot as u8;
+        }
+        x += 1;
+        if x == w {
+            x = 0;
+            y += 1;
+            if y == h {
+                y = 0;
+                z += 1;
             }
         }
     }
@@ -674,19 +736,17 @@ fn grid_of(csr: &CsrGraph, dims: [usize; 3], is_3d: bool) -> Option<GridGraph> {
         (true, false) => Connectivity::N6,
         (true, true) => Connectivity::N26,
     };
-    let mut dir_of_slot = [usize::MAX; 27];
+    let mut dir_of_slot = [0usize; 27];
     for (k, &[dx, dy, dz]) in conn.offsets().iter().enumerate() {
         dir_of_slot[(dx + 1) as usize + 3 * (dy + 1) as usize + 9 * (dz + 1) as usize] = k;
     }
     let mut g = GridGraph::new(w, h, d, conn).ok()?;
     for v in 0..csr.num_nodes() {
         for a in csr.arcs_of(v) {
-            let c = csr.caps()[a];
-            if c > 0 {
-                let dir = dir_of_slot[offset(v, a)?];
-                let slot = &mut g.caps_mut(dir)[v];
+            if caps[a] > 0 {
+                let cell = &mut g.caps_mut(dir_of_slot[slots[a] as usize])[v];
                 // Parallel arcs add up; a sum past i32 has no grid form.
-                *slot = slot.checked_add(c)?;
+                *cell = cell.checked_add(caps[a])?;
             }
         }
     }
