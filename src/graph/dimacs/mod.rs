@@ -13,8 +13,16 @@
 //! ```
 //!
 //! Source and sink become terminals (see [`crate::graph`]); the other nodes are numbered `0..`
-//! in id order ([`MaxInstance::dimacs_id`] maps back). A file with the grid hint in segcut's own
-//! layout loads as a [`Network::Grid`], any other as a [`Network::Csr`].
+//! in id order ([`MaxInstance::dimacs_id`] maps back). Arcs into the source, out of the sink and
+//! self loops are dropped; source → sink arcs become the constant flow; an arc line immediately
+//! followed by its reverse becomes one pair (as in every Waterloo file).
+//!
+//! A file with the grid hint loads as a [`Network::Grid`] when it is in segcut's own layout:
+//! source 1, sink 2, pixel `i` is id `i + 3`, `N = W·H·D + 2`, no source → sink arc, and every arc
+//! with capacity joins neighbours in the 3×3(×3) neighbourhood. The connectivity is the smallest
+//! that holds all arcs: N4 or N8 for a two-number hint, N6 or N26 when the hint gives `D` (even
+//! `D = 1`, so that any grid written by [`write_max`] comes back with its connectivity, unless
+//! all its diagonal capacities are zero). Any other file loads as a [`Network::Csr`].
 //!
 //! ```
 //! use segcut::graph::dimacs::{read_max, write_max};

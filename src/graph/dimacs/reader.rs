@@ -20,13 +20,13 @@ const MAX_LINE: usize = 1 << 20;
 const MAX_RESERVE_PAIRS: u64 = 1 << 22;
 
 /// Why a line could not be read.
-pub(super) enum LineError {
+enum LineError {
     Io(io::Error),
     TooLong,
 }
 
 /// Splits a byte stream into lines using one large buffer.
-pub(super) struct Lines<R> {
+struct Lines<R> {
     src: R,
     buf: Vec<u8>,
     /// Start of the unconsumed bytes.
@@ -37,11 +37,11 @@ pub(super) struct Lines<R> {
     scanned: usize,
     eof: bool,
     /// Number of lines returned so far: the current line's number.
-    pub(super) line: u64,
+    line: u64,
 }
 
 impl<R: Read> Lines<R> {
-    pub(super) fn new(src: R) -> Self {
+    fn new(src: R) -> Self {
         Lines {
             src,
             buf: vec![0; BLOCK],
@@ -54,7 +54,7 @@ impl<R: Read> Lines<R> {
     }
 
     /// The next line, without its `\n`, as a range of [`Self::bytes`].
-    pub(super) fn next_line(&mut self) -> Result<Option<std::ops::Range<usize>>, LineError> {
+    fn next_line(&mut self) -> Result<Option<std::ops::Range<usize>>, LineError> {
         loop {
             if let Some(i) = self.buf[self.scanned..self.end]
                 .iter()
@@ -104,7 +104,7 @@ impl<R: Read> Lines<R> {
     }
 
     /// The buffer that ranges from [`Self::next_line`] index into.
-    pub(super) fn bytes(&self) -> &[u8] {
+    fn bytes(&self) -> &[u8] {
         &self.buf
     }
 }
@@ -780,7 +780,8 @@ pub fn read_max<R: BufRead>(r: R, name: &str) -> Result<MaxInstance> {
     read_max_with(r, name, &ReadOptions::default())
 }
 
-/// [`read_max`] with options: the progress bar is advanced by the bytes read from `r`.
+/// [`read_max`] with options: the progress bar is advanced by the bytes read from `r` (its
+/// length is left alone: a stream has no known size).
 pub fn read_max_with<R: BufRead>(r: R, name: &str, opts: &ReadOptions) -> Result<MaxInstance> {
     let src = Progress {
         inner: r,

@@ -81,7 +81,9 @@ impl<W: Write> LineWriter<W> {
 /// Grids get a `c regulargrid W H` line (`W H D` for 3D connectivities or depth > 1) so that
 /// [`read_max`](super::read_max) loads them back as the same grid; an arc and its reverse are
 /// written on adjacent lines so that they are read back as one pair. Arcs with zero capacity
-/// are left out, and the `M` of the `p` line counts exactly the `a` lines. A grid that fails
+/// are left out, and the `M` of the `p` line counts exactly the `a` lines. (A grid of depth > 1
+/// with a 2D connectivity, a stack of independent slices, comes back as N6 or N26 with the same
+/// arcs.) A grid that fails
 /// [`GridGraph::validate`] is refused with [`io::ErrorKind::InvalidInput`].
 ///
 /// ```
@@ -202,6 +204,21 @@ fn write_csr<W: Write>(lw: &mut LineWriter<W>, g: &CsrGraph, comments: &[&str]) 
 }
 
 /// Writes `net` to `path` with [`write_max`], compressed when the name ends in `.gz` or `.bz2`.
+///
+/// ```
+/// use segcut::graph::dimacs::{read_instances, write_max_file, ReadOptions};
+/// use segcut::graph::{Connectivity, GridGraph, Network};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("g.max.bz2");
+/// let mut g = GridGraph::new_2d(2, 2, Connectivity::N8).unwrap();
+/// g.set_arc(0, 3, 9).unwrap(); // a diagonal
+/// write_max_file(&path, &Network::Grid(g.clone()), &["made by a doctest"]).unwrap();
+/// read_instances(&path, &ReadOptions::default(), |inst| {
+///     assert!(matches!(inst.network, Network::Grid(ref back) if *back == g));
+///     Ok(())
+/// })
+/// .unwrap();
+/// ```
 pub fn write_max_file(path: &Path, net: &Network, comments: &[&str]) -> Result<()> {
     let io_err = |e| Error::io(path, e);
     let file = File::create(path).map_err(io_err)?;
