@@ -1,1 +1,0 @@
-//! DIMACS `.max` reading and writing (placeholder).

@@ -1,0 +1,279 @@
+//! Opening files: plain, `.gz`, `.bz2`, and tar archives of many `.max` / `.sol` members (the
+//! way the Waterloo benchmark ships each sequence, as `.tbz2`).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+use super::reader::{parse_max, parse_sol, Progress};
+use super::{stem_of, strip_suffix_ci, MaxInstance, ReadOptions};
+use crate::{Error, Result};
+
+/// A compression layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Compression {
+    None,
+    Gzip,
+    Bzip2,
+}
+
+impl Compression {
+    /// How a read error in this layer is described.
+    fn describe(self) -> &'static str {
+        match self {
+            Compression::None => "input",
+            Compression::Gzip => "gzip data",
+            Compression::Bzip2 => "bzip2 data",
+        }
+    }
+
+    /// `r`, decompressed. Multi-stream decoders, since parallel compressors (pigz, pbzip2)
+    /// write one stream per block.
+    fn decode<'a, R: Read + 'a>(self, r: R) -> Box<dyn Read + 'a> {
+        match self {
+            Compression::None => Box::new(r),
+            Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(r)),
+            Compression::Bzip2 => Box::new(bzip2::read::MultiBzDecoder::new(r)),
+        }
+    }
+}
+
+const GZIP_EXT: &[&str] = &[".gz", ".tgz"];
+const BZIP2_EXT: &[&str] = &[".bz2", ".tbz2", ".tbz"];
+const TAR_EXT: &[&str] = &[".tar", ".tgz", ".tbz2", ".tbz", ".tar.gz", ".tar.bz2"];
+
+fn has_ext(name: &str, exts: &[&str]) -> bool {
+    exts.iter().any(|e| strip_suffix_ci(name, e).is_some())
+}
+
+/// The compression a file name announces.
+pub(super) fn compression_of_name(name: &str) -> Compression {
+    if has_ext(name, GZIP_EXT) {
+        Compression::Gzip
+    } else if has_ext(name, BZIP2_EXT) {
+        Compression::Bzip2
+    } else {
+        Compression::None
+    }
+}
+
+/// The compression the first bytes show, if any.
+fn compression_of_magic(head: &[u8]) -> Option<Compression> {
+    if head.starts_with(&[0x1f, 0x8b]) {
+        Some(Compression::Gzip)
+    } else if head.starts_with(b"BZh") {
+        Some(Compression::Bzip2)
+    } else {
+        None
+    }
+}
+
+/// Whether the first bytes are a POSIX (ustar) tar header.
+fn is_tar_magic(head: &[u8]) -> bool {
+    head.get(257..262) == Some(b"ustar".as_slice())
+}
+
+/// A stream whose first bytes were read ahead to look at them. A read error met while reading
+/// ahead is kept and returned in its place in the stream, so that the parser reports it at the
+/// line where it happened.
+struct Peeked<R> {
+    head: io::Cursor<Vec<u8>>,
+    error: Option<io::Error>,
+    rest: R,
+}
+
+impl<R: Read> Peeked<R> {
+    /// Reads up to `n` bytes ahead.
+    fn new(mut rest: R, n: usize) -> Self {
+        let mut head = vec![0; n];
+        let mut len = 0;
+        let mut error = None;
+        while len < n {
+            match rest.read(&mut head[len..]) {
+                Ok(0) => break,
+                Ok(k) => len += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        head.truncate(len);
+        Peeked {
+            head: io::Cursor::new(head),
+            error,
+            rest,
+        }
+    }
+
+    fn head(&self) -> &[u8] {
+        self.head.get_ref()
+    }
+}
+
+impl<R: Read> Read for Peeked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.head.read(buf)?;
+        if n > 0 || buf.is_empty() {
+            return Ok(n);
+        }
+        match self.error.take() {
+            Some(e) => Err(e),
+            None => self.rest.read(buf),
+        }
+    }
+}
+
+/// An archive member's data, with early end of data made an error (the tar reader reports a
+/// truncated member as a short read).
+struct Exact<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> Read for Exact<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n == 0 && self.left > 0 && !buf.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("the archive member ends {} bytes early", self.left),
+            ));
+        }
+        self.left = self.left.saturating_sub(n as u64);
+        Ok(n)
+    }
+}
+
+/// Reads every max-flow instance in `path` and calls `f` on each, in file order.
+///
+/// `path` may be a plain `.max` file, a `.max.gz` or `.max.bz2`, or a tar archive (`.tar`,
+/// `.tar.gz`/`.tgz`, `.tar.bz2`/`.tbz2`) of `.max` and `.sol` members, which may themselves be
+/// compressed. The format is recognised by magic bytes first (gzip, bzip2, ustar), by the
+/// extension otherwise. An instance's `expected_flow` is set when its `.sol` (same
+/// [stem](super::stem_of)) came earlier in the archive or, for a single file, lies next to it
+/// on disk. Returns every `.sol` value seen by stem, so that a caller can match `.sol` members
+/// that come after their `.max`.
+///
+/// Errors name the file as `archive.tbz2:member.max` with the line at fault; an archive without
+/// any `.max` member is an error too.
+///
+/// ```
+/// use segcut::graph::dimacs::{read_instances, ReadOptions};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("pair.max");
+/// std::fs::write(&path, "p max 3 2\nn 1 s\nn 2 t\na 1 3 4\na 3 2 5\n").unwrap();
+/// std::fs::write(dir.path().join("pair.sol"), "s 4\n").unwrap();
+/// let mut flows = Vec::new();
+/// read_instances(&path, &ReadOptions::default(), |inst| {
+///     flows.push(inst.expected_flow);
+///     Ok(())
+/// })
+/// .unwrap();
+/// assert_eq!(flows, [Some(4)]);
+/// ```
+pub fn read_instances(
+    path: &Path,
+    opts: &ReadOptions,
+    mut f: impl FnMut(MaxInstance) -> Result<()>,
+) -> Result<BTreeMap<String, i64>> {
+    let name = path.display().to_string();
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    if let Some(bar) = &opts.progress {
+        if bar.length().is_none() {
+            if let Ok(meta) = file.metadata() {
+                bar.set_length(meta.len());
+            }
+        }
+    }
+    let raw = Progress {
+        inner: file,
+        bar: opts.progress.clone(),
+    };
+    let raw = Peeked::new(raw, 512);
+    let comp = compression_of_magic(raw.head()).unwrap_or_else(|| compression_of_name(&name));
+    let data = Peeked::new(comp.decode(raw), 512);
+    if is_tar_magic(data.head()) || has_ext(&name, TAR_EXT) {
+        return read_tar(&name, Box::new(data), comp, f);
+    }
+    let mut inst = parse_max(data, &name, comp.describe())?;
+    let stem = stem_of(&name).to_string();
+    let mut sols = BTreeMap::new();
+    let sol_path = path.with_file_name(format!("{stem}.sol"));
+    if sol_path.is_file() {
+        let sol_name = sol_path.display().to_string();
+        let sol_file = File::open(&sol_path).map_err(|e| Error::io(&sol_path, e))?;
+        let flow = parse_sol(sol_file, &sol_name, "input")?;
+        sols.insert(stem, flow);
+        inst.expected_flow = Some(flow);
+    }
+    f(inst)?;
+    Ok(sols)
+}
+
+/// The members of a tar stream, in order.
+fn read_tar(
+    name: &str,
+    data: Box<dyn Read + '_>,
+    outer: Compression,
+    mut f: impl FnMut(MaxInstance) -> Result<()>,
+) -> Result<BTreeMap<String, i64>> {
+    let corrupt = |e: io::Error| Error::Input {
+        file: name.to_string(),
+        msg: format!("corrupt or truncated archive: {e}"),
+    };
+    // Where a member's data ends early, the outer layer is the likely culprit.
+    let outer_desc = match outer {
+        Compression::None => "archive",
+        c => c.describe(),
+    };
+    let mut archive = tar::Archive::new(data);
+    let mut sols = BTreeMap::new();
+    let mut found_max = false;
+    for entry in archive.entries().map_err(corrupt)? {
+        let entry = entry.map_err(corrupt)?;
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let member = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let member_name = format!("{name}:{member}");
+        let inner = compression_of_name(&member);
+        let base = strip_suffix_ci(&member, ".gz")
+            .or_else(|| strip_suffix_ci(&member, ".bz2"))
+            .unwrap_or(&member);
+        let is_max = strip_suffix_ci(base, ".max").is_some();
+        let is_sol = strip_suffix_ci(base, ".sol").is_some();
+        if !is_max && !is_sol {
+            continue;
+        }
+        let size = entry.size();
+        let exact = Exact {
+            inner: entry,
+            left: size,
+        };
+        let desc = if inner == Compression::None {
+            outer_desc
+        } else {
+            inner.describe()
+        };
+        let stem = stem_of(&member).to_string();
+        if is_max {
+            found_max = true;
+            let mut inst = parse_max(inner.decode(exact), &member_name, desc)?;
+            inst.expected_flow = sols.get(&stem).copied();
+            f(inst)?;
+        } else {
+            let flow = parse_sol(inner.decode(exact), &member_name, desc)?;
+            sols.insert(stem, flow);
+        }
+    }
+    if !found_max {
+        return Err(Error::Input {
+            file: name.to_string(),
+            msg: "the archive holds no .max file".into(),
+        });
+    }
+    Ok(sols)
+}

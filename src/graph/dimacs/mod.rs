@@ -1,0 +1,145 @@
+//! DIMACS max-flow files (`.max`, `.sol`): a streaming reader, a writer, and the compressed files
+//! and archives that the Waterloo vision benchmark ships.
+//!
+//! The format, one item per line:
+//!
+//! ```text
+//! c any comment (anywhere; blank lines too)
+//! c regulargrid W H [D]      <- optional hint written by segcut: the nodes form a grid
+//! p max N M                  <- N nodes, M arc lines; once, before any n or a line
+//! n 1 s                      <- the source
+//! n 2 t                      <- the sink
+//! a U V CAP                  <- an arc, 1-based ids
+//! ```
+//!
+//! Source and sink become terminals (see [`crate::graph`]); the other nodes are numbered `0..`
+//! in id order ([`MaxInstance::dimacs_id`] maps back). Arcs into the source, out of the sink and
+//! self loops are dropped; source → sink arcs become the constant flow; an arc line immediately
+//! followed by its reverse becomes one pair (as in every Waterloo file).
+//!
+//! A file with the grid hint loads as a [`Network::Grid`] when it is in segcut's own layout:
+//! source 1, sink 2, pixel `i` is id `i + 3`, `N = W·H·D + 2`, no source → sink arc, and every arc
+//! with capacity joins neighbours in the 3×3(×3) neighbourhood. The connectivity is the smallest
+//! that holds all arcs: N4 or N8 for a two-number hint, N6 or N26 when the hint gives `D` (even
+//! `D = 1`, so that any grid written by [`write_max`] comes back with its connectivity, unless
+//! all its diagonal capacities are zero). Any other file loads as a [`Network::Csr`].
+//!
+//! ```
+//! use segcut::graph::dimacs::{read_max, write_max};
+//! use segcut::graph::{Connectivity, GridGraph, Network};
+//!
+//! let mut g = GridGraph::new_2d(3, 2, Connectivity::N4).unwrap();
+//! g.set_terminals(0, 7, 0);
+//! g.set_terminals(5, 0, 4);
+//! g.set_arc(0, 1, 2).unwrap();
+//! let mut text = Vec::new();
+//! write_max(&mut text, &Network::Grid(g.clone()), &["a tiny grid"]).unwrap();
+//!
+//! let inst = read_max(&text[..], "tiny.max").unwrap();
+//! assert_eq!(inst.declared_nodes, 8); // 6 pixels + source + sink
+//! match inst.network {
+//!     Network::Grid(back) => assert_eq!(back, g),
+//!     Network::Csr(_) => unreachable!("the hint makes it a grid"),
+//! }
+//! ```
+
+mod archive;
+mod reader;
+mod writer;
+
+pub use archive::read_instances;
+pub use reader::{read_max, read_max_with, read_sol};
+pub use writer::{write_max, write_max_file};
+
+use super::Network;
+
+/// A max-flow instance read from a DIMACS file.
+#[derive(Clone, Debug)]
+pub struct MaxInstance {
+    /// Where it came from: the path, or `archive.tbz2:member.max`.
+    pub name: String,
+    /// The graph: a grid when the file carries segcut's grid hint and layout, else CSR.
+    pub network: Network,
+    /// The file id of the source.
+    pub source_id: u64,
+    /// The file id of the sink.
+    pub sink_id: u64,
+    /// `N` of the `p max N M` line (source and sink included).
+    pub declared_nodes: u64,
+    /// `M` of the `p max N M` line: the number of `a` lines.
+    pub declared_arcs: u64,
+    /// The flow value of the matching `.sol` file, when one was found.
+    pub expected_flow: Option<i64>,
+    /// `[W, H, D]` of a `c regulargrid W H [D]` line (D = 1 when absent), whether or not the
+    /// graph matched it.
+    pub grid_hint: Option<[usize; 3]>,
+    /// Arcs that can carry no flow and were left out: self loops, arcs into the source, arcs out
+    /// of the sink.
+    pub dropped_arcs: u64,
+    /// How many times an arc line was immediately followed by its reverse and the two were
+    /// stored as one pair.
+    pub paired_arcs: u64,
+}
+
+impl MaxInstance {
+    /// The file id of internal node `node` (the inverse of the numbering the reader uses:
+    /// ids in increasing order, skipping the source and the sink).
+    ///
+    /// ```
+    /// let text = "p max 4 0\nn 3 s\nn 1 t\n";
+    /// let inst = segcut::graph::dimacs::read_max(text.as_bytes(), "x.max").unwrap();
+    /// assert_eq!((inst.dimacs_id(0), inst.dimacs_id(1)), (2, 4));
+    /// ```
+    pub fn dimacs_id(&self, node: usize) -> u64 {
+        let (lo, hi) = if self.source_id < self.sink_id {
+            (self.source_id, self.sink_id)
+        } else {
+            (self.sink_id, self.source_id)
+        };
+        let mut id = node as u64 + 1;
+        if id >= lo {
+            id += 1;
+        }
+        if id >= hi {
+            id += 1;
+        }
+        id
+    }
+
+    /// The name without directories, archive prefix, `.max` and compression extensions: the key
+    /// of this instance's `.sol` value in the map [`read_instances`] returns.
+    ///
+    /// ```
+    /// # use segcut::graph::dimacs::stem_of;
+    /// assert_eq!(stem_of("data/BVZ-tsukuba.tbz2:BVZ-tsukuba/BVZ-tsukuba3.max"), "BVZ-tsukuba3");
+    /// ```
+    pub fn stem(&self) -> &str {
+        stem_of(&self.name)
+    }
+}
+
+/// The stem of a `.max` or `.sol` name (see [`MaxInstance::stem`]).
+pub fn stem_of(name: &str) -> &str {
+    let base = name.rsplit(['/', '\\', ':']).next().unwrap_or(name);
+    let base = strip_suffix_ci(base, ".gz")
+        .or_else(|| strip_suffix_ci(base, ".bz2"))
+        .unwrap_or(base);
+    strip_suffix_ci(base, ".max")
+        .or_else(|| strip_suffix_ci(base, ".sol"))
+        .unwrap_or(base)
+}
+
+/// `s` without `suffix`, compared ASCII case-insensitively.
+fn strip_suffix_ci<'a>(s: &'a str, suffix: &str) -> Option<&'a str> {
+    let cut = s.len().checked_sub(suffix.len())?;
+    let tail = s.get(cut..)?;
+    tail.eq_ignore_ascii_case(suffix).then(|| &s[..cut])
+}
+
+/// Options for reading files.
+#[derive(Clone, Debug, Default)]
+pub struct ReadOptions {
+    /// A bar advanced by the bytes read from disk (compressed bytes for compressed files); when
+    /// its length is unset, the readers set it to the file size.
+    pub progress: Option<indicatif::ProgressBar>,
+}

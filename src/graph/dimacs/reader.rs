@@ -1,0 +1,922 @@
+//! The streaming `.max` / `.sol` parser.
+//!
+//! Files reach gigabytes, so the input is read in large blocks into one reusable buffer and
+//! each line is tokenized in place: no allocation per line, numbers parsed straight from bytes.
+//! Arcs go into a [`CsrBuilder`] as they are read; a grid is recognised only at the end.
+
+use std::io::{self, BufRead, Read};
+
+use super::{MaxInstance, ReadOptions};
+use crate::graph::{
+    Cap, Connectivity, CsrBuilder, CsrGraph, GridGraph, Network, Vertex, MAX_NODES,
+};
+use crate::{Error, Result};
+
+/// Size of the read buffer.
+const BLOCK: usize = 1 << 20;
+/// Longer lines are refused: no DIMACS line needs this much, and binary input has few newlines.
+const MAX_LINE: usize = 1 << 20;
+/// Reserve at most this many arc pairs up front, whatever `M` a file claims.
+const MAX_RESERVE_PAIRS: u64 = 1 << 22;
+
+/// Why a line could not be read.
+enum LineError {
+    Io(io::Error),
+    TooLong,
+}
+
+/// Splits a byte stream into lines using one large buffer.
+struct Lines<R> {
+    src: R,
+    buf: Vec<u8>,
+    /// Start of the unconsumed bytes.
+    start: usize,
+    /// End of the valid bytes.
+    end: usize,
+    /// Bytes in `start..scanned` are known to hold no newline.
+    scanned: usize,
+    eof: bool,
+    /// Number of lines returned so far: the current line's number.
+    line: u64,
+}
+
+impl<R: Read> Lines<R> {
+    fn new(src: R) -> Self {
+        Lines {
+            src,
+            buf: vec![0; BLOCK],
+            start: 0,
+            end: 0,
+            scanned: 0,
+            eof: false,
+            line: 0,
+        }
+    }
+
+    /// The next line, without its `\n`, as a range of [`Self::bytes`].
+    fn next_line(&mut self) -> Result<Option<std::ops::Range<usize>>, LineError> {
+        loop {
+            if let Some(i) = self.buf[self.scanned..self.end]
+                .iter()
+                .position(|&b| b == b'\n')
+            {
+                let range = self.start..self.scanned + i;
+                self.start = self.scanned + i + 1;
+                self.scanned = self.start;
+                self.line += 1;
+                return Ok(Some(range));
+            }
+            self.scanned = self.end;
+            if self.eof {
+                if self.start < self.end {
+                    let range = self.start..self.end;
+                    self.start = self.end;
+                    self.line += 1;
+                    return Ok(Some(range));
+                }
+                return Ok(None);
+            }
+            if self.end - self.start > MAX_LINE {
+                // Report it as the line being read.
+                self.line += 1;
+                return Err(LineError::TooLong);
+            }
+            if self.start > 0 {
+                // Move the partial line to the front to make room.
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.scanned -= self.start;
+                self.start = 0;
+            }
+            if self.end == self.buf.len() {
+                self.buf.resize(2 * self.buf.len(), 0);
+            }
+            match self.src.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.line += 1;
+                    return Err(LineError::Io(e));
+                }
+            }
+        }
+    }
+
+    /// The buffer that ranges from [`Self::next_line`] index into.
+    fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+/// Whitespace-separated tokens of one line.
+struct Tokens<'a> {
+    line: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Tokens<'a> {
+    fn new(line: &'a [u8]) -> Self {
+        Tokens { line, pos: 0 }
+    }
+}
+
+impl<'a> Iterator for Tokens<'a> {
+    type Item = &'a [u8];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let line = self.line;
+        let mut i = self.pos;
+        while i < line.len() && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i == line.len() {
+            self.pos = i;
+            return None;
+        }
+        let start = i;
+        while i < line.len() && !line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        self.pos = i;
+        Some(&line[start..i])
+    }
+}
+
+/// Why a token is not a number we accept.
+enum NumError {
+    NotNumber,
+    Negative,
+    TooLarge,
+}
+
+/// Parses a non-negative decimal integer.
+#[inline]
+fn parse_u64(tok: &[u8]) -> Result<u64, NumError> {
+    let (neg, digits) = match tok {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, tok),
+    };
+    if digits.is_empty() {
+        return Err(NumError::NotNumber);
+    }
+    let mut v: u64 = 0;
+    let mut overflow = false;
+    for &b in digits {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return Err(NumError::NotNumber);
+        }
+        match v.checked_mul(10).and_then(|v| v.checked_add(d as u64)) {
+            Some(x) => v = x,
+            None => overflow = true,
+        }
+    }
+    if neg && (v != 0 || overflow) {
+        Err(NumError::Negative)
+    } else if overflow {
+        Err(NumError::TooLarge)
+    } else {
+        Ok(v)
+    }
+}
+
+/// The fast path for ids and capacities: 1 to 18 plain digits (no sign), so no overflow check
+/// is needed; anything else goes to the slow path, which says what is wrong.
+#[inline]
+fn plain_number(tok: &[u8]) -> Option<u64> {
+    if tok.is_empty() || tok.len() > 18 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &b in tok {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + d as u64;
+    }
+    Some(v)
+}
+
+/// A token for an error message: lossy UTF-8, shortened.
+fn show(tok: &[u8]) -> String {
+    let s = String::from_utf8_lossy(tok);
+    if s.chars().count() > 40 {
+        let short: String = s.chars().take(40).collect();
+        format!("{short}...")
+    } else {
+        s.into_owned()
+    }
+}
+
+/// The first line of a problem.
+#[derive(Clone, Copy)]
+struct Problem {
+    nodes: u64,
+    arcs: u64,
+    line: u64,
+}
+
+/// A node-to-node arc held back for one line, in case the next line is its reverse.
+#[derive(Clone, Copy)]
+struct Held {
+    u: u32,
+    v: u32,
+    cap: Cap,
+    u_id: u64,
+    v_id: u64,
+    line: u64,
+}
+
+/// An arc seen before both terminals were declared, replayed once they are.
+#[derive(Clone, Copy)]
+struct EarlyArc {
+    u_id: u64,
+    v_id: u64,
+    cap: Cap,
+    line: u64,
+}
+
+/// The parser's state between lines.
+struct MaxParser<'a> {
+    file: &'a str,
+    line: u64,
+    problem: Option<Problem>,
+    builder: Option<CsrBuilder>,
+    /// Terminal ids with the line that declared them.
+    source: Option<(u64, u64)>,
+    sink: Option<(u64, u64)>,
+    arcs_seen: u64,
+    held: Option<Held>,
+    early: Vec<EarlyArc>,
+    hint: Option<([usize; 3], bool)>,
+    paired: u64,
+}
+
+impl<'a> MaxParser<'a> {
+    fn err_at(&self, line: u64, msg: impl Into<String>) -> Error {
+        Error::Parse {
+            file: self.file.to_string(),
+            line,
+            msg: msg.into(),
+        }
+    }
+
+    fn err(&self, msg: impl Into<String>) -> Error {
+        self.err_at(self.line, msg)
+    }
+
+    fn line(&mut self, line: &[u8]) -> Result<()> {
+        let mut tok = Tokens::new(line);
+        let Some(kind) = tok.next() else {
+            return Ok(()); // blank line
+        };
+        match kind {
+            b"a" => self.arc_line(tok),
+            b"n" => self.node_line(tok),
+            b"p" => self.problem_line(tok),
+            [b'c', ..] => {
+                if kind == b"c" {
+                    self.comment_line(tok);
+                }
+                Ok(())
+            }
+            _ => Err(self.err(format!(
+                "unknown line type '{}': lines start with c (comment), p (problem), n (node) or a (arc)",
+                show(kind)
+            ))),
+        }
+    }
+
+    /// Records a `c regulargrid W H [D]` hint; any other comment is ignored.
+    fn comment_line(&mut self, mut tok: Tokens<'_>) {
+        if self.hint.is_some() || tok.next() != Some(b"regulargrid".as_slice()) {
+            return;
+        }
+        let nums: Vec<Option<usize>> = tok
+            .map(|t| parse_u64(t).ok().and_then(|v| usize::try_from(v).ok()))
+            .collect();
+        let dims = match nums[..] {
+            [Some(w), Some(h)] => Some(([w, h, 1], false)),
+            [Some(w), Some(h), Some(d)] => Some(([w, h, d], true)),
+            _ => None,
+        };
+        // A malformed hint is only a comment.
+        self.hint = dims.filter(|(d, _)| d.iter().all(|&x| x > 0));
+    }
+
+    fn problem_line(&mut self, mut tok: Tokens<'_>) -> Result<()> {
+        if let Some(p) = self.problem {
+            return Err(self.err(format!(
+                "duplicate problem line (the first is on line {})",
+                p.line
+            )));
+        }
+        match tok.next() {
+            None => return Err(self.err("missing problem type: expected 'p max N M'")),
+            Some(b"max") => {}
+            Some(t) => {
+                return Err(self.err(format!(
+                    "problem type '{}' is not supported: expected 'p max N M' (a max-flow problem)",
+                    show(t)
+                )))
+            }
+        }
+        let nodes = self.count(tok.next(), "node count")?;
+        let arcs = self.count(tok.next(), "arc count")?;
+        self.no_more(tok, "p max N M")?;
+        if nodes < 2 {
+            return Err(self.err(format!(
+                "the problem declares {nodes} nodes; a max-flow problem needs at least 2 \
+                 (the source and the sink)"
+            )));
+        }
+        let inner = nodes - 2;
+        if inner > MAX_NODES as u64 {
+            return Err(self.err(format!(
+                "the problem declares {nodes} nodes, more than the {} segcut supports",
+                MAX_NODES as u64 + 2
+            )));
+        }
+        // Ask for the node arrays before the builder does, so that a huge N is an error here
+        // rather than an abort.
+        let bytes = (inner as usize).saturating_mul(2 * std::mem::size_of::<i64>());
+        if Vec::<u8>::new().try_reserve_exact(bytes).is_err() {
+            return Err(self.err(format!(
+                "not enough memory for the {nodes} nodes the problem declares"
+            )));
+        }
+        let pairs = (arcs / 2).min(MAX_RESERVE_PAIRS) as usize;
+        self.builder = Some(CsrBuilder::with_capacity(inner as usize, pairs));
+        self.problem = Some(Problem {
+            nodes,
+            arcs,
+            line: self.line,
+        });
+        Ok(())
+    }
+
+    /// A count of the `p` line.
+    fn count(&self, tok: Option<&[u8]>, what: &str) -> Result<u64> {
+        let Some(t) = tok else {
+            return Err(self.err(format!("missing {what}: expected 'p max N M'")));
+        };
+        parse_u64(t).map_err(|e| {
+            self.err(match e {
+                NumError::NotNumber => format!("{what} '{}' is not a number", show(t)),
+                NumError::Negative => format!("negative {what} {}", show(t)),
+                NumError::TooLarge => format!("{what} {} is too large", show(t)),
+            })
+        })
+    }
+
+    /// A node id: a number in `1..=N`.
+    #[inline]
+    fn node_id(&self, tok: Option<&[u8]>, what: &str, form: &str) -> Result<u64> {
+        let n = self.problem.map_or(0, |p| p.nodes);
+        match tok.and_then(plain_number) {
+            Some(id) if (1..=n).contains(&id) => Ok(id),
+            _ => self.node_id_slow(tok, what, form),
+        }
+    }
+
+    /// [`Self::node_id`] for signs, leading zeros, and errors.
+    #[cold]
+    fn node_id_slow(&self, tok: Option<&[u8]>, what: &str, form: &str) -> Result<u64> {
+        let Some(t) = tok else {
+            return Err(self.err(format!("missing {what}: expected '{form}'")));
+        };
+        let n = self.problem.map_or(0, |p| p.nodes);
+        match parse_u64(t) {
+            Ok(id) if (1..=n).contains(&id) => Ok(id),
+            Ok(_) | Err(NumError::Negative) | Err(NumError::TooLarge) => Err(self.err(format!(
+                "{what} {} is out of range: ids run from 1 to {n}",
+                show(t)
+            ))),
+            Err(NumError::NotNumber) => {
+                Err(self.err(format!("{what} '{}' is not a number", show(t))))
+            }
+        }
+    }
+
+    #[inline]
+    fn capacity(&self, tok: Option<&[u8]>) -> Result<Cap> {
+        match tok.and_then(plain_number) {
+            Some(c) if c <= Cap::MAX as u64 => Ok(c as Cap),
+            _ => self.capacity_slow(tok),
+        }
+    }
+
+    /// [`Self::capacity`] for signs, leading zeros, and errors.
+    #[cold]
+    fn capacity_slow(&self, tok: Option<&[u8]>) -> Result<Cap> {
+        let Some(t) = tok else {
+            return Err(self.err("missing capacity: expected 'a U V CAP'"));
+        };
+        let too_large = || {
+            self.err(format!(
+                "capacity {} is larger than {}, the largest supported (32-bit) capacity",
+                show(t),
+                Cap::MAX
+            ))
+        };
+        match parse_u64(t) {
+            Ok(c) => Cap::try_from(c).map_err(|_| too_large()),
+            Err(NumError::TooLarge) => Err(too_large()),
+            Err(NumError::Negative) => Err(self.err(format!("negative capacity {}", show(t)))),
+            Err(NumError::NotNumber) => {
+                Err(self.err(format!("capacity '{}' is not a number", show(t))))
+            }
+        }
+    }
+
+    fn no_more(&self, mut tok: Tokens<'_>, form: &str) -> Result<()> {
+        match tok.next() {
+            None => Ok(()),
+            Some(t) => Err(self.err(format!(
+                "unexpected extra token '{}': expected '{form}'",
+                show(t)
+            ))),
+        }
+    }
+
+    fn node_line(&mut self, mut tok: Tokens<'_>) -> Result<()> {
+        if self.problem.is_none() {
+            return Err(self.err("node line before the problem line 'p max N M'"));
+        }
+        let id = self.node_id(tok.next(), "node id", "n ID s")?;
+        let kind = tok.next();
+        let is_source = match kind {
+            Some(b"s") => true,
+            Some(b"t") => false,
+            None => return Err(self.err("missing node kind: expected 'n ID s' or 'n ID t'")),
+            Some(k) => {
+                return Err(self.err(format!(
+                    "unknown node kind '{}': expected s (source) or t (sink)",
+                    show(k)
+                )))
+            }
+        };
+        self.no_more(tok, if is_source { "n ID s" } else { "n ID t" })?;
+        let (mine, other, name, other_name) = if is_source {
+            (self.source, self.sink, "source", "sink")
+        } else {
+            (self.sink, self.source, "sink", "source")
+        };
+        if let Some((prev, line)) = mine {
+            return Err(self.err(format!(
+                "duplicate {name}: node {prev} was already declared the {name} on line {line}"
+            )));
+        }
+        if let Some((o, line)) = other {
+            if o == id {
+                return Err(self.err(format!(
+                    "node {id} cannot be both source and sink (it is the {other_name} since line {line})"
+                )));
+            }
+        }
+        if is_source {
+            self.source = Some((id, self.line));
+        } else {
+            self.sink = Some((id, self.line));
+        }
+        if self.source.is_some() && self.sink.is_some() {
+            for a in std::mem::take(&mut self.early) {
+                self.add_arc(a.u_id, a.v_id, a.cap, a.line)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn arc_line(&mut self, mut tok: Tokens<'_>) -> Result<()> {
+        let Some(p) = self.problem else {
+            return Err(self.err("arc line before the problem line 'p max N M'"));
+        };
+        let u = self.node_id(tok.next(), "tail node id", "a U V CAP")?;
+        let v = self.node_id(tok.next(), "head node id", "a U V CAP")?;
+        let cap = self.capacity(tok.next())?;
+        self.no_more(tok, "a U V CAP")?;
+        self.arcs_seen += 1;
+        if self.arcs_seen > p.arcs {
+            return Err(self.err(format!(
+                "more arc lines than the {} declared in the problem line (line {})",
+                p.arcs, p.line
+            )));
+        }
+        if self.source.is_some() && self.sink.is_some() {
+            self.add_arc(u, v, cap, self.line)
+        } else {
+            self.early.push(EarlyArc {
+                u_id: u,
+                v_id: v,
+                cap,
+                line: self.line,
+            });
+            Ok(())
+        }
+    }
+
+    /// The builder's vertex for a file id (both terminals known).
+    #[inline]
+    fn vertex(&self, id: u64) -> Vertex {
+        let (s, t) = (self.source.map_or(0, |x| x.0), self.sink.map_or(0, |x| x.0));
+        if id == s {
+            Vertex::Source
+        } else if id == t {
+            Vertex::Sink
+        } else {
+            let k = id - 1 - (id > s) as u64 - (id > t) as u64;
+            Vertex::Node(k as u32)
+        }
+    }
+
+    fn add_arc(&mut self, u_id: u64, v_id: u64, cap: Cap, line: u64) -> Result<()> {
+        let (from, to) = (self.vertex(u_id), self.vertex(v_id));
+        if let (Vertex::Node(u), Vertex::Node(v)) = (from, to) {
+            if u != v {
+                if let Some(h) = self.held.take() {
+                    if h.u == v && h.v == u {
+                        self.paired += 1;
+                        return self.add_pair(h, cap, line);
+                    }
+                    self.add_pair(h, 0, h.line)?;
+                }
+                self.held = Some(Held {
+                    u,
+                    v,
+                    cap,
+                    u_id,
+                    v_id,
+                    line,
+                });
+                return Ok(());
+            }
+        }
+        if let Some(h) = self.held.take() {
+            self.add_pair(h, 0, h.line)?;
+        }
+        let b = self
+            .builder
+            .as_mut()
+            .expect("builder exists after the p line");
+        b.add_arc(from, to, cap).map_err(|e| {
+            let msg = match (from, e) {
+                (Vertex::Source, Error::Overflow(_)) => format!(
+                    "the source arcs into node {v_id} add up to more than {}, the largest \
+                     supported capacity",
+                    Cap::MAX
+                ),
+                (_, Error::Overflow(_)) => format!(
+                    "the sink arcs out of node {u_id} add up to more than {}, the largest \
+                     supported capacity",
+                    Cap::MAX
+                ),
+                (_, e) => e.to_string(),
+            };
+            self.err_at(line, msg)
+        })
+    }
+
+    /// Adds a held arc with the capacity of its reverse (0 when the next line was not it).
+    fn add_pair(&mut self, h: Held, rev_cap: Cap, line: u64) -> Result<()> {
+        if h.cap as i64 + rev_cap as i64 > Cap::MAX as i64 {
+            return Err(self.err_at(
+                line,
+                format!(
+                    "arc {} -> {} (capacity {}, line {}) and its reverse (capacity {rev_cap}) \
+                     add up to more than {}, the largest supported capacity of a pair",
+                    h.u_id,
+                    h.v_id,
+                    h.cap,
+                    h.line,
+                    Cap::MAX
+                ),
+            ));
+        }
+        let b = self
+            .builder
+            .as_mut()
+            .expect("builder exists after the p line");
+        b.add_edge(h.u, h.v, h.cap, rev_cap)
+            .map_err(|e| self.err_at(line, e.to_string()))
+    }
+
+    /// Checks what only the end can show and builds the graph.
+    fn finish(mut self) -> Result<MaxInstance> {
+        let last = self.line;
+        let Some(p) = self.problem else {
+            if last == 0 {
+                return Err(Error::Input {
+                    file: self.file.to_string(),
+                    msg: "empty file: expected a DIMACS max-flow problem ('p max N M')".into(),
+                });
+            }
+            return Err(self.err("no problem line 'p max N M' in the file"));
+        };
+        let Some((source_id, _)) = self.source else {
+            return Err(self.err("no source: the file has no 'n ID s' line"));
+        };
+        let Some((sink_id, _)) = self.sink else {
+            return Err(self.err("no sink: the file has no 'n ID t' line"));
+        };
+        if self.arcs_seen < p.arcs {
+            return Err(self.err(format!(
+                "the problem line (line {}) declares {} arcs but the file has only {}",
+                p.line, p.arcs, self.arcs_seen
+            )));
+        }
+        if let Some(h) = self.held.take() {
+            self.add_pair(h, 0, h.line)?;
+        }
+        let builder = self
+            .builder
+            .take()
+            .expect("builder exists after the p line");
+        let dropped = builder.dropped();
+        let csr = builder.build().map_err(|e| self.err(e.to_string()))?;
+        let hint = self.hint;
+        let network = match hint {
+            Some((dims, is_3d))
+                if source_id == 1
+                    && sink_id == 2
+                    && dims
+                        .iter()
+                        .try_fold(1u64, |n, &x| n.checked_mul(x as u64))
+                        .and_then(|n| n.checked_add(2))
+                        == Some(p.nodes) =>
+            {
+                match grid_of(&csr, dims, is_3d) {
+                    Some(g) => Network::Grid(g),
+                    None => Network::Csr(csr),
+                }
+            }
+            _ => Network::Csr(csr),
+        };
+        Ok(MaxInstance {
+            name: self.file.to_string(),
+            network,
+            source_id,
+            sink_id,
+            declared_nodes: p.nodes,
+            declared_arcs: p.arcs,
+            expected_flow: None,
+            grid_hint: hint.map(|(d, _)| d),
+            dropped_arcs: dropped,
+            paired_arcs: self.paired,
+        })
+    }
+}
+
+/// The grid with the given dimensions holding exactly `csr`, if there is one: every arc with
+/// capacity joins neighbours of the 3×3(×3) neighbourhood, no direct source → sink capacity,
+/// and the summed capacities pass [`GridGraph::validate`].
+fn grid_of(csr: &CsrGraph, dims: [usize; 3], is_3d: bool) -> Option<GridGraph> {
+    if csr.constant_flow() != 0 {
+        return None;
+    }
+    let [w, h, d] = dims;
+    let (heads, caps) = (csr.heads(), csr.caps());
+    // Offsets are named by their slot (dx+1) + 3(dy+1) + 9(dz+1) in the 3×3×3 cube.
+    const AXIS_SLOTS: [usize; 6] = [4, 10, 12, 14, 16, 22];
+    let general = |v: usize, u: usize| -> Option<usize> {
+        let (p, q) = (
+            [v % w, (v / w) % h, v / (w * h)],
+            [u % w, (u / w) % h, u / (w * h)],
+        );
+        let mut slot = 0;
+        for (k, scale) in [1, 3, 9].into_iter().enumerate() {
+            let delta = q[k] as i64 - p[k] as i64;
+            if delta.abs() > 1 {
+                return None;
+            }
+            slot += (delta + 1) as usize * scale;
+        }
+        Some(slot)
+    };
+    // First pass: the slot of every arc with capacity, and whether any is diagonal.
+    let (wi, plane) = (w as i64, (w * h) as i64);
+    let mut slots = vec![0u8; csr.num_arcs()];
+    let mut diagonal = false;
+    let [mut x, mut y, mut z] = [0usize; 3];
+    for v in 0..csr.num_nodes() {
+        for a in csr.arcs_of(v) {
+            if caps[a] == 0 {
+                continue;
+            }
+            let delta = heads[a] as i64 - v as i64;
+            // Axis neighbours, by far the most common, without a division.
+            let slot = match delta {
+                1 if x + 1 < w => 14,
+                -1 if x > 0 => 12,
+                _ if delta == wi && y + 1 < h => 16,
+                _ if delta == -wi && y > 0 => 10,
+                _ if delta == plane && z + 1 < d => 22,
+                _ if delta == -plane && z > 0 => 4,
+                _ => general(v, heads[a] as usize)?,
+            };
+            diagonal |= !AXIS_SLOTS.contains(&slot);
+            slots[a] = slot as u8;
+        }
+        x += 1;
+        if x == w {
+            x = 0;
+            y += 1;
+            if y == h {
+                y = 0;
+                z += 1;
+            }
+        }
+    }
+    let conn = match (is_3d, diagonal) {
+        (false, false) => Connectivity::N4,
+        (false, true) => Connectivity::N8,
+        (true, false) => Connectivity::N6,
+        (true, true) => Connectivity::N26,
+    };
+    let mut dir_of_slot = [0usize; 27];
+    for (k, &[dx, dy, dz]) in conn.offsets().iter().enumerate() {
+        dir_of_slot[(dx + 1) as usize + 3 * (dy + 1) as usize + 9 * (dz + 1) as usize] = k;
+    }
+    let mut g = GridGraph::new(w, h, d, conn).ok()?;
+    for v in 0..csr.num_nodes() {
+        for a in csr.arcs_of(v) {
+            if caps[a] > 0 {
+                let cell = &mut g.caps_mut(dir_of_slot[slots[a] as usize])[v];
+                // Parallel arcs add up; a sum past i32 has no grid form.
+                *cell = cell.checked_add(caps[a])?;
+            }
+        }
+    }
+    let (src, snk) = g.terminal_caps_mut();
+    src.copy_from_slice(csr.source_caps());
+    snk.copy_from_slice(csr.sink_caps());
+    g.validate().ok()?;
+    Some(g)
+}
+
+/// Counts the bytes read into a progress bar.
+pub(super) struct Progress<R> {
+    pub(super) inner: R,
+    pub(super) bar: Option<indicatif::ProgressBar>,
+}
+
+impl<R: Read> Read for Progress<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(bar) = &self.bar {
+            bar.inc(n as u64);
+        }
+        Ok(n)
+    }
+}
+
+/// Reads a DIMACS max-flow problem from `r`; `name` is the file name used in errors.
+///
+/// See the [module documentation](super) for the format and an example.
+pub fn read_max<R: BufRead>(r: R, name: &str) -> Result<MaxInstance> {
+    read_max_with(r, name, &ReadOptions::default())
+}
+
+/// [`read_max`] with options: the progress bar is advanced by the bytes read from `r` (its
+/// length is left alone: a stream has no known size).
+pub fn read_max_with<R: BufRead>(r: R, name: &str, opts: &ReadOptions) -> Result<MaxInstance> {
+    let src = Progress {
+        inner: r,
+        bar: opts.progress.clone(),
+    };
+    parse_max(src, name, "input")
+}
+
+/// Parses a `.max` stream; `stream` names it in read errors (`gzip data`, ...).
+pub(super) fn parse_max<R: Read>(src: R, name: &str, stream: &str) -> Result<MaxInstance> {
+    let mut lines = Lines::new(src);
+    let mut p = MaxParser {
+        file: name,
+        line: 0,
+        problem: None,
+        builder: None,
+        source: None,
+        sink: None,
+        arcs_seen: 0,
+        held: None,
+        early: Vec::new(),
+        hint: None,
+        paired: 0,
+    };
+    loop {
+        match lines.next_line() {
+            Ok(Some(range)) => {
+                p.line = lines.line;
+                p.line(&lines.bytes()[range])?;
+            }
+            Ok(None) => break,
+            Err(e) => {
+                return Err(line_error(name, lines.line, e, stream));
+            }
+        }
+    }
+    p.finish()
+}
+
+/// The error for line `line` of `file`, which could not be read.
+fn line_error(file: &str, line: u64, e: LineError, stream: &str) -> Error {
+    let msg = match e {
+        LineError::TooLong => format!("line longer than {MAX_LINE} bytes: is this a text file?"),
+        LineError::Io(e) if stream == "input" => format!("read error: {e}"),
+        LineError::Io(e) => format!("corrupt or truncated {stream}: {e}"),
+    };
+    Error::Parse {
+        file: file.to_string(),
+        line,
+        msg,
+    }
+}
+
+/// Reads a `.sol` file's flow value: `c` comment lines, then `s <flow>` (DIMACS `f` flow lines
+/// are allowed and ignored).
+///
+/// ```
+/// let flow = segcut::graph::dimacs::read_sol("c solved\ns 50\n".as_bytes(), "x.sol").unwrap();
+/// assert_eq!(flow, 50);
+/// ```
+pub fn read_sol<R: BufRead>(r: R, name: &str) -> Result<i64> {
+    parse_sol(r, name, "input")
+}
+
+pub(super) fn parse_sol<R: Read>(src: R, name: &str, stream: &str) -> Result<i64> {
+    let mut lines = Lines::new(src);
+    let err = |line: u64, msg: String| Error::Parse {
+        file: name.to_string(),
+        line,
+        msg,
+    };
+    let mut flow: Option<(i64, u64)> = None;
+    loop {
+        let range = match lines.next_line() {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(e) => return Err(line_error(name, lines.line, e, stream)),
+        };
+        let line = lines.line;
+        let mut tok = Tokens::new(&lines.bytes()[range]);
+        match tok.next() {
+            None | Some([b'c', ..]) | Some(b"f") => {}
+            Some(b"s") => {
+                if let Some((_, first)) = flow {
+                    return Err(err(
+                        line,
+                        format!("duplicate solution line (the first is on line {first})"),
+                    ));
+                }
+                let Some(t) = tok.next() else {
+                    return Err(err(line, "missing flow value: expected 's FLOW'".into()));
+                };
+                let value = match parse_u64(t) {
+                    Ok(v) => i64::try_from(v)
+                        .map_err(|_| err(line, format!("flow value {} is too large", show(t))))?,
+                    Err(NumError::Negative) => {
+                        return Err(err(line, format!("negative flow value {}", show(t))))
+                    }
+                    Err(NumError::TooLarge) => {
+                        return Err(err(line, format!("flow value {} is too large", show(t))))
+                    }
+                    Err(NumError::NotNumber) => {
+                        return Err(err(
+                            line,
+                            format!("flow value '{}' is not a number", show(t)),
+                        ))
+                    }
+                };
+                if let Some(extra) = tok.next() {
+                    return Err(err(
+                        line,
+                        format!(
+                            "unexpected extra token '{}': expected 's FLOW'",
+                            show(extra)
+                        ),
+                    ));
+                }
+                flow = Some((value, line));
+            }
+            Some(t) => {
+                return Err(err(
+                    line,
+                    format!(
+                        "unknown line type '{}' in a solution file: expected c (comment) or \
+                         s (solution value)",
+                        show(t)
+                    ),
+                ))
+            }
+        }
+    }
+    flow.map(|(v, _)| v).ok_or_else(|| {
+        err(
+            lines.line,
+            "no solution line 's FLOW' in the file".to_string(),
+        )
+    })
+}
