@@ -169,7 +169,10 @@ pub fn run(
         .unwrap_or(usize::MAX);
         if let Some(max) = opts.max_nodes {
             if nodes > max {
-                progress(Event::Skipped(&name, format!("{nodes} nodes > --max-nodes {max}")));
+                progress(Event::Skipped(
+                    &name,
+                    format!("{nodes} nodes > --max-nodes {max}"),
+                ));
                 continue;
             }
         }

@@ -39,7 +39,9 @@ pub enum Error {
     #[error("capacity overflow: {0}")]
     Overflow(String),
     /// A cut whose capacity differs from the flow value: the result is not proven optimal.
-    #[error("certificate failed: flow value {flow} but the returned cut has capacity {cut_capacity}")]
+    #[error(
+        "certificate failed: flow value {flow} but the returned cut has capacity {cut_capacity}"
+    )]
     Certificate {
         /// The flow value the solver reported.
         flow: i64,

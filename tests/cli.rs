@@ -39,7 +39,14 @@ fn maxflow_on_crop_prints_flow_and_verified() {
 fn maxflow_json_has_the_documented_fields() {
     for (path, expected) in common::waterloo_crops().into_iter().take(1) {
         for solver in ["bk", "dinic"] {
-            let o = segcut(&["maxflow", path.to_str().unwrap(), "--verify", "--json", "--solver", solver]);
+            let o = segcut(&[
+                "maxflow",
+                path.to_str().unwrap(),
+                "--verify",
+                "--json",
+                "--solver",
+                solver,
+            ]);
             assert!(o.status.success(), "{}", stderr(&o));
             let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
             assert_eq!(v["flow"], expected);
@@ -59,7 +66,12 @@ fn cut_file_lists_source_side_with_the_flow_as_capacity() {
     let dir = tempfile::tempdir().unwrap();
     for (path, expected) in common::waterloo_crops() {
         let out = dir.path().join("crop.cut");
-        let o = segcut(&["maxflow", path.to_str().unwrap(), "--cut", out.to_str().unwrap()]);
+        let o = segcut(&[
+            "maxflow",
+            path.to_str().unwrap(),
+            "--cut",
+            out.to_str().unwrap(),
+        ]);
         assert!(o.status.success(), "{}", stderr(&o));
         let ids: std::collections::HashSet<u64> = std::fs::read_to_string(&out)
             .unwrap()
@@ -86,7 +98,10 @@ fn make_archive(dir: &Path, sol_first: bool) -> std::path::PathBuf {
         let name = max.file_name().unwrap().to_str().unwrap().to_string();
         let sol = max.with_extension("sol");
         let sol_name = sol.file_name().unwrap().to_str().unwrap().to_string();
-        let mut files = vec![(max, format!("seq/{name}")), (sol, format!("seq/{sol_name}"))];
+        let mut files = vec![
+            (max, format!("seq/{name}")),
+            (sol, format!("seq/{sol_name}")),
+        ];
         if sol_first {
             files.reverse();
         }
@@ -109,7 +124,10 @@ fn archive_gives_one_row_per_instance_with_sol_match() {
         let o = segcut(&["maxflow", archive.to_str().unwrap(), "--verify"]);
         assert!(o.status.success(), "{}", stderr(&o));
         let out = stdout(&o);
-        let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("tsukuba_crop")).collect();
+        let rows: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("tsukuba_crop"))
+            .collect();
         assert_eq!(rows.len(), 3, "{out}");
         for row in rows {
             let cols: Vec<&str> = row.split_whitespace().collect();
@@ -147,7 +165,12 @@ fn gen_is_deterministic_and_solvable() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a.max");
     let b = dir.path().join("b.max");
-    for spec in ["2d:40x30:n4:c10:s5", "2d:20x20:n8:c100:s1", "3d:8x8x6:n6:c10:s2", "3d:5x5x5:n26:c10:s3"] {
+    for spec in [
+        "2d:40x30:n4:c10:s5",
+        "2d:20x20:n8:c100:s1",
+        "3d:8x8x6:n6:c10:s2",
+        "3d:5x5x5:n26:c10:s3",
+    ] {
         for out in [&a, &b] {
             let o = segcut(&["gen", "grid", spec, "-o", out.to_str().unwrap()]);
             assert!(o.status.success(), "{}", stderr(&o));
@@ -159,17 +182,36 @@ fn gen_is_deterministic_and_solvable() {
         assert!(o.status.success(), "{}", stderr(&o));
         let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
         assert_eq!(v["verified"], true, "{spec}");
-        assert!(v["graph"].as_str().unwrap().starts_with("grid"), "{spec}: {v}");
+        assert!(
+            v["graph"].as_str().unwrap().starts_with("grid"),
+            "{spec}: {v}"
+        );
     }
     for args in [
         vec!["gen", "genrmf", "--a", "4", "--b", "5", "--seed", "3"],
-        vec!["gen", "washington", "--width", "8", "--levels", "10", "--seed", "3"],
+        vec![
+            "gen",
+            "washington",
+            "--width",
+            "8",
+            "--levels",
+            "10",
+            "--seed",
+            "3",
+        ],
     ] {
         let mut full = args.clone();
         full.extend(["-o", a.to_str().unwrap()]);
         let o = segcut(&full);
         assert!(o.status.success(), "{}", stderr(&o));
-        let o = segcut(&["maxflow", a.to_str().unwrap(), "--verify", "--solver", "dinic", "--json"]);
+        let o = segcut(&[
+            "maxflow",
+            a.to_str().unwrap(),
+            "--verify",
+            "--solver",
+            "dinic",
+            "--json",
+        ]);
         let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
         assert_eq!(v["verified"], true);
         assert!(v["flow"].as_i64().unwrap() > 0);
@@ -192,9 +234,21 @@ fn errors_name_the_file_and_line() {
     assert!(err.contains("bad.max:4"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 
-    let o = segcut(&["gen", "grid", "2d:0x10:n4:c10:s1", "-o", bad.to_str().unwrap()]);
+    let o = segcut(&[
+        "gen",
+        "grid",
+        "2d:0x10:n4:c10:s1",
+        "-o",
+        bad.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    let o = segcut(&["gen", "grid", "2d:10x10:n6:c10:s1", "-o", bad.to_str().unwrap()]);
+    let o = segcut(&[
+        "gen",
+        "grid",
+        "2d:10x10:n6:c10:s1",
+        "-o",
+        bad.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
@@ -203,13 +257,23 @@ fn bench_tiny_verifies_and_writes_json() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("bench.json");
     let o = segcut(&[
-        "bench", "--suite", "tiny", "--solvers", "bk,dinic", "--runs", "1", "--json",
+        "bench",
+        "--suite",
+        "tiny",
+        "--solvers",
+        "bk,dinic",
+        "--runs",
+        "1",
+        "--json",
         json.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let recs = v.as_array().unwrap();
     assert_eq!(recs.len(), 12);
-    assert!(recs.iter().all(|r| r["verified"] == true && r["agrees"] == true));
+    assert!(recs
+        .iter()
+        .all(|r| r["verified"] == true && r["agrees"] == true));
     assert!(stdout(&o).contains("vs bk"));
 }

@@ -30,7 +30,10 @@ fn crops_solve_to_their_sol_values_with_every_solver() {
             assert_eq!(cert.cut_capacity, expected);
             cuts.push(cut);
         }
-        assert!(cuts.windows(2).all(|w| w[0] == w[1]), "canonical cuts differ");
+        assert!(
+            cuts.windows(2).all(|w| w[0] == w[1]),
+            "canonical cuts differ"
+        );
     }
 }
 

@@ -81,7 +81,14 @@ fn print_header(out: &mut impl Write, first: &str) -> std::io::Result<()> {
     writeln!(
         out,
         "{:<28} {:>10} {:>11} {:>8} {:>14} {:>11} {:>10} {:>8}",
-        "instance", "nodes", "arcs", "solver", "flow", "solve ms", format!("vs {first}"), "verified"
+        "instance",
+        "nodes",
+        "arcs",
+        "solver",
+        "flow",
+        "solve ms",
+        format!("vs {first}"),
+        "verified"
     )
 }
 

@@ -72,16 +72,37 @@ pub fn run(cmd: Command) -> Result<ExitCode> {
             let what = format!("segcut gen grid {spec}");
             (Network::Grid(gen::vision_grid(&spec)?), out, what)
         }
-        Command::Genrmf { a, b, c1, c2, seed, out } => {
-            let what = format!("segcut gen genrmf --a {a} --b {b} --c1 {c1} --c2 {c2} --seed {seed}");
+        Command::Genrmf {
+            a,
+            b,
+            c1,
+            c2,
+            seed,
+            out,
+        } => {
+            let what =
+                format!("segcut gen genrmf --a {a} --b {b} --c1 {c1} --c2 {c2} --seed {seed}");
             let spec = GenrmfSpec { a, b, c1, c2, seed };
             (Network::Csr(gen::genrmf(&spec)?), out, what)
         }
-        Command::Washington { width, levels, degree, max_cap, seed, out } => {
+        Command::Washington {
+            width,
+            levels,
+            degree,
+            max_cap,
+            seed,
+            out,
+        } => {
             let what = format!(
                 "segcut gen washington --width {width} --levels {levels} --degree {degree} --max-cap {max_cap} --seed {seed}"
             );
-            let spec = WashingtonSpec { width, levels, degree, max_cap, seed };
+            let spec = WashingtonSpec {
+                width,
+                levels,
+                degree,
+                max_cap,
+                seed,
+            };
             (Network::Csr(gen::washington_rlg(&spec)?), out, what)
         }
     };

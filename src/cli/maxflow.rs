@@ -81,7 +81,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let sols = dimacs::read_instances(path, &opts, |inst: MaxInstance| {
             // Time since the previous instance finished: reading and decompressing this one.
             let parse = mark.elapsed();
-            let row = solve_one(&mut *solver, path, &inst, parse, &args, &cut_dir, &mut cuts_written)?;
+            let row = solve_one(
+                &mut *solver,
+                path,
+                &inst,
+                parse,
+                &args,
+                &cut_dir,
+                &mut cuts_written,
+            )?;
             rows.push(row);
             mark = Instant::now();
             Ok(())
@@ -199,7 +207,16 @@ fn print_header(out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
         "{:<28} {:>10} {:>11} {:>12} {:>12} {:>5} {:>9} {:>9} {:>9} {:>8}",
-        "instance", "nodes", "arcs", "flow", "expected", "match", "parse ms", "build ms", "solve ms", "verified"
+        "instance",
+        "nodes",
+        "arcs",
+        "flow",
+        "expected",
+        "match",
+        "parse ms",
+        "build ms",
+        "solve ms",
+        "verified"
     )
 }
 

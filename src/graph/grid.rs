@@ -221,6 +221,32 @@ impl GridGraph {
         dx as isize + w as isize * (dy as isize + h as isize * dz as isize)
     }
 
+    /// Calls `f(v, w)` for every node `v` whose neighbour `w` in direction `d` lies inside the
+    /// grid, in increasing `v`. Walks the valid box directly: no per-node coordinate division.
+    #[inline]
+    pub fn for_each_arc(&self, d: usize, mut f: impl FnMut(usize, usize)) {
+        let [w, h, depth] = self.dims;
+        let [dx, dy, dz] = self.conn.offsets()[d];
+        let range = |n: usize, o: i32| -> std::ops::Range<usize> {
+            match o {
+                1 => 0..n.saturating_sub(1),
+                -1 => 1.min(n)..n,
+                _ => 0..n,
+            }
+        };
+        let (xr, yr, zr) = (range(w, dx), range(h, dy), range(depth, dz));
+        let step = self.stride(d);
+        for z in zr {
+            for y in yr.clone() {
+                let row = w * (y + h * z);
+                for x in xr.clone() {
+                    let v = row + x;
+                    f(v, (v as isize + step) as usize);
+                }
+            }
+        }
+    }
+
     /// Capacities of the arcs in direction `d`, one per node.
     pub fn caps(&self, d: usize) -> &[Cap] {
         &self.caps[d]
@@ -322,37 +348,46 @@ impl GridGraph {
             }
         }
         for d in 0..self.conn.degree() {
-            let caps = &self.caps[d];
-            let rev = &self.caps[d ^ 1];
-            for (v, &c) in caps.iter().enumerate() {
-                if c == 0 {
-                    continue;
+            let (caps, rev) = (&self.caps[d], &self.caps[d ^ 1]);
+            let offset = self.conn.offsets()[d];
+            let mut bad: Option<(usize, usize)> = None;
+            let mut inside_nonzero = 0usize;
+            self.for_each_arc(d, |v, w| {
+                let c = caps[v];
+                if c != 0 {
+                    inside_nonzero += 1;
+                    let overflow = c as i64 + rev[w].max(0) as i64 > Cap::MAX as i64;
+                    if (c < 0 || overflow) && bad.is_none() {
+                        bad = Some((v, w));
+                    }
                 }
-                if c < 0 {
-                    return Err(Error::Graph(format!(
-                        "{} has negative capacity {c} in direction {:?}",
+            });
+            if let Some((v, w)) = bad {
+                let c = caps[v];
+                return Err(if c < 0 {
+                    Error::Graph(format!(
+                        "{} has negative capacity {c} in direction {offset:?}",
+                        name(v)
+                    ))
+                } else {
+                    Error::Overflow(format!(
+                        "{} and its neighbour {w}: capacities {c} + {} exceed {}",
                         name(v),
-                        self.conn.offsets()[d]
+                        rev[w],
+                        Cap::MAX
+                    ))
+                });
+            }
+            // Slots that point outside the grid must be zero; find one only if the counts differ.
+            if caps.iter().filter(|&&c| c != 0).count() != inside_nonzero {
+                if let Some(v) =
+                    (0..caps.len()).find(|&v| caps[v] != 0 && self.neighbor(v, d).is_none())
+                {
+                    return Err(Error::Graph(format!(
+                        "{} has capacity {} on direction {offset:?}, which leaves the grid",
+                        name(v),
+                        caps[v]
                     )));
-                }
-                match self.neighbor(v, d) {
-                    None => {
-                        return Err(Error::Graph(format!(
-                            "{} has capacity {c} on direction {:?}, which leaves the grid",
-                            name(v),
-                            self.conn.offsets()[d]
-                        )))
-                    }
-                    Some(w) => {
-                        if c as i64 + rev[w].max(0) as i64 > Cap::MAX as i64 {
-                            return Err(Error::Overflow(format!(
-                                "{} and its neighbour {w}: capacities {c} + {} exceed {}",
-                                name(v),
-                                rev[w],
-                                Cap::MAX
-                            )));
-                        }
-                    }
                 }
             }
         }
@@ -366,15 +401,14 @@ impl GridGraph {
         let n = self.num_nodes();
         let mut b = CsrBuilder::with_capacity(n, self.num_edges());
         for d in (0..self.conn.degree()).step_by(2) {
-            let fwd = &self.caps[d];
-            let rev = &self.caps[d + 1];
-            for v in 0..n {
-                if let Some(w) = self.neighbor(v, d) {
-                    if fwd[v] != 0 || rev[w] != 0 {
-                        b.add_edge(v as u32, w as u32, fwd[v], rev[w])?;
-                    }
+            let (fwd, rev) = (&self.caps[d], &self.caps[d + 1]);
+            let mut result = Ok(());
+            self.for_each_arc(d, |v, w| {
+                if (fwd[v] != 0 || rev[w] != 0) && result.is_ok() {
+                    result = b.add_edge(v as u32, w as u32, fwd[v], rev[w]);
                 }
-            }
+            });
+            result?;
         }
         for v in 0..n {
             b.add_terminals(v as u32, self.source[v], self.sink[v])?;
@@ -395,18 +429,19 @@ impl FlowNetwork for GridGraph {
     fn cut_capacity(&self, sink_side: &[bool]) -> i128 {
         let mut total: i128 = 0;
         for v in 0..self.num_nodes() {
-            if sink_side[v] {
-                total += self.source[v] as i128;
+            total += if sink_side[v] {
+                self.source[v]
             } else {
-                total += self.sink[v] as i128;
-                for d in 0..self.conn.degree() {
-                    if let Some(w) = self.neighbor(v, d) {
-                        if sink_side[w] {
-                            total += self.caps[d][v] as i128;
-                        }
-                    }
+                self.sink[v]
+            } as i128;
+        }
+        for d in 0..self.conn.degree() {
+            let caps = &self.caps[d];
+            self.for_each_arc(d, |v, w| {
+                if !sink_side[v] && sink_side[w] {
+                    total += caps[v] as i128;
                 }
-            }
+            });
         }
         total
     }

@@ -13,7 +13,10 @@ pub fn shared_data() -> Option<PathBuf> {
         return Some(dir);
     }
     if std::env::var_os("SEGCUT_REQUIRE_DATA").is_some() {
-        panic!("shared data not found at {} (SEGCUT_REQUIRE_DATA is set)", dir.display());
+        panic!(
+            "shared data not found at {} (SEGCUT_REQUIRE_DATA is set)",
+            dir.display()
+        );
     }
     eprintln!("skipping: shared data not found at {}", dir.display());
     None
