@@ -1,17 +1,559 @@
-//! Boykov–Kolmogorov max-flow (placeholder until the solver lands).
-use super::{Cut, Solver};
-use crate::graph::CsrGraph;
-use crate::Result;
+//! The Boykov–Kolmogorov max-flow algorithm.
+//!
+//! Y. Boykov and V. Kolmogorov, *An Experimental Comparison of Min-Cut/Max-Flow Algorithms for
+//! Energy Minimization in Vision*, IEEE TPAMI 26(9), 2004.
+//!
+//! Two search trees grow towards each other: S from the source and T from the sink. Each round
+//! has the paper's three steps, one function each:
+//!
+//! 1. [`grow`](Bk::grow): an active node claims free neighbours across arcs with residual
+//!    capacity (away from the source in S, towards the sink in T) until the trees touch;
+//! 2. [`augment`](Bk::augment): push the bottleneck of the path source → S → T → sink, which
+//!    saturates some tree arcs and turns their children into orphans;
+//! 3. [`adopt_orphans`](Bk::adopt_orphans): each orphan looks for a new parent in its own tree
+//!    whose root path is intact, preferring the one closest to the terminal; failing that it
+//!    becomes free and its children become orphans.
+//!
+//! Invariants between steps (after adoption):
+//! - every tree node's path of parent arcs ends at its terminal (no orphans are left);
+//! - the parent arc of a node in S has residual capacity from parent to child, in T from child
+//!   to parent; a root of S has `tr_cap > 0` (residual from the source), of T `tr_cap < 0`;
+//! - along parent arcs, a parent's timestamp is at least its child's, and where they are equal
+//!   its distance is smaller, so the distance heuristic never closes a cycle;
+//! - active nodes (queued FIFO) are the tree nodes that may still have free neighbours.
+//!
+//! Terminal arcs are folded into one residual per node, `tr_cap = source − sink`, after
+//! `min(source, sink)` is pushed straight through the node up front.
 
-/// The Boykov–Kolmogorov solver.
+use super::{sink_reachable, Cut, Solver};
+use crate::graph::{Cap, CsrGraph, Flow};
+use crate::{Error, Result};
+
+/// `parent` of a node whose parent is its terminal (a tree root).
+const TERMINAL: u32 = u32::MAX;
+/// `parent` of a node that lost its parent arc and waits for adoption.
+const ORPHAN: u32 = u32::MAX - 1;
+/// `parent` of a free node (in no tree); also "no node" / "no arc" elsewhere.
+const NONE: u32 = u32::MAX - 2;
+
+/// The hot per-node state, 24 bytes. Arc and node indices are `u32`; the sentinels above are
+/// out of range for both (the graph caps arcs and nodes below `u32::MAX - 16`).
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    /// The arc from this node to its parent, or `TERMINAL`, `ORPHAN`, `NONE`.
+    parent: u32,
+    /// Next node in the active queue: `NONE` when not queued, itself when last.
+    next_active: u32,
+    /// Time of the last check that `dist` is exact.
+    ts: u32,
+    /// Number of arcs to the terminal (exact when `ts` is the current time).
+    dist: u32,
+    /// Residual source capacity (> 0) or, negated, residual sink capacity (< 0).
+    tr_cap: Cap,
+    /// In T (true) or S (false); meaningless for free nodes.
+    is_sink: bool,
+}
+
+impl Node {
+    const FREE: Node = Node {
+        parent: NONE,
+        next_active: NONE,
+        ts: 0,
+        dist: 0,
+        tr_cap: 0,
+        is_sink: false,
+    };
+}
+
+/// Counters from the last solve.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BkStats {
+    /// Augmenting paths pushed.
+    pub augmentations: u64,
+    /// Orphans processed (each adoption attempt counts once).
+    pub orphans: u64,
+    /// Free nodes that growth attached to a tree.
+    pub growth_steps: u64,
+}
+
+/// The Boykov–Kolmogorov solver. Keep one value around to reuse its buffers across solves.
+///
+/// ```
+/// use segcut::graph::{CsrBuilder, Vertex};
+/// use segcut::maxflow::{bk::Bk, verify, Solver};
+/// // s → 0 → 1 → t with a bottleneck of 2 in the middle.
+/// let mut b = CsrBuilder::new(2).unwrap();
+/// b.add_terminals(0, 5, 0).unwrap();
+/// b.add_edge(0, 1, 2, 0).unwrap();
+/// b.add_terminals(1, 0, 5).unwrap();
+/// let g = b.build().unwrap();
+/// let mut bk = Bk::default();
+/// let cut = bk.solve_csr(&g).unwrap();
+/// assert_eq!(cut.flow, 2);
+/// assert_eq!(cut.sink_side, vec![false, true]);
+/// assert!(verify(&g, &cut).is_ok());
+/// assert_eq!(bk.stats().augmentations, 1);
+/// ```
 #[derive(Default, Debug, Clone)]
-pub struct Bk;
+pub struct Bk {
+    nodes: Vec<Node>,
+    /// Residual capacity of each arc, indexed like the graph's arcs.
+    rcap: Vec<Cap>,
+    /// Head and tail of the FIFO of active nodes (linked through `Node::next_active`).
+    active_first: u32,
+    active_last: u32,
+    /// Orphans in FIFO order; `orphans[orphan_next..]` are still to process.
+    orphans: Vec<u32>,
+    orphan_next: usize,
+    /// The current time, advanced once per augmentation.
+    time: u32,
+    /// Flow pushed so far, direct source → sink arcs excluded.
+    flow: Flow,
+    stats: BkStats,
+}
+
+/// The graph's read-only arrays, borrowed for one solve.
+#[derive(Clone, Copy)]
+struct Arcs<'g> {
+    first: &'g [u32],
+    head: &'g [u32],
+    sister: &'g [u32],
+}
+
+impl Arcs<'_> {
+    #[inline]
+    fn of(&self, v: u32) -> std::ops::Range<usize> {
+        self.first[v as usize] as usize..self.first[v as usize + 1] as usize
+    }
+}
+
+impl Bk {
+    /// Counters from the last solve.
+    pub fn stats(&self) -> BkStats {
+        self.stats
+    }
+
+    /// Sets up residuals, terminal capacities and the initial trees: every node with residual
+    /// source capacity is an active root of S, every node with residual sink capacity of T.
+    fn init(&mut self, g: &CsrGraph) {
+        self.rcap.clear();
+        self.rcap.extend_from_slice(g.caps());
+        self.nodes.clear();
+        self.nodes.resize(g.num_nodes(), Node::FREE);
+        self.active_first = NONE;
+        self.active_last = NONE;
+        self.orphans.clear();
+        self.orphan_next = 0;
+        self.time = 0;
+        self.flow = 0;
+        self.stats = BkStats::default();
+        let terminals = g.source_caps().iter().zip(g.sink_caps());
+        for (v, (&source, &sink)) in terminals.enumerate() {
+            // Both fit i32 and are non-negative, so neither the difference nor the sum of
+            // minima (in i64) can overflow.
+            self.flow += source.min(sink) as Flow;
+            let tr_cap = source - sink;
+            self.nodes[v].tr_cap = tr_cap;
+            if tr_cap != 0 {
+                let node = &mut self.nodes[v];
+                node.parent = TERMINAL;
+                node.is_sink = tr_cap < 0;
+                node.dist = 1;
+                self.set_active(v as u32);
+            }
+        }
+    }
+
+    /// Appends `i` to the active queue unless it is already there (or held as the current node).
+    #[inline]
+    fn set_active(&mut self, i: u32) {
+        if self.nodes[i as usize].next_active != NONE {
+            return;
+        }
+        if self.active_last == NONE {
+            self.active_first = i;
+        } else {
+            self.nodes[self.active_last as usize].next_active = i;
+        }
+        self.active_last = i;
+        self.nodes[i as usize].next_active = i;
+    }
+
+    /// Takes the next active node that is still in a tree (free nodes are skipped lazily).
+    fn next_active(&mut self) -> Option<u32> {
+        loop {
+            let i = self.active_first;
+            if i == NONE {
+                return None;
+            }
+            let node = &mut self.nodes[i as usize];
+            if node.next_active == i {
+                self.active_first = NONE;
+                self.active_last = NONE;
+            } else {
+                self.active_first = node.next_active;
+            }
+            node.next_active = NONE;
+            if node.parent != NONE {
+                return Some(i);
+            }
+        }
+    }
+
+    /// Marks `i` an orphan and queues it for adoption.
+    #[inline]
+    fn set_orphan(&mut self, i: u32) {
+        self.nodes[i as usize].parent = ORPHAN;
+        self.orphans.push(i);
+    }
+
+    /// Growth from active node `i`: claims free neighbours reachable through residual arcs and
+    /// returns the arc (oriented from S to T) where the trees touch, if they do.
+    ///
+    /// Also applies the distance heuristic: a neighbour in the same tree whose root path is no
+    /// newer and longer than `i`'s is re-hung under `i`.
+    fn grow(&mut self, arcs: Arcs<'_>, i: u32) -> Option<u32> {
+        let me = self.nodes[i as usize];
+        let range = arcs.of(i);
+        let heads = &arcs.head[range.clone()];
+        let sisters = &arcs.sister[range.clone()];
+        for (k, (&j, &sister)) in heads.iter().zip(sisters).enumerate() {
+            // The residual from i towards j's side: i → j in S, j → i in T.
+            let residual = if me.is_sink {
+                self.rcap[sister as usize]
+            } else {
+                self.rcap[range.start + k]
+            };
+            if residual == 0 {
+                continue;
+            }
+            let nj = &mut self.nodes[j as usize];
+            if nj.parent == NONE {
+                // j's parent arc is j → i, the sister of i → j, in both trees.
+                nj.is_sink = me.is_sink;
+                nj.parent = sister;
+                nj.ts = me.ts;
+                nj.dist = me.dist + 1;
+                self.stats.growth_steps += 1;
+                self.set_active(j);
+            } else if nj.is_sink != me.is_sink {
+                let a = (range.start + k) as u32;
+                return Some(if me.is_sink { sister } else { a });
+            } else if nj.ts <= me.ts && nj.dist > me.dist {
+                nj.parent = sister;
+                nj.ts = me.ts;
+                nj.dist = me.dist + 1;
+            }
+        }
+        None
+    }
+
+    /// Augmentation along source → … → tail(mid) → head(mid) → … → sink: pushes the bottleneck
+    /// (terminal residuals included) and queues as orphans the nodes whose parent arc or terminal
+    /// arc it saturates.
+    fn augment(&mut self, arcs: Arcs<'_>, mid: u32) {
+        let (head, sister) = (arcs.head, arcs.sister);
+        let mid_tail = head[sister[mid as usize] as usize];
+        let mid_head = head[mid as usize];
+
+        // Bottleneck: S side (parent → child residuals are on the sisters), then T side.
+        let mut b = self.rcap[mid as usize];
+        let mut i = mid_tail;
+        loop {
+            let p = self.nodes[i as usize].parent;
+            if p == TERMINAL {
+                break;
+            }
+            b = b.min(self.rcap[sister[p as usize] as usize]);
+            i = head[p as usize];
+        }
+        b = b.min(self.nodes[i as usize].tr_cap);
+        let mut i = mid_head;
+        loop {
+            let p = self.nodes[i as usize].parent;
+            if p == TERMINAL {
+                break;
+            }
+            b = b.min(self.rcap[p as usize]);
+            i = head[p as usize];
+        }
+        b = b.min(-self.nodes[i as usize].tr_cap);
+
+        // Push b.
+        self.rcap[mid as usize] -= b;
+        self.rcap[sister[mid as usize] as usize] += b;
+        let mut i = mid_tail;
+        loop {
+            let p = self.nodes[i as usize].parent;
+            if p == TERMINAL {
+                break;
+            }
+            let down = sister[p as usize] as usize;
+            self.rcap[p as usize] += b;
+            self.rcap[down] -= b;
+            if self.rcap[down] == 0 {
+                self.set_orphan(i);
+            }
+            i = head[p as usize];
+        }
+        self.nodes[i as usize].tr_cap -= b;
+        if self.nodes[i as usize].tr_cap == 0 {
+            self.set_orphan(i);
+        }
+        let mut i = mid_head;
+        loop {
+            let p = self.nodes[i as usize].parent;
+            if p == TERMINAL {
+                break;
+            }
+            self.rcap[sister[p as usize] as usize] += b;
+            self.rcap[p as usize] -= b;
+            if self.rcap[p as usize] == 0 {
+                self.set_orphan(i);
+            }
+            i = head[p as usize];
+        }
+        self.nodes[i as usize].tr_cap += b;
+        if self.nodes[i as usize].tr_cap == 0 {
+            self.set_orphan(i);
+        }
+        self.flow += b as Flow;
+        self.stats.augmentations += 1;
+    }
+
+    /// Adoption: processes orphans in FIFO order until none is left.
+    fn adopt_orphans(&mut self, arcs: Arcs<'_>) {
+        while let Some(&i) = self.orphans.get(self.orphan_next) {
+            self.orphan_next += 1;
+            self.adopt(arcs, i);
+        }
+        self.orphans.clear();
+        self.orphan_next = 0;
+    }
+
+    /// One orphan `i`: hang it under the neighbour in its tree that has residual capacity
+    /// towards it (S) or from it (T), whose root path is intact, and that is closest to the
+    /// terminal. Without one, `i` becomes free: its tree neighbours that could reach it become
+    /// active again, and its children become orphans.
+    fn adopt(&mut self, arcs: Arcs<'_>, i: u32) {
+        self.stats.orphans += 1;
+        let in_sink = self.nodes[i as usize].is_sink;
+        let time = self.time;
+        let mut best = NONE;
+        let mut best_dist = u32::MAX;
+        for a in arcs.of(i) {
+            let residual = if in_sink {
+                self.rcap[a]
+            } else {
+                self.rcap[arcs.sister[a] as usize]
+            };
+            if residual == 0 {
+                continue;
+            }
+            let j = arcs.head[a];
+            let nj = self.nodes[j as usize];
+            if nj.is_sink != in_sink || nj.parent == NONE {
+                continue;
+            }
+            // Walk to the root: its distance if the path is intact, None through an orphan.
+            let mut d = 0u32;
+            let mut k = j;
+            let origin = loop {
+                let nk = &mut self.nodes[k as usize];
+                if nk.ts == time {
+                    d += nk.dist;
+                    break Some(d);
+                }
+                d += 1;
+                match nk.parent {
+                    TERMINAL => {
+                        nk.ts = time;
+                        nk.dist = 1;
+                        break Some(d);
+                    }
+                    ORPHAN => break None,
+                    p => k = arcs.head[p as usize],
+                }
+            };
+            let Some(mut d) = origin else { continue };
+            if d < best_dist {
+                best = a as u32;
+                best_dist = d;
+            }
+            // Stamp the walked path with exact distances so later walks stop early.
+            let mut k = j;
+            while self.nodes[k as usize].ts != time {
+                let nk = &mut self.nodes[k as usize];
+                nk.ts = time;
+                nk.dist = d;
+                d -= 1;
+                k = arcs.head[nk.parent as usize];
+            }
+        }
+
+        if best != NONE {
+            let node = &mut self.nodes[i as usize];
+            node.parent = best;
+            node.ts = time;
+            node.dist = best_dist + 1;
+            return;
+        }
+
+        self.nodes[i as usize].parent = NONE;
+        for a in arcs.of(i) {
+            let j = arcs.head[a];
+            let nj = self.nodes[j as usize];
+            if nj.is_sink != in_sink || nj.parent == NONE {
+                continue;
+            }
+            let residual = if in_sink {
+                self.rcap[a]
+            } else {
+                self.rcap[arcs.sister[a] as usize]
+            };
+            if residual > 0 {
+                self.set_active(j);
+            }
+            if nj.parent != TERMINAL && nj.parent != ORPHAN && arcs.head[nj.parent as usize] == i {
+                self.set_orphan(j);
+            }
+        }
+    }
+
+    /// Advances the clock. Before it would wrap, every tree node's distance is recomputed exactly
+    /// and stamped with time 1, which keeps the timestamp/distance invariant intact.
+    fn tick(&mut self, arcs: Arcs<'_>) {
+        if self.time < u32::MAX - 1 {
+            self.time += 1;
+            return;
+        }
+        for node in self.nodes.iter_mut() {
+            node.ts = 0;
+        }
+        self.time = 1;
+        for v in 0..self.nodes.len() as u32 {
+            if self.nodes[v as usize].parent == NONE {
+                continue;
+            }
+            // Count to the first stamped node (or the terminal), then stamp the path.
+            let mut d = 0;
+            let mut k = v;
+            loop {
+                let nk = self.nodes[k as usize];
+                if nk.ts == 1 {
+                    d += nk.dist;
+                    break;
+                }
+                d += 1;
+                if nk.parent == TERMINAL {
+                    break;
+                }
+                k = arcs.head[nk.parent as usize];
+            }
+            let mut k = v;
+            while self.nodes[k as usize].ts != 1 {
+                let nk = &mut self.nodes[k as usize];
+                nk.ts = 1;
+                nk.dist = d;
+                d -= 1;
+                if nk.parent == TERMINAL {
+                    break;
+                }
+                k = arcs.head[nk.parent as usize];
+            }
+        }
+        self.time = 2;
+    }
+
+    /// The main loop: grow from the active nodes in FIFO order; each time the trees touch,
+    /// augment and adopt, then keep growing from the same node (it may have more paths).
+    fn run(&mut self, arcs: Arcs<'_>) {
+        let mut current = NONE;
+        loop {
+            let i = if current != NONE && self.nodes[current as usize].parent != NONE {
+                current
+            } else {
+                match self.next_active() {
+                    Some(i) => i,
+                    None => break,
+                }
+            };
+            current = NONE;
+            let Some(mid) = self.grow(arcs, i) else {
+                continue;
+            };
+            // Hold i as the current node: marking it queued keeps adoption from queuing it.
+            self.nodes[i as usize].next_active = i;
+            self.tick(arcs);
+            self.augment(arcs, mid);
+            self.adopt_orphans(arcs);
+            self.nodes[i as usize].next_active = NONE;
+            current = i;
+        }
+    }
+}
 
 impl Solver for Bk {
     fn name(&self) -> &'static str {
         "bk"
     }
+
     fn solve_csr(&mut self, g: &CsrGraph) -> Result<Cut> {
-        super::reference::Dinic.solve_csr(g)
+        let arcs = Arcs {
+            first: g.first(),
+            head: g.heads(),
+            sister: g.sisters(),
+        };
+        self.init(g);
+        self.run(arcs);
+        let flow = self
+            .flow
+            .checked_add(g.constant_flow())
+            .ok_or_else(|| Error::Overflow("flow value exceeds i64".into()))?;
+        // The canonical cut: nodes with residual capacity to the sink, and all that reach them.
+        let seeds = self.nodes.iter().map(|n| n.tr_cap < 0).collect();
+        let sink_side = sink_reachable(arcs.first, arcs.head, arcs.sister, &self.rcap, seeds);
+        Ok(Cut { flow, sink_side })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::CsrBuilder;
+
+    #[test]
+    fn clock_wrap_keeps_the_answer() {
+        let mut b = CsrBuilder::new(6).unwrap();
+        for v in 0..6 {
+            b.add_terminals(
+                v,
+                if v % 2 == 0 { 3 } else { 0 },
+                if v % 3 == 0 { 0 } else { 2 },
+            )
+            .unwrap();
+        }
+        for v in 0..5 {
+            b.add_edge(v, v + 1, 1 + v % 2, 2).unwrap();
+        }
+        b.add_edge(0, 5, 2, 2).unwrap();
+        let g = b.build().unwrap();
+        let expected = Bk::default().solve_csr(&g).unwrap();
+
+        // Start the clock just before it wraps: tick() must restamp, not overflow.
+        let mut bk = Bk::default();
+        let arcs = Arcs {
+            first: g.first(),
+            head: g.heads(),
+            sister: g.sisters(),
+        };
+        bk.init(&g);
+        bk.time = u32::MAX - 2;
+        bk.run(arcs);
+        assert!(bk.time < 100, "the clock was reset");
+        let seeds = bk.nodes.iter().map(|n| n.tr_cap < 0).collect();
+        let sink_side = sink_reachable(g.first(), g.heads(), g.sisters(), &bk.rcap, seeds);
+        assert_eq!(bk.flow + g.constant_flow(), expected.flow);
+        assert_eq!(sink_side, expected.sink_side);
     }
 }
