@@ -83,7 +83,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
             let parse = mark.elapsed();
             let row = solve_one(
                 &mut *solver,
-                path,
                 &inst,
                 parse,
                 &args,
@@ -144,7 +143,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
 fn solve_one(
     solver: &mut dyn maxflow::Solver,
-    path: &Path,
     inst: &MaxInstance,
     parse: Duration,
     args: &Args,
@@ -160,7 +158,7 @@ fn solve_one(
     let mut cut_file = None;
     if let Some(out) = &args.cut {
         let target = match cut_dir {
-            Some(dir) => dir.join(format!("{}.cut", inst.name)),
+            Some(dir) => dir.join(format!("{}.cut", inst.stem())),
             None if *cuts_written == 0 => out.clone(),
             None => {
                 return Err(segcut::Error::Unsupported(format!(
@@ -174,8 +172,8 @@ fn solve_one(
         cut_file = Some(target.display().to_string());
     }
     Ok(Row {
-        file: path.display().to_string(),
-        instance: inst.name.clone(),
+        file: inst.name.clone(),
+        instance: inst.stem().to_string(),
         graph: inst.network.kind(),
         solver: solver.name().to_string(),
         nodes: inst.network.num_nodes(),
@@ -183,9 +181,9 @@ fn solve_one(
         flow: timed.cut.flow,
         expected: inst.expected_flow,
         matches: None,
-        parse_ms: super::ms(parse),
-        build_ms: super::ms(timed.build),
-        solve_ms: super::ms(timed.solve),
+        parse_ms: round3(super::ms(parse)),
+        build_ms: round3(super::ms(timed.build)),
+        solve_ms: round3(super::ms(timed.solve)),
         verified,
         cut_file,
     })
@@ -241,4 +239,9 @@ fn print_row(out: &mut impl Write, r: &Row) -> std::io::Result<()> {
         r.solve_ms,
         yes(r.verified)
     )
+}
+
+/// Milliseconds to the microsecond, so JSON shows `0.285`, not `0.28476199999999996`.
+fn round3(ms: f64) -> f64 {
+    (ms * 1e3).round() / 1e3
 }
