@@ -11,7 +11,7 @@
 //! let mut g = GridGraph::new_2d(2, 1, Connectivity::N4).unwrap();
 //! g.set_terminals(0, 5, 0);
 //! g.set_terminals(1, 0, 5);
-//! g.set_edge(0, 1, 2).unwrap(); // 0 → 1 with capacity 2 (and 1 → 0 with 0)
+//! g.set_arc(0, 1, 2).unwrap(); // 0 → 1 with capacity 2 (and 1 → 0 with 0)
 //! let cut = Bk::default().solve_grid(&g).unwrap();
 //! assert_eq!(cut.flow, 2);
 //! assert!(!cut.is_sink(0) && cut.is_sink(1));
@@ -25,6 +25,7 @@ pub mod gen;
 pub mod graph;
 pub mod maxflow;
 pub mod rng;
+pub mod segment;
 
 pub use error::{Error, Result};
 pub use graph::{CsrGraph, GridGraph, Network};

@@ -1,0 +1,1 @@
+//! Energy → grid graph (placeholder).

@@ -1,0 +1,1 @@
+//! Mask quality scores (placeholder).
