@@ -45,8 +45,7 @@ fn vision_grid(w: usize, h: usize, d: usize, conn: Connectivity, seed: u64) -> G
         });
         *pixel = MEANS[inside as usize] + NOISE * rng.normal();
     }
-    for v in 0..n {
-        let i = image[v];
+    for (v, &i) in image.iter().enumerate() {
         let to_bg = (i - MEANS[0]).abs();
         let to_fg = (i - MEANS[1]).abs();
         // Bright pixels are cheap to leave on the source side (foreground).

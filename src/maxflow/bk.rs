@@ -25,7 +25,7 @@
 //! Terminal arcs are folded into one residual per node, `tr_cap = source − sink`, after
 //! `min(source, sink)` is pushed straight through the node up front.
 
-use super::{sink_reachable, Cut, Solver};
+use super::{Cut, Solver};
 use crate::graph::{Cap, CsrGraph, Flow};
 use crate::{Error, Result};
 
@@ -36,10 +36,13 @@ const ORPHAN: u32 = u32::MAX - 1;
 /// `parent` of a free node (in no tree); also "no node" / "no arc" elsewhere.
 const NONE: u32 = u32::MAX - 2;
 
-/// The hot per-node state, 24 bytes. Arc and node indices are `u32`; the sentinels above are
+/// The hot per-node state, 28 bytes. Arc and node indices are `u32`; the sentinels above are
 /// out of range for both (the graph caps arcs and nodes below `u32::MAX - 16`).
 #[derive(Clone, Copy, Debug)]
 struct Node {
+    /// The node's first arc; its arcs end where the next node's begin (a sentinel node closes
+    /// the array). Kept here rather than in the graph's offsets to save a cache miss per visit.
+    first: u32,
     /// The arc from this node to its parent, or `TERMINAL`, `ORPHAN`, `NONE`.
     parent: u32,
     /// Next node in the active queue: `NONE` when not queued, itself when last.
@@ -56,6 +59,7 @@ struct Node {
 
 impl Node {
     const FREE: Node = Node {
+        first: 0,
         parent: NONE,
         next_active: NONE,
         ts: 0,
@@ -112,19 +116,11 @@ pub struct Bk {
     stats: BkStats,
 }
 
-/// The graph's read-only arrays, borrowed for one solve.
+/// The graph's read-only arc arrays, borrowed for one solve.
 #[derive(Clone, Copy)]
 struct Arcs<'g> {
-    first: &'g [u32],
     head: &'g [u32],
     sister: &'g [u32],
-}
-
-impl Arcs<'_> {
-    #[inline]
-    fn of(&self, v: u32) -> std::ops::Range<usize> {
-        self.first[v as usize] as usize..self.first[v as usize + 1] as usize
-    }
 }
 
 impl Bk {
@@ -139,7 +135,10 @@ impl Bk {
         self.rcap.clear();
         self.rcap.extend_from_slice(g.caps());
         self.nodes.clear();
-        self.nodes.resize(g.num_nodes(), Node::FREE);
+        self.nodes.extend(g.first().iter().map(|&first| Node {
+            first,
+            ..Node::FREE
+        }));
         self.active_first = NONE;
         self.active_last = NONE;
         self.orphans.clear();
@@ -162,6 +161,12 @@ impl Bk {
                 self.set_active(v as u32);
             }
         }
+    }
+
+    /// The arcs leaving node `i`.
+    #[inline]
+    fn arcs_of(&self, i: u32) -> std::ops::Range<usize> {
+        self.nodes[i as usize].first as usize..self.nodes[i as usize + 1].first as usize
     }
 
     /// Appends `i` to the active queue unless it is already there (or held as the current node).
@@ -214,7 +219,7 @@ impl Bk {
     /// newer and longer than `i`'s is re-hung under `i`.
     fn grow(&mut self, arcs: Arcs<'_>, i: u32) -> Option<u32> {
         let me = self.nodes[i as usize];
-        let range = arcs.of(i);
+        let range = self.arcs_of(i);
         let heads = &arcs.head[range.clone()];
         let sisters = &arcs.sister[range.clone()];
         for (k, (&j, &sister)) in heads.iter().zip(sisters).enumerate() {
@@ -341,7 +346,7 @@ impl Bk {
         let time = self.time;
         let mut best = NONE;
         let mut best_dist = u32::MAX;
-        for a in arcs.of(i) {
+        for a in self.arcs_of(i) {
             let residual = if in_sink {
                 self.rcap[a]
             } else {
@@ -400,7 +405,7 @@ impl Bk {
         }
 
         self.nodes[i as usize].parent = NONE;
-        for a in arcs.of(i) {
+        for a in self.arcs_of(i) {
             let j = arcs.head[a];
             let nj = self.nodes[j as usize];
             if nj.is_sink != in_sink || nj.parent == NONE {
@@ -431,7 +436,7 @@ impl Bk {
             node.ts = 0;
         }
         self.time = 1;
-        for v in 0..self.nodes.len() as u32 {
+        for v in 0..self.nodes.len() as u32 - 1 {
             if self.nodes[v as usize].parent == NONE {
                 continue;
             }
@@ -463,6 +468,32 @@ impl Bk {
             }
         }
         self.time = 2;
+    }
+
+    /// The canonical cut after the last round: the nodes that can reach the sink in the residual
+    /// graph, which at this point are exactly the nodes of T.
+    ///
+    /// With no active node left, T is closed under incoming residual arcs: a node outside T
+    /// with a residual arc into T would have been claimed by growth (if free) or would close an
+    /// augmenting path (if in S). So nothing outside T reaches the sink, while every T node
+    /// does, along its parent arcs. This equals [`sink_reachable`](super::sink_reachable) on the
+    /// final residuals (the unit tests check it on thousands of graphs) but costs one pass over
+    /// the nodes instead of a search through every sink-side arc.
+    fn sink_side(&self, arcs: Arcs<'_>) -> Vec<bool> {
+        let n = self.nodes.len() - 1;
+        let sink_side: Vec<bool> = self.nodes[..n]
+            .iter()
+            .map(|node| node.is_sink && node.parent != NONE)
+            .collect();
+        debug_assert!(
+            (0..n as u32)
+                .filter(|&v| !sink_side[v as usize])
+                .all(|v| self
+                    .arcs_of(v)
+                    .all(|a| self.rcap[a] == 0 || !sink_side[arcs.head[a] as usize])),
+            "a node outside T has a residual arc into T"
+        );
+        sink_side
     }
 
     /// The main loop: grow from the active nodes in FIFO order; each time the trees touch,
@@ -500,7 +531,6 @@ impl Solver for Bk {
 
     fn solve_csr(&mut self, g: &CsrGraph) -> Result<Cut> {
         let arcs = Arcs {
-            first: g.first(),
             head: g.heads(),
             sister: g.sisters(),
         };
@@ -510,50 +540,92 @@ impl Solver for Bk {
             .flow
             .checked_add(g.constant_flow())
             .ok_or_else(|| Error::Overflow("flow value exceeds i64".into()))?;
-        // The canonical cut: nodes with residual capacity to the sink, and all that reach them.
-        let seeds = self.nodes.iter().map(|n| n.tr_cap < 0).collect();
-        let sink_side = sink_reachable(arcs.first, arcs.head, arcs.sister, &self.rcap, seeds);
-        Ok(Cut { flow, sink_side })
+        Ok(Cut {
+            flow,
+            sink_side: self.sink_side(arcs),
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::CsrBuilder;
+    use crate::graph::{CsrBuilder, Vertex};
+    use crate::maxflow::sink_reachable;
+    use crate::rng::Rng;
+
+    /// The sink side by the plain definition: a reverse search from every node with residual
+    /// capacity to the sink through the whole final residual graph.
+    fn residual_sink_side(bk: &Bk, g: &CsrGraph) -> Vec<bool> {
+        let seeds = bk.nodes[..g.num_nodes()]
+            .iter()
+            .map(|n| n.tr_cap < 0)
+            .collect();
+        sink_reachable(g.first(), g.heads(), g.sisters(), &bk.rcap, seeds)
+    }
+
+    fn random_graph(rng: &mut Rng) -> CsrGraph {
+        let n = rng.below(30) as u32 + 1;
+        let mut b = CsrBuilder::new(n as usize).unwrap();
+        let cap = |rng: &mut Rng| {
+            if rng.below(3) == 0 {
+                0
+            } else {
+                rng.below(6) as Cap
+            }
+        };
+        for _ in 0..rng.below(4 * n as u64) {
+            let (u, v) = (rng.below(n as u64) as u32, rng.below(n as u64) as u32);
+            let (c, r) = (cap(rng), cap(rng));
+            b.add_edge(u, v, c, r).unwrap();
+        }
+        for v in 0..n {
+            let (s, t) = (cap(rng), cap(rng));
+            b.add_terminals(v, s, t).unwrap();
+        }
+        b.add_arc(Vertex::Source, Vertex::Sink, cap(rng)).unwrap();
+        b.build().unwrap()
+    }
+
+    #[test]
+    fn tree_based_cut_is_the_residual_reachability_cut() {
+        let mut rng = Rng::new(1);
+        let mut bk = Bk::default();
+        let mut free_nodes_seen = 0;
+        for _ in 0..3000 {
+            let g = random_graph(&mut rng);
+            let cut = bk.solve_csr(&g).unwrap();
+            assert_eq!(cut.sink_side, residual_sink_side(&bk, &g));
+            free_nodes_seen += bk.nodes[..g.num_nodes()]
+                .iter()
+                .filter(|n| n.parent == NONE)
+                .count();
+        }
+        // The search over free nodes must have had work to do.
+        assert!(free_nodes_seen > 100, "only {free_nodes_seen} free nodes");
+    }
 
     #[test]
     fn clock_wrap_keeps_the_answer() {
-        let mut b = CsrBuilder::new(6).unwrap();
-        for v in 0..6 {
-            b.add_terminals(
-                v,
-                if v % 2 == 0 { 3 } else { 0 },
-                if v % 3 == 0 { 0 } else { 2 },
-            )
-            .unwrap();
+        let mut rng = Rng::new(2);
+        let mut wrapped = 0;
+        for _ in 0..200 {
+            let g = random_graph(&mut rng);
+            let expected = Bk::default().solve_csr(&g).unwrap();
+            // Start the clock just before it wraps: tick() must restamp, not overflow.
+            let mut bk = Bk::default();
+            bk.init(&g);
+            bk.time = u32::MAX - 3;
+            bk.run(Arcs {
+                head: g.heads(),
+                sister: g.sisters(),
+            });
+            if bk.time < 100 {
+                wrapped += 1;
+            }
+            assert_eq!(bk.flow + g.constant_flow(), expected.flow);
+            assert_eq!(residual_sink_side(&bk, &g), expected.sink_side);
         }
-        for v in 0..5 {
-            b.add_edge(v, v + 1, 1 + v % 2, 2).unwrap();
-        }
-        b.add_edge(0, 5, 2, 2).unwrap();
-        let g = b.build().unwrap();
-        let expected = Bk::default().solve_csr(&g).unwrap();
-
-        // Start the clock just before it wraps: tick() must restamp, not overflow.
-        let mut bk = Bk::default();
-        let arcs = Arcs {
-            first: g.first(),
-            head: g.heads(),
-            sister: g.sisters(),
-        };
-        bk.init(&g);
-        bk.time = u32::MAX - 2;
-        bk.run(arcs);
-        assert!(bk.time < 100, "the clock was reset");
-        let seeds = bk.nodes.iter().map(|n| n.tr_cap < 0).collect();
-        let sink_side = sink_reachable(g.first(), g.heads(), g.sisters(), &bk.rcap, seeds);
-        assert_eq!(bk.flow + g.constant_flow(), expected.flow);
-        assert_eq!(sink_side, expected.sink_side);
+        assert!(wrapped > 10, "the clock wrapped only {wrapped} times");
     }
 }
