@@ -100,9 +100,10 @@ pub struct BkStats {
 /// ```
 #[derive(Default, Debug, Clone)]
 pub struct Bk {
+    /// One record per node, plus a sentinel that closes the last node's arc range.
     nodes: Vec<Node>,
-    /// Residual capacity of each arc, indexed like the graph's arcs.
-    rcap: Vec<Cap>,
+    /// The graph's arcs with their residual capacities, in the graph's order.
+    arcs: Vec<Arc>,
     /// Head and tail of the FIFO of active nodes (linked through `Node::next_active`).
     active_first: u32,
     active_last: u32,
@@ -116,11 +117,14 @@ pub struct Bk {
     stats: BkStats,
 }
 
-/// The graph's read-only arc arrays, borrowed for one solve.
-#[derive(Clone, Copy)]
-struct Arcs<'g> {
-    head: &'g [u32],
-    sister: &'g [u32],
+/// An arc and its residual capacity, 12 bytes: everything the search reads about an arc lies in
+/// one place, so a node's arcs usually share a cache line.
+#[derive(Clone, Copy, Debug)]
+struct Arc {
+    head: u32,
+    /// The reverse arc.
+    sister: u32,
+    rcap: Cap,
 }
 
 impl Bk {
@@ -132,8 +136,10 @@ impl Bk {
     /// Sets up residuals, terminal capacities and the initial trees: every node with residual
     /// source capacity is an active root of S, every node with residual sink capacity of T.
     fn init(&mut self, g: &CsrGraph) {
-        self.rcap.clear();
-        self.rcap.extend_from_slice(g.caps());
+        self.arcs.clear();
+        let arcs = g.heads().iter().zip(g.sisters()).zip(g.caps());
+        self.arcs
+            .extend(arcs.map(|((&head, &sister), &rcap)| Arc { head, sister, rcap }));
         self.nodes.clear();
         self.nodes.extend(g.first().iter().map(|&first| Node {
             first,
@@ -167,6 +173,12 @@ impl Bk {
     #[inline]
     fn arcs_of(&self, i: u32) -> std::ops::Range<usize> {
         self.nodes[i as usize].first as usize..self.nodes[i as usize + 1].first as usize
+    }
+
+    /// Head of arc `a`.
+    #[inline]
+    fn head(&self, a: u32) -> u32 {
+        self.arcs[a as usize].head
     }
 
     /// Appends `i` to the active queue unless it is already there (or held as the current node).
@@ -217,35 +229,33 @@ impl Bk {
     ///
     /// Also applies the distance heuristic: a neighbour in the same tree whose root path is no
     /// newer and longer than `i`'s is re-hung under `i`.
-    fn grow(&mut self, arcs: Arcs<'_>, i: u32) -> Option<u32> {
+    fn grow(&mut self, i: u32) -> Option<u32> {
         let me = self.nodes[i as usize];
-        let range = self.arcs_of(i);
-        let heads = &arcs.head[range.clone()];
-        let sisters = &arcs.sister[range.clone()];
-        for (k, (&j, &sister)) in heads.iter().zip(sisters).enumerate() {
+        for a in self.arcs_of(i) {
+            let arc = self.arcs[a];
             // The residual from i towards j's side: i → j in S, j → i in T.
             let residual = if me.is_sink {
-                self.rcap[sister as usize]
+                self.arcs[arc.sister as usize].rcap
             } else {
-                self.rcap[range.start + k]
+                arc.rcap
             };
             if residual == 0 {
                 continue;
             }
+            let j = arc.head;
             let nj = &mut self.nodes[j as usize];
             if nj.parent == NONE {
                 // j's parent arc is j → i, the sister of i → j, in both trees.
                 nj.is_sink = me.is_sink;
-                nj.parent = sister;
+                nj.parent = arc.sister;
                 nj.ts = me.ts;
                 nj.dist = me.dist + 1;
                 self.stats.growth_steps += 1;
                 self.set_active(j);
             } else if nj.is_sink != me.is_sink {
-                let a = (range.start + k) as u32;
-                return Some(if me.is_sink { sister } else { a });
+                return Some(if me.is_sink { arc.sister } else { a as u32 });
             } else if nj.ts <= me.ts && nj.dist > me.dist {
-                nj.parent = sister;
+                nj.parent = arc.sister;
                 nj.ts = me.ts;
                 nj.dist = me.dist + 1;
             }
@@ -256,21 +266,22 @@ impl Bk {
     /// Augmentation along source → … → tail(mid) → head(mid) → … → sink: pushes the bottleneck
     /// (terminal residuals included) and queues as orphans the nodes whose parent arc or terminal
     /// arc it saturates.
-    fn augment(&mut self, arcs: Arcs<'_>, mid: u32) {
-        let (head, sister) = (arcs.head, arcs.sister);
-        let mid_tail = head[sister[mid as usize] as usize];
-        let mid_head = head[mid as usize];
+    fn augment(&mut self, mid: u32) {
+        let mid_arc = self.arcs[mid as usize];
+        let mid_tail = self.head(mid_arc.sister);
+        let mid_head = mid_arc.head;
 
         // Bottleneck: S side (parent → child residuals are on the sisters), then T side.
-        let mut b = self.rcap[mid as usize];
+        let mut b = mid_arc.rcap;
         let mut i = mid_tail;
         loop {
             let p = self.nodes[i as usize].parent;
             if p == TERMINAL {
                 break;
             }
-            b = b.min(self.rcap[sister[p as usize] as usize]);
-            i = head[p as usize];
+            let up = self.arcs[p as usize];
+            b = b.min(self.arcs[up.sister as usize].rcap);
+            i = up.head;
         }
         b = b.min(self.nodes[i as usize].tr_cap);
         let mut i = mid_head;
@@ -279,27 +290,29 @@ impl Bk {
             if p == TERMINAL {
                 break;
             }
-            b = b.min(self.rcap[p as usize]);
-            i = head[p as usize];
+            let up = self.arcs[p as usize];
+            b = b.min(up.rcap);
+            i = up.head;
         }
         b = b.min(-self.nodes[i as usize].tr_cap);
 
         // Push b.
-        self.rcap[mid as usize] -= b;
-        self.rcap[sister[mid as usize] as usize] += b;
+        self.arcs[mid as usize].rcap -= b;
+        self.arcs[mid_arc.sister as usize].rcap += b;
         let mut i = mid_tail;
         loop {
             let p = self.nodes[i as usize].parent;
             if p == TERMINAL {
                 break;
             }
-            let down = sister[p as usize] as usize;
-            self.rcap[p as usize] += b;
-            self.rcap[down] -= b;
-            if self.rcap[down] == 0 {
+            let up = &mut self.arcs[p as usize];
+            up.rcap += b;
+            let (down, next) = (up.sister as usize, up.head);
+            self.arcs[down].rcap -= b;
+            if self.arcs[down].rcap == 0 {
                 self.set_orphan(i);
             }
-            i = head[p as usize];
+            i = next;
         }
         self.nodes[i as usize].tr_cap -= b;
         if self.nodes[i as usize].tr_cap == 0 {
@@ -311,12 +324,14 @@ impl Bk {
             if p == TERMINAL {
                 break;
             }
-            self.rcap[sister[p as usize] as usize] += b;
-            self.rcap[p as usize] -= b;
-            if self.rcap[p as usize] == 0 {
+            let up = &mut self.arcs[p as usize];
+            up.rcap -= b;
+            let (saturated, down, next) = (up.rcap == 0, up.sister as usize, up.head);
+            self.arcs[down].rcap += b;
+            if saturated {
                 self.set_orphan(i);
             }
-            i = head[p as usize];
+            i = next;
         }
         self.nodes[i as usize].tr_cap += b;
         if self.nodes[i as usize].tr_cap == 0 {
@@ -327,35 +342,42 @@ impl Bk {
     }
 
     /// Adoption: processes orphans in FIFO order until none is left.
-    fn adopt_orphans(&mut self, arcs: Arcs<'_>) {
+    fn adopt_orphans(&mut self) {
         while let Some(&i) = self.orphans.get(self.orphan_next) {
             self.orphan_next += 1;
-            self.adopt(arcs, i);
+            self.adopt(i);
         }
         self.orphans.clear();
         self.orphan_next = 0;
+    }
+
+    /// Residual capacity of arc `a` in the direction that matters for a tree: from the head
+    /// towards the tail in S (parent → child), from the tail towards the head in T.
+    #[inline]
+    fn tree_residual(&self, a: usize, in_sink: bool) -> Cap {
+        let arc = self.arcs[a];
+        if in_sink {
+            arc.rcap
+        } else {
+            self.arcs[arc.sister as usize].rcap
+        }
     }
 
     /// One orphan `i`: hang it under the neighbour in its tree that has residual capacity
     /// towards it (S) or from it (T), whose root path is intact, and that is closest to the
     /// terminal. Without one, `i` becomes free: its tree neighbours that could reach it become
     /// active again, and its children become orphans.
-    fn adopt(&mut self, arcs: Arcs<'_>, i: u32) {
+    fn adopt(&mut self, i: u32) {
         self.stats.orphans += 1;
         let in_sink = self.nodes[i as usize].is_sink;
         let time = self.time;
         let mut best = NONE;
         let mut best_dist = u32::MAX;
         for a in self.arcs_of(i) {
-            let residual = if in_sink {
-                self.rcap[a]
-            } else {
-                self.rcap[arcs.sister[a] as usize]
-            };
-            if residual == 0 {
+            if self.tree_residual(a, in_sink) == 0 {
                 continue;
             }
-            let j = arcs.head[a];
+            let j = self.arcs[a].head;
             let nj = self.nodes[j as usize];
             if nj.is_sink != in_sink || nj.parent == NONE {
                 continue;
@@ -377,7 +399,7 @@ impl Bk {
                         break Some(d);
                     }
                     ORPHAN => break None,
-                    p => k = arcs.head[p as usize],
+                    p => k = self.arcs[p as usize].head,
                 }
             };
             let Some(mut d) = origin else { continue };
@@ -392,7 +414,7 @@ impl Bk {
                 nk.ts = time;
                 nk.dist = d;
                 d -= 1;
-                k = arcs.head[nk.parent as usize];
+                k = self.arcs[nk.parent as usize].head;
             }
         }
 
@@ -406,20 +428,15 @@ impl Bk {
 
         self.nodes[i as usize].parent = NONE;
         for a in self.arcs_of(i) {
-            let j = arcs.head[a];
+            let j = self.arcs[a].head;
             let nj = self.nodes[j as usize];
             if nj.is_sink != in_sink || nj.parent == NONE {
                 continue;
             }
-            let residual = if in_sink {
-                self.rcap[a]
-            } else {
-                self.rcap[arcs.sister[a] as usize]
-            };
-            if residual > 0 {
+            if self.tree_residual(a, in_sink) > 0 {
                 self.set_active(j);
             }
-            if nj.parent != TERMINAL && nj.parent != ORPHAN && arcs.head[nj.parent as usize] == i {
+            if nj.parent != TERMINAL && nj.parent != ORPHAN && self.head(nj.parent) == i {
                 self.set_orphan(j);
             }
         }
@@ -427,7 +444,7 @@ impl Bk {
 
     /// Advances the clock. Before it would wrap, every tree node's distance is recomputed exactly
     /// and stamped with time 1, which keeps the timestamp/distance invariant intact.
-    fn tick(&mut self, arcs: Arcs<'_>) {
+    fn tick(&mut self) {
         if self.time < u32::MAX - 1 {
             self.time += 1;
             return;
@@ -453,7 +470,7 @@ impl Bk {
                 if nk.parent == TERMINAL {
                     break;
                 }
-                k = arcs.head[nk.parent as usize];
+                k = self.head(nk.parent);
             }
             let mut k = v;
             while self.nodes[k as usize].ts != 1 {
@@ -464,7 +481,7 @@ impl Bk {
                 if nk.parent == TERMINAL {
                     break;
                 }
-                k = arcs.head[nk.parent as usize];
+                k = self.arcs[nk.parent as usize].head;
             }
         }
         self.time = 2;
@@ -479,7 +496,7 @@ impl Bk {
     /// does, along its parent arcs. This equals [`sink_reachable`](super::sink_reachable) on the
     /// final residuals (the unit tests check it on thousands of graphs) but costs one pass over
     /// the nodes instead of a search through every sink-side arc.
-    fn sink_side(&self, arcs: Arcs<'_>) -> Vec<bool> {
+    fn sink_side(&self) -> Vec<bool> {
         let n = self.nodes.len() - 1;
         let sink_side: Vec<bool> = self.nodes[..n]
             .iter()
@@ -490,7 +507,7 @@ impl Bk {
                 .filter(|&v| !sink_side[v as usize])
                 .all(|v| self
                     .arcs_of(v)
-                    .all(|a| self.rcap[a] == 0 || !sink_side[arcs.head[a] as usize])),
+                    .all(|a| self.arcs[a].rcap == 0 || !sink_side[self.arcs[a].head as usize])),
             "a node outside T has a residual arc into T"
         );
         sink_side
@@ -498,7 +515,7 @@ impl Bk {
 
     /// The main loop: grow from the active nodes in FIFO order; each time the trees touch,
     /// augment and adopt, then keep growing from the same node (it may have more paths).
-    fn run(&mut self, arcs: Arcs<'_>) {
+    fn run(&mut self) {
         let mut current = NONE;
         loop {
             let i = if current != NONE && self.nodes[current as usize].parent != NONE {
@@ -510,14 +527,14 @@ impl Bk {
                 }
             };
             current = NONE;
-            let Some(mid) = self.grow(arcs, i) else {
+            let Some(mid) = self.grow(i) else {
                 continue;
             };
             // Hold i as the current node: marking it queued keeps adoption from queuing it.
             self.nodes[i as usize].next_active = i;
-            self.tick(arcs);
-            self.augment(arcs, mid);
-            self.adopt_orphans(arcs);
+            self.tick();
+            self.augment(mid);
+            self.adopt_orphans();
             self.nodes[i as usize].next_active = NONE;
             current = i;
         }
@@ -530,19 +547,15 @@ impl Solver for Bk {
     }
 
     fn solve_csr(&mut self, g: &CsrGraph) -> Result<Cut> {
-        let arcs = Arcs {
-            head: g.heads(),
-            sister: g.sisters(),
-        };
         self.init(g);
-        self.run(arcs);
+        self.run();
         let flow = self
             .flow
             .checked_add(g.constant_flow())
             .ok_or_else(|| Error::Overflow("flow value exceeds i64".into()))?;
         Ok(Cut {
             flow,
-            sink_side: self.sink_side(arcs),
+            sink_side: self.sink_side(),
         })
     }
 }
@@ -561,7 +574,8 @@ mod tests {
             .iter()
             .map(|n| n.tr_cap < 0)
             .collect();
-        sink_reachable(g.first(), g.heads(), g.sisters(), &bk.rcap, seeds)
+        let rcap: Vec<Cap> = bk.arcs.iter().map(|a| a.rcap).collect();
+        sink_reachable(g.first(), g.heads(), g.sisters(), &rcap, seeds)
     }
 
     fn random_graph(rng: &mut Rng) -> CsrGraph {
@@ -616,10 +630,7 @@ mod tests {
             let mut bk = Bk::default();
             bk.init(&g);
             bk.time = u32::MAX - 3;
-            bk.run(Arcs {
-                head: g.heads(),
-                sister: g.sisters(),
-            });
+            bk.run();
             if bk.time < 100 {
                 wrapped += 1;
             }
