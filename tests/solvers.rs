@@ -423,3 +423,24 @@ fn long_paths_do_not_overflow_the_stack() {
     assert_eq!(Dinic.solve_csr(&g).unwrap(), cut);
     assert!(verify(&g, &cut).is_ok());
 }
+
+#[test]
+fn invalid_grids_are_errors_on_both_paths() {
+    type Spoil = fn(&mut GridGraph);
+    let spoilers: [(&str, Spoil); 4] = [
+        ("negative capacity", |g| g.caps_mut(2)[4] = -1),
+        ("capacity leaving the grid", |g| g.caps_mut(0)[2] = 1), // node 2 is on the right edge
+        ("pair over i32::MAX", |g| {
+            g.caps_mut(0)[0] = Cap::MAX;
+            g.caps_mut(1)[1] = 1;
+        }),
+        ("negative terminal", |g| g.set_terminals(5, -3, 0)),
+    ];
+    for (what, spoil) in spoilers {
+        let mut g = random_grid(Connectivity::N8, [3, 3, 1], 7, false, true);
+        spoil(&mut g);
+        let expected = g.to_csr().expect_err(what).to_string();
+        let got = Bk::default().solve_grid(&g).expect_err(what).to_string();
+        assert_eq!(got, expected, "{what}");
+    }
+}

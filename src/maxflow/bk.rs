@@ -26,7 +26,7 @@
 //! `min(source, sink)` is pushed straight through the node up front.
 
 use super::{Cut, Solver};
-use crate::graph::{Cap, CsrGraph, Flow};
+use crate::graph::{Cap, CsrGraph, Flow, GridGraph};
 use crate::{Error, Result};
 
 /// `parent` of a node whose parent is its terminal (a tree root).
@@ -112,6 +112,8 @@ pub struct Bk {
     orphan_next: usize,
     /// The current time, advanced once per augmentation.
     time: u32,
+    /// Scratch for grid solves: which arcs each node has.
+    grid_masks: Vec<u32>,
     /// Flow pushed so far, direct source → sink arcs excluded.
     flow: Flow,
     stats: BkStats,
@@ -133,9 +135,8 @@ impl Bk {
         self.stats
     }
 
-    /// Sets up residuals, terminal capacities and the initial trees: every node with residual
-    /// source capacity is an active root of S, every node with residual sink capacity of T.
-    fn init(&mut self, g: &CsrGraph) {
+    /// Copies the arcs of a CSR graph, then sets up the trees.
+    fn init_csr(&mut self, g: &CsrGraph) {
         self.arcs.clear();
         let arcs = g.heads().iter().zip(g.sisters()).zip(g.caps());
         self.arcs
@@ -145,6 +146,123 @@ impl Bk {
             first,
             ..Node::FREE
         }));
+        self.init_trees(g.source_caps(), g.sink_caps());
+    }
+
+    /// Lays out the arcs of a grid directly, exactly as [`GridGraph::to_csr`] would (same
+    /// arcs, same order, so the search and its result are the same), without building the CSR
+    /// graph first. Then sets up the trees.
+    ///
+    /// The grid is checked on the way, as [`GridGraph::validate`] does; on any doubt that
+    /// function itself produces the error, so messages are the same on both paths.
+    fn init_grid(&mut self, g: &GridGraph) -> Result<()> {
+        let invalid = || {
+            Err(g
+                .validate()
+                .err()
+                .unwrap_or_else(|| Error::Graph("invalid grid".into())))
+        };
+        if g.source_caps().iter().chain(g.sink_caps()).any(|&c| c < 0) {
+            return invalid();
+        }
+        let conn = g.connectivity();
+        let degree = conn.degree();
+        let [width, height, depth] = g.dims();
+        let n = g.num_nodes();
+        // Within each opposite pair, to_csr lists the direction with the negative index step
+        // first; `order[r]` is the direction of rank r, `rank` its inverse.
+        let mut order: Vec<usize> = (0..degree).collect();
+        for pair in order.chunks_mut(2) {
+            if g.stride(pair[0]) > 0 {
+                pair.swap(0, 1);
+            }
+        }
+        let mut rank = vec![0; degree];
+        for (r, &d) in order.iter().enumerate() {
+            rank[d] = r;
+        }
+
+        // Pass 1, one direction at a time over the nodes that have that neighbour: which arcs
+        // each node has (bit r for the direction of rank r; pairs with both capacities zero are
+        // left out). Then where each node's arcs start.
+        let stride: Vec<isize> = (0..degree).map(|d| g.stride(d)).collect();
+        self.grid_masks.clear();
+        self.grid_masks.resize(n, 0);
+        for (r, &d) in order.iter().enumerate() {
+            let [dx, dy, dz] = conn.offsets()[d];
+            // The coordinates whose neighbour in direction d lies inside the grid.
+            let inside = |delta: i32, len: usize| {
+                let lo = (-delta).max(0) as usize;
+                lo..len.saturating_sub(delta.max(0) as usize).max(lo)
+            };
+            let (xs, ys, zs) = (inside(dx, width), inside(dy, height), inside(dz, depth));
+            let (fwd, rev) = (g.caps(d), g.caps(d ^ 1));
+            // Checks on the way: no negative capacity, no pair summing past i32::MAX, and no
+            // capacity on a slot that leaves the grid (all non-zeros lie inside).
+            let mut bad = false;
+            let mut nonzero_inside = 0;
+            for z in zs {
+                for y in ys.clone() {
+                    let row = width * (y + height * z);
+                    for v in row + xs.start..row + xs.end {
+                        let w = v.wrapping_add_signed(stride[d]);
+                        let (c, back) = (fwd[v], rev[w]);
+                        bad |= c < 0 || c as i64 + back as i64 > Cap::MAX as i64;
+                        nonzero_inside += (c != 0) as usize;
+                        if c != 0 || back != 0 {
+                            self.grid_masks[v] |= 1 << r;
+                        }
+                    }
+                }
+            }
+            if bad || fwd.iter().filter(|&&c| c != 0).count() != nonzero_inside {
+                return invalid();
+            }
+        }
+        self.nodes.clear();
+        let mut first: u64 = 0;
+        for &mask in &self.grid_masks {
+            self.nodes.push(Node {
+                first: first as u32,
+                ..Node::FREE
+            });
+            first += mask.count_ones() as u64;
+        }
+        if first > (u32::MAX - 16) as u64 {
+            return Err(Error::Graph(format!(
+                "grid {width}x{height}x{depth} {conn} has {first} arcs, more than the 32-bit arc \
+                 index supports"
+            )));
+        }
+        self.nodes.push(Node {
+            first: first as u32,
+            ..Node::FREE
+        });
+        // Pass 2: the arcs; the sister of v → w (direction d) is w's arc in direction d ^ 1.
+        self.arcs.clear();
+        for v in 0..n {
+            let mask = self.grid_masks[v];
+            for (r, &d) in order.iter().enumerate() {
+                if mask & (1 << r) == 0 {
+                    continue;
+                }
+                let w = v.wrapping_add_signed(stride[d]);
+                let below = (1u32 << rank[d ^ 1]) - 1;
+                let sister = self.nodes[w].first + (self.grid_masks[w] & below).count_ones();
+                self.arcs.push(Arc {
+                    head: w as u32,
+                    sister,
+                    rcap: g.caps(d)[v],
+                });
+            }
+        }
+        self.init_trees(g.source_caps(), g.sink_caps());
+        Ok(())
+    }
+
+    /// Sets up terminal residuals and the initial trees: every node with residual source
+    /// capacity is an active root of S, every node with residual sink capacity one of T.
+    fn init_trees(&mut self, source_caps: &[Cap], sink_caps: &[Cap]) {
         self.active_first = NONE;
         self.active_last = NONE;
         self.orphans.clear();
@@ -152,8 +270,7 @@ impl Bk {
         self.time = 0;
         self.flow = 0;
         self.stats = BkStats::default();
-        let terminals = g.source_caps().iter().zip(g.sink_caps());
-        for (v, (&source, &sink)) in terminals.enumerate() {
+        for (v, (&source, &sink)) in source_caps.iter().zip(sink_caps).enumerate() {
             // Both fit i32 and are non-negative, so neither the difference nor the sum of
             // minima (in i64) can overflow.
             self.flow += source.min(sink) as Flow;
@@ -547,7 +664,7 @@ impl Solver for Bk {
     }
 
     fn solve_csr(&mut self, g: &CsrGraph) -> Result<Cut> {
-        self.init(g);
+        self.init_csr(g);
         self.run();
         let flow = self
             .flow
@@ -555,6 +672,16 @@ impl Solver for Bk {
             .ok_or_else(|| Error::Overflow("flow value exceeds i64".into()))?;
         Ok(Cut {
             flow,
+            sink_side: self.sink_side(),
+        })
+    }
+
+    /// Solves a grid without building its CSR form: same arcs, same search, same result.
+    fn solve_grid(&mut self, g: &GridGraph) -> Result<Cut> {
+        self.init_grid(g)?;
+        self.run();
+        Ok(Cut {
+            flow: self.flow,
             sink_side: self.sink_side(),
         })
     }
@@ -628,7 +755,7 @@ mod tests {
             let expected = Bk::default().solve_csr(&g).unwrap();
             // Start the clock just before it wraps: tick() must restamp, not overflow.
             let mut bk = Bk::default();
-            bk.init(&g);
+            bk.init_csr(&g);
             bk.time = u32::MAX - 3;
             bk.run();
             if bk.time < 100 {
@@ -638,5 +765,52 @@ mod tests {
             assert_eq!(residual_sink_side(&bk, &g), expected.sink_side);
         }
         assert!(wrapped > 10, "the clock wrapped only {wrapped} times");
+    }
+
+    #[test]
+    fn grid_layout_is_the_csr_layout() {
+        use crate::graph::Connectivity;
+        let mut rng = Rng::new(3);
+        for (k, conn) in [
+            Connectivity::N4,
+            Connectivity::N8,
+            Connectivity::N6,
+            Connectivity::N26,
+        ]
+        .into_iter()
+        .cycle()
+        .take(80)
+        .enumerate()
+        {
+            let depth = if conn.is_3d() { 1 + k % 3 } else { 1 };
+            let mut g = GridGraph::new(1 + k % 5, 1 + k % 4, depth, conn).unwrap();
+            for d in 0..conn.degree() {
+                for v in 0..g.num_nodes() {
+                    if g.neighbor(v, d).is_some() && rng.below(3) > 0 {
+                        g.caps_mut(d)[v] = rng.below(4) as Cap;
+                    }
+                }
+            }
+            for v in 0..g.num_nodes() {
+                g.set_terminals(v, rng.below(5) as Cap, rng.below(5) as Cap);
+            }
+            let (mut from_grid, mut from_csr) = (Bk::default(), Bk::default());
+            from_grid.init_grid(&g).unwrap();
+            from_csr.init_csr(&g.to_csr().unwrap());
+            let firsts = |bk: &Bk| bk.nodes.iter().map(|n| n.first).collect::<Vec<_>>();
+            let arcs = |bk: &Bk| {
+                bk.arcs
+                    .iter()
+                    .map(|a| (a.head, a.sister, a.rcap))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(
+                firsts(&from_grid),
+                firsts(&from_csr),
+                "{conn} {:?}",
+                g.dims()
+            );
+            assert_eq!(arcs(&from_grid), arcs(&from_csr), "{conn} {:?}", g.dims());
+        }
     }
 }
