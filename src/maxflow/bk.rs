@@ -203,14 +203,16 @@ impl Bk {
             let mut nonzero_inside = 0;
             for z in zs {
                 for y in ys.clone() {
-                    let row = width * (y + height * z);
-                    for v in row + xs.start..row + xs.end {
-                        let w = v.wrapping_add_signed(stride[d]);
-                        let (c, back) = (fwd[v], rev[w]);
+                    // A run of nodes along x and the run of their neighbours.
+                    let v = width * (y + height * z) + xs.start;
+                    let w = v.wrapping_add_signed(stride[d]);
+                    let len = xs.len();
+                    let runs = fwd[v..v + len].iter().zip(&rev[w..w + len]);
+                    for ((&c, &back), mask) in runs.zip(&mut self.grid_masks[v..v + len]) {
                         bad |= c < 0 || c as i64 + back as i64 > Cap::MAX as i64;
                         nonzero_inside += (c != 0) as usize;
                         if c != 0 || back != 0 {
-                            self.grid_masks[v] |= 1 << r;
+                            *mask |= 1 << r;
                         }
                     }
                 }
