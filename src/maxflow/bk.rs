@@ -240,21 +240,25 @@ impl Bk {
             first: first as u32,
             ..Node::FREE
         });
-        // Pass 2: the arcs; the sister of v → w (direction d) is w's arc in direction d ^ 1.
+        // Pass 2: the arcs; the sister of v → w (direction d) is w's arc in direction d ^ 1,
+        // found by counting the arcs w has before that rank.
+        let by_rank: Vec<(&[Cap], isize, u32)> = order
+            .iter()
+            .map(|&d| (g.caps(d), stride[d], (1u32 << rank[d ^ 1]) - 1))
+            .collect();
         self.arcs.clear();
+        self.arcs.reserve(first as usize);
         for v in 0..n {
-            let mask = self.grid_masks[v];
-            for (r, &d) in order.iter().enumerate() {
-                if mask & (1 << r) == 0 {
-                    continue;
-                }
-                let w = v.wrapping_add_signed(stride[d]);
-                let below = (1u32 << rank[d ^ 1]) - 1;
+            let mut mask = self.grid_masks[v];
+            while mask != 0 {
+                let (caps, step, below) = by_rank[mask.trailing_zeros() as usize];
+                mask &= mask - 1;
+                let w = v.wrapping_add_signed(step);
                 let sister = self.nodes[w].first + (self.grid_masks[w] & below).count_ones();
                 self.arcs.push(Arc {
                     head: w as u32,
                     sister,
-                    rcap: g.caps(d)[v],
+                    rcap: caps[v],
                 });
             }
         }
