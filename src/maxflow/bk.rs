@@ -6,11 +6,11 @@
 //! Two search trees grow towards each other: S from the source and T from the sink. Each round
 //! has the paper's three steps, one function each:
 //!
-//! 1. [`grow`](Bk::grow): an active node claims free neighbours across arcs with residual
+//! 1. `grow`: an active node claims free neighbours across arcs with residual
 //!    capacity (away from the source in S, towards the sink in T) until the trees touch;
-//! 2. [`augment`](Bk::augment): push the bottleneck of the path source → S → T → sink, which
+//! 2. `augment`: push the bottleneck of the path source → S → T → sink, which
 //!    saturates some tree arcs and turns their children into orphans;
-//! 3. [`adopt_orphans`](Bk::adopt_orphans): each orphan looks for a new parent in its own tree
+//! 3. `adopt_orphans`: each orphan looks for a new parent in its own tree
 //!    whose root path is intact, preferring the one closest to the terminal; failing that it
 //!    becomes free and its children become orphans.
 //!
@@ -24,6 +24,13 @@
 //!
 //! Terminal arcs are folded into one residual per node, `tr_cap = source − sink`, after
 //! `min(source, sink)` is pushed straight through the node up front.
+//!
+//! The search runs on the solver's own copy of the arcs (head, reverse arc and residual in one
+//! 12-byte record) and on 28-byte node records holding the hot fields, with `u32` indices and
+//! named sentinels. [`Bk::solve_grid`](crate::maxflow::Solver::solve_grid) lays a grid's arcs
+//! out directly, in the very order [`GridGraph::to_csr`] would, so both paths run the same
+//! search. The returned cut is the canonical one (the nodes that can reach the sink in the final
+//! residual graph), which on termination is exactly T: see `sink_side`.
 
 use super::{Cut, Solver};
 use crate::graph::{Cap, CsrGraph, Flow, GridGraph};
