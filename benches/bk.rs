@@ -1,10 +1,12 @@
 //! Times the Boykov–Kolmogorov solver on synthetic vision-like grids.
 //!
-//! `cargo bench --bench bk [FILTER]` prints, per grid, the median of three solves of the CSR
-//! form (conversion excluded), the flow value and BK's counters. The grids are made here from a
-//! piecewise-constant noisy image: n-links `100·exp(−Δ²/2σ²)` (divided by the offset's length
-//! off the axes), t-links the intensity's distance to the two class means. This generator only
-//! serves the solver's tuning; the crate's real generators live in `segcut::gen`.
+//! `cargo bench --bench bk [FILTER]` prints, per grid, the median (and minimum) of three solves
+//! (`SEGCUT_BENCH_REPS` to change) through `solve_csr` on the CSR form (conversion excluded) and
+//! through `solve_grid` on the grid itself, the one-off `to_csr` time, the flow value and BK's
+//! counters. The grids are made here from a piecewise-constant noisy image: n-links
+//! `100·exp(−Δ²/2σ²)` (divided by the offset's length off the axes), t-links the intensity's
+//! distance to the two class means. This generator only serves the solver's tuning; the crate's
+//! real generators live in `segcut::gen`.
 //!
 //! With `SEGCUT_BENCH_DUMP=DIR`, each grid is also written to `DIR/NAME.grid` (little-endian:
 //! width, height, depth, connectivity as `u32`; then source, sink and each even direction's
@@ -45,8 +47,7 @@ fn vision_grid(w: usize, h: usize, d: usize, conn: Connectivity, seed: u64) -> G
         });
         *pixel = MEANS[inside as usize] + NOISE * rng.normal();
     }
-    for v in 0..n {
-        let i = image[v];
+    for (v, &i) in image.iter().enumerate() {
         let to_bg = (i - MEANS[0]).abs();
         let to_fg = (i - MEANS[1]).abs();
         // Bright pixels are cheap to leave on the source side (foreground).
@@ -90,13 +91,13 @@ fn main() {
         ("2d-n8-4mpx", [2048, 2048, 1], Connectivity::N8),
         ("3d-n6-128", [128, 128, 128], Connectivity::N6),
     ];
-    println!("BK on synthetic vision grids (median of SEGCUT_BENCH_REPS=3 solves of the CSR form, conversion excluded)");
     // More repetitions steady the median on a busy machine.
     let reps: usize = std::env::var("SEGCUT_BENCH_REPS")
         .ok()
         .and_then(|r| r.parse().ok())
         .filter(|&r| r > 0)
         .unwrap_or(3);
+    println!("BK on synthetic vision grids (median of {reps} solves)");
     let mut bk = Bk::default();
     for (name, [w, h, d], conn) in cases {
         if filter.as_deref().is_some_and(|f| !name.contains(f)) {
@@ -108,26 +109,39 @@ fn main() {
                 eprintln!("{dir}/{name}.grid: {e}");
             }
         }
+        let start = Instant::now();
         let csr = g.to_csr().expect("a valid grid");
-        let mut times: Vec<Duration> = Vec::new();
+        let to_csr = start.elapsed();
+        // Interleaved: solve_csr (conversion excluded), then solve_grid (the whole grid path).
+        let mut csr_times: Vec<Duration> = Vec::new();
+        let mut grid_times: Vec<Duration> = Vec::new();
         let mut flow = 0;
         for _ in 0..reps {
             let start = Instant::now();
             let cut = bk.solve_csr(&csr).expect("BK solves a valid graph");
-            times.push(start.elapsed());
-            flow = cut.flow;
-            if times.len() == 1 {
+            csr_times.push(start.elapsed());
+            if csr_times.len() == 1 {
                 verify(&g, &cut).expect("BK's cut is a minimum cut");
             }
+            flow = cut.flow;
+            let start = Instant::now();
+            let via_grid = bk.solve_grid(&g).expect("BK solves a valid grid");
+            grid_times.push(start.elapsed());
+            assert_eq!(via_grid, cut, "solve_grid and solve_csr agree");
         }
-        times.sort();
+        csr_times.sort();
+        grid_times.sort();
+        let ms = |t: Duration| t.as_secs_f64() * 1e3;
         let s = bk.stats();
         println!(
-            "{name:12} {:>9} nodes {:>9} arcs  solve {:8.1} ms (min {:8.1})  flow {flow:>11}  augmentations {:>8}  orphans {:>9}  grown {:>9}",
+            "{name:12} {:>8} nodes {:>9} arcs  solve_csr {:7.1} ms (min {:7.1})  solve_grid {:7.1} ms (min {:7.1})  to_csr {:7.1} ms  flow {flow:>10}  augmentations {:>8}  orphans {:>8}  grown {:>8}",
             csr.num_nodes(),
             csr.num_arcs(),
-            times[reps / 2].as_secs_f64() * 1e3,
-            times[0].as_secs_f64() * 1e3,
+            ms(csr_times[reps / 2]),
+            ms(csr_times[0]),
+            ms(grid_times[reps / 2]),
+            ms(grid_times[0]),
+            ms(to_csr),
             s.augmentations,
             s.orphans,
             s.growth_steps,

@@ -143,7 +143,7 @@ fn ops_strategy(max_ops: usize, large: bool) -> impl Strategy<Value = Vec<Op>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 4000, ..ProptestConfig::default() })]
 
     #[test]
     fn small_graphs_small_caps(n in 0usize..=BRUTE_MAX_NODES, ops in ops_strategy(60, false)) {
@@ -157,7 +157,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 600, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
 
     #[test]
     fn larger_graphs(n in 0usize..=40, ops in ops_strategy(200, false), large in any::<bool>()) {
@@ -231,7 +231,7 @@ fn connectivity() -> impl Strategy<Value = Connectivity> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
 
     #[test]
     fn random_grids(
@@ -286,8 +286,8 @@ fn grid_without_n_links_cuts_each_pixel_alone() {
     assert_eq!(cut.sink_side, expected_side);
 }
 
-/// A path s → 0 → 1 → 2 → t where every arc has capacity 1: four minimum cuts, of which the
-/// canonical one has the smallest sink side, {} ∪ nothing but what still reaches t.
+/// A path s → 0 → 1 → 2 → t where every arc has capacity 1: four minimum cuts, with sink sides
+/// {}, {2}, {1, 2} and {0, 1, 2}; the canonical one is the smallest.
 #[test]
 fn several_minimum_cuts_smallest_sink_side() {
     let mut b = CsrBuilder::new(3).unwrap();
@@ -422,4 +422,25 @@ fn long_paths_do_not_overflow_the_stack() {
     assert_eq!(cut.flow, 3);
     assert_eq!(Dinic.solve_csr(&g).unwrap(), cut);
     assert!(verify(&g, &cut).is_ok());
+}
+
+#[test]
+fn invalid_grids_are_errors_on_both_paths() {
+    type Spoil = fn(&mut GridGraph);
+    let spoilers: [(&str, Spoil); 4] = [
+        ("negative capacity", |g| g.caps_mut(2)[4] = -1),
+        ("capacity leaving the grid", |g| g.caps_mut(0)[2] = 1), // node 2 is on the right edge
+        ("pair over i32::MAX", |g| {
+            g.caps_mut(0)[0] = Cap::MAX;
+            g.caps_mut(1)[1] = 1;
+        }),
+        ("negative terminal", |g| g.set_terminals(5, -3, 0)),
+    ];
+    for (what, spoil) in spoilers {
+        let mut g = random_grid(Connectivity::N8, [3, 3, 1], 7, false, true);
+        spoil(&mut g);
+        let expected = g.to_csr().expect_err(what).to_string();
+        let got = Bk::default().solve_grid(&g).expect_err(what).to_string();
+        assert_eq!(got, expected, "{what}");
+    }
 }
