@@ -428,12 +428,8 @@ impl FlowNetwork for GridGraph {
 
     fn cut_capacity(&self, sink_side: &[bool]) -> i128 {
         let mut total: i128 = 0;
-        for v in 0..self.num_nodes() {
-            total += if sink_side[v] {
-                self.source[v]
-            } else {
-                self.sink[v]
-            } as i128;
+        for (v, &sink) in sink_side.iter().enumerate().take(self.num_nodes()) {
+            total += if sink { self.source[v] } else { self.sink[v] } as i128;
         }
         for d in 0..self.conn.degree() {
             let caps = &self.caps[d];
