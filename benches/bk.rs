@@ -1,150 +1,110 @@
-//! Times the Boykov–Kolmogorov solver on synthetic vision-like grids.
+//! Times the Boykov–Kolmogorov solver on the generated vision grids of `segcut::gen`.
 //!
-//! `cargo bench --bench bk [FILTER]` prints, per grid, the median (and minimum) of three solves
-//! (`SEGCUT_BENCH_REPS` to change) through `solve_csr` on the CSR form (conversion excluded) and
-//! through `solve_grid` on the grid itself, the one-off `to_csr` time, the flow value and BK's
-//! counters. The grids are made here from a piecewise-constant noisy image: n-links
-//! `100·exp(−Δ²/2σ²)` (divided by the offset's length off the axes), t-links the intensity's
-//! distance to the two class means. This generator only serves the solver's tuning; the crate's
-//! real generators live in `segcut::gen`.
+//! `cargo bench --bench bk [SPEC ...]` prints, per grid, the median of `SEGCUT_BENCH_REPS` (default
+//! 3) solves through `solve_csr` on the CSR form (conversion excluded) and through the grid path
+//! (`solve_grid_timed`, its arc construction reported separately), the flow value and BK's counters.
+//! Without arguments it runs a default list of 2D and 3D grids (see `DEFAULT`).
 //!
-//! With `SEGCUT_BENCH_DUMP=DIR`, each grid is also written to `DIR/NAME.grid` (little-endian:
-//! width, height, depth, connectivity as `u32`; then source, sink and each even direction's
-//! capacities as `i32` per node) so that another solver can be timed on the very same graph.
+//! With `SEGCUT_BENCH_DUMP=DIR`, each grid is also written to `DIR/SPEC.grid` (little-endian:
+//! width, height, depth, connectivity as `u32`; then source, sink and each direction's capacities
+//! as `i32` per node) so that another solver times the very same graph:
+//! `python3 benches/bk_cpp.py DIR/*.grid` times the C++ BK (maxflow v3.0x via PyMaxflow).
 
-use segcut::graph::{Cap, Connectivity, GridGraph};
+use segcut::gen::{vision_grid, GridSpec};
+use segcut::graph::GridGraph;
 use segcut::maxflow::{bk::Bk, verify, Solver};
-use segcut::rng::Rng;
 use std::time::{Duration, Instant};
 
-/// Intensity of background and foreground; noise standard deviation.
-const MEANS: [f64; 2] = [85.0, 170.0];
-const NOISE: f64 = 40.0;
-/// Contrast scale σ of the n-link weights.
-const SIGMA: f64 = 30.0;
+const DEFAULT: &[&str] = &[
+    "2d:1024x1024:n4:c10:s1",
+    "2d:2048x2048:n4:c10:s1",
+    "2d:1024x1024:n8:c10:s1",
+    "2d:2048x2048:n8:c10:s1",
+    "3d:128x128x128:n6:c10:s1",
+    "3d:128x128x128:n6:c100:s1",
+];
 
-/// A noisy image of random disks (spheres in 3D) on a background, then its graph.
-fn vision_grid(w: usize, h: usize, d: usize, conn: Connectivity, seed: u64) -> GridGraph {
-    let mut rng = Rng::new(seed);
-    let n = w * h * d;
-    let blobs: Vec<([f64; 3], f64)> = (0..12)
-        .map(|_| {
-            let c = [
-                rng.unit_f64() * w as f64,
-                rng.unit_f64() * h as f64,
-                rng.unit_f64() * d as f64,
-            ];
-            (c, (0.05 + 0.15 * rng.unit_f64()) * w.min(h) as f64)
-        })
-        .collect();
-    let mut g = GridGraph::new(w, h, d, conn).expect("valid dimensions");
-    let mut image = vec![0.0f64; n];
-    for (v, pixel) in image.iter_mut().enumerate() {
-        let [x, y, z] = g.coords(v);
-        let inside = blobs.iter().any(|&(c, r)| {
-            let (dx, dy, dz) = (x as f64 - c[0], y as f64 - c[1], z as f64 - c[2]);
-            dx * dx + dy * dy + dz * dz < r * r
-        });
-        *pixel = MEANS[inside as usize] + NOISE * rng.normal();
-    }
-    for (v, &i) in image.iter().enumerate() {
-        let to_bg = (i - MEANS[0]).abs();
-        let to_fg = (i - MEANS[1]).abs();
-        // Bright pixels are cheap to leave on the source side (foreground).
-        g.set_terminals(v, to_bg.round() as Cap, to_fg.round() as Cap);
-    }
-    for dir in 0..conn.degree() {
-        let [dx, dy, dz] = conn.offsets()[dir];
-        let len = ((dx * dx + dy * dy + dz * dz) as f64).sqrt();
-        for v in 0..n {
-            if let Some(u) = g.neighbor(v, dir) {
-                let delta = image[v] - image[u];
-                let weight = 100.0 * (-delta * delta / (2.0 * SIGMA * SIGMA)).exp() / len;
-                g.caps_mut(dir)[v] = weight.round() as Cap;
-            }
-        }
-    }
-    g
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
 }
 
 fn dump(dir: &str, name: &str, g: &GridGraph) -> std::io::Result<()> {
-    let mut bytes = Vec::new();
     let [w, h, d] = g.dims();
+    let mut bytes = Vec::new();
     for x in [w, h, d, g.connectivity().degree()] {
         bytes.extend_from_slice(&(x as u32).to_le_bytes());
     }
-    let mut put = |caps: &[Cap]| caps.iter().for_each(|c| bytes.extend(c.to_le_bytes()));
-    put(g.source_caps());
-    put(g.sink_caps());
-    for dir in (0..g.connectivity().degree()).step_by(2) {
-        put(g.caps(dir));
+    let arrays = [g.source_caps(), g.sink_caps()]
+        .into_iter()
+        .chain((0..g.connectivity().degree()).map(|k| g.caps(k)));
+    for a in arrays {
+        for &c in a {
+            bytes.extend_from_slice(&c.to_le_bytes());
+        }
     }
-    std::fs::write(format!("{dir}/{name}.grid"), bytes)
+    std::fs::write(format!("{dir}/{}.grid", name.replace(':', "_")), bytes)
 }
 
 fn main() {
-    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with("--"));
-    let cases: [(&str, [usize; 3], Connectivity); 5] = [
-        ("2d-n4-1mpx", [1024, 1024, 1], Connectivity::N4),
-        ("2d-n4-4mpx", [2048, 2048, 1], Connectivity::N4),
-        ("2d-n8-1mpx", [1024, 1024, 1], Connectivity::N8),
-        ("2d-n8-4mpx", [2048, 2048, 1], Connectivity::N8),
-        ("3d-n6-128", [128, 128, 128], Connectivity::N6),
-    ];
-    // More repetitions steady the median on a busy machine.
+    // `cargo bench` passes `--bench`; everything else is a spec.
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let specs: Vec<String> = if args.is_empty() {
+        DEFAULT.iter().map(|s| s.to_string()).collect()
+    } else {
+        args
+    };
     let reps: usize = std::env::var("SEGCUT_BENCH_REPS")
         .ok()
-        .and_then(|r| r.parse().ok())
-        .filter(|&r| r > 0)
-        .unwrap_or(3);
-    println!("BK on synthetic vision grids (median of {reps} solves)");
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3)
+        .max(1);
+    println!(
+        "{:<28} {:>11} {:>10} {:>10} {:>10} {:>12} {:>9} {:>9}",
+        "grid", "csr ms", "grid ms", "build ms", "flow", "augment", "orphans", "verified"
+    );
     let mut bk = Bk::default();
-    for (name, [w, h, d], conn) in cases {
-        if filter.as_deref().is_some_and(|f| !name.contains(f)) {
-            continue;
-        }
-        let g = vision_grid(w, h, d, conn, 2004);
+    for spec in &specs {
+        let parsed: GridSpec = match spec.parse() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("{spec}: {e}");
+                std::process::exit(2);
+            }
+        };
+        let g = vision_grid(&parsed).expect("generate");
         if let Ok(dir) = std::env::var("SEGCUT_BENCH_DUMP") {
-            if let Err(e) = dump(&dir, name, &g) {
-                eprintln!("{dir}/{name}.grid: {e}");
-            }
+            dump(&dir, spec, &g).expect("dump");
         }
-        let start = Instant::now();
-        let csr = g.to_csr().expect("a valid grid");
-        let to_csr = start.elapsed();
-        // Interleaved: solve_csr (conversion excluded), then solve_grid (the whole grid path).
-        let mut csr_times: Vec<Duration> = Vec::new();
-        let mut grid_times: Vec<Duration> = Vec::new();
+        let csr = g.to_csr().expect("csr");
+        let (mut csr_t, mut grid_t, mut build_t) = (vec![], vec![], vec![]);
         let mut flow = 0;
+        let mut ok = true;
         for _ in 0..reps {
-            let start = Instant::now();
-            let cut = bk.solve_csr(&csr).expect("BK solves a valid graph");
-            csr_times.push(start.elapsed());
-            if csr_times.len() == 1 {
-                verify(&g, &cut).expect("BK's cut is a minimum cut");
-            }
+            let t = Instant::now();
+            let cut = bk.solve_csr(&csr).expect("solve");
+            csr_t.push(t.elapsed());
+            let t = Instant::now();
+            let (cut2, build) = bk.solve_grid_timed(&g).expect("solve");
+            grid_t.push(t.elapsed() - build);
+            build_t.push(build);
+            ok &= cut == cut2 && verify(&g, &cut).is_ok();
             flow = cut.flow;
-            let start = Instant::now();
-            let via_grid = bk.solve_grid(&g).expect("BK solves a valid grid");
-            grid_times.push(start.elapsed());
-            assert_eq!(via_grid, cut, "solve_grid and solve_csr agree");
         }
-        csr_times.sort();
-        grid_times.sort();
-        let ms = |t: Duration| t.as_secs_f64() * 1e3;
-        let s = bk.stats();
+        let stats = bk.stats();
         println!(
-            "{name:12} {:>8} nodes {:>9} arcs  solve_csr {:7.1} ms (min {:7.1})  solve_grid {:7.1} ms (min {:7.1})  to_csr {:7.1} ms  flow {flow:>10}  augmentations {:>8}  orphans {:>8}  grown {:>8}",
-            csr.num_nodes(),
-            csr.num_arcs(),
-            ms(csr_times[reps / 2]),
-            ms(csr_times[0]),
-            ms(grid_times[reps / 2]),
-            ms(grid_times[0]),
-            ms(to_csr),
-            s.augmentations,
-            s.orphans,
-            s.growth_steps,
+            "{:<28} {:>11.1} {:>10.1} {:>10.1} {:>10} {:>12} {:>9} {:>9}",
+            spec,
+            median(csr_t).as_secs_f64() * 1e3,
+            median(grid_t).as_secs_f64() * 1e3,
+            median(build_t).as_secs_f64() * 1e3,
+            flow,
+            stats.augmentations,
+            stats.orphans,
+            if ok { "yes" } else { "FAILED" }
         );
     }
 }
