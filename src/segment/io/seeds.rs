@@ -665,7 +665,7 @@ pub fn rect_seeds(dims: [usize; 3], rect: &Rect) -> Result<Seeds> {
     let [w, h, d] = dims;
     if rect.w == 0 || rect.h == 0 {
         return Err(bad(format!(
-            "rectangle {rect} is empty (width and height must be at least 1)"
+            "rectangle {rect} is empty (width and height must be at least 1 in the {w}×{h} image)"
         )));
     }
     let right = rect.x.checked_add(rect.w);

@@ -63,12 +63,13 @@ fn meta(dec: &mut Decoder<BufReader<File>>) -> TiffMeta {
         }
     }
     for (axis, tag) in [(0, Tag::XResolution), (1, Tag::YResolution)] {
-        if let Ok(Some(v)) = dec.find_tag(tag) {
-            if let Ok(res) = v.into_f64() {
-                if res.is_finite() && res > 0.0 {
-                    spacing[axis] = 1.0 / res;
-                }
-            }
+        let res = match dec.find_tag(tag) {
+            Ok(Some(tiff::decoder::ifd::Value::Rational(n, d))) if d != 0 => n as f64 / d as f64,
+            Ok(Some(v)) => v.into_f64().unwrap_or(0.0),
+            _ => 0.0,
+        };
+        if res.is_finite() && res > 0.0 {
+            spacing[axis] = 1.0 / res;
         }
     }
     spacing[2] = match z {
