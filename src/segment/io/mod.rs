@@ -1,0 +1,265 @@
+//! Reading images, volumes and seeds; writing masks and volumes.
+//!
+//! [`load_image`] opens anything segcut segments, chosen by the file's first bytes (then its
+//! extension):
+//!
+//! | file | reader | result |
+//! |------|--------|--------|
+//! | PNG, JPEG, BMP, ... | `image` crate | 2D, grey (1 channel) or RGB (3); alpha dropped, palette expanded |
+//! | TIFF (one or more pages) | `tiff` crate | one page per z slice, spacing from ImageJ tags |
+//! | NIfTI-1 `.nii`, `.nii.gz` | [`nifti`] | 3D volume, spacing from `pixdim`, `scl_slope` applied |
+//!
+//! Values stay in the file's own range (0–255, 0–65535, raw floats). Before any pixel buffer is
+//! allocated the loader estimates what the image *and the graph built on it* will need
+//! ([`memory_needed`]) and refuses, naming both numbers, when that exceeds the available memory.
+//!
+//! [`load_seeds`] reads user seeds in every common convention (palette scribbles, trimaps, OpenCV
+//! grabCut masks, coloured scribbles, label volumes); [`rect_seeds`] turns a GrabCut rectangle into
+//! seeds. [`save_mask`] and [`save_volume`] write results as PNG, TIFF or NIfTI.
+//!
+//! ```no_run
+//! use segcut::segment::io::{load_image, load_seeds, save_mask, SeedOptions};
+//! use std::path::Path;
+//!
+//! let image = load_image(Path::new("photo.jpg"))?;
+//! let seeds = load_seeds(Path::new("scribbles.png"), image.dims, &SeedOptions::default())?;
+//! let [_unknown, fg, bg, ..] = seeds.counts();
+//! println!("{fg} foreground and {bg} background seeds");
+//! let mask: Vec<bool> = vec![false; image.num_pixels()];
+//! save_mask(Path::new("mask.png"), &mask, image.dims, None)?;
+//! # Ok::<(), segcut::Error>(())
+//! ```
+
+mod mask;
+pub mod nifti;
+mod raster;
+mod seeds;
+mod tiff_stack;
+
+pub use mask::{save_mask, save_volume};
+pub use nifti::{save_nifti, NiftiOptions, NiftiType};
+pub use seeds::{
+    load_seeds, rect_seeds, rect_with_seeds, Rect, SeedFormat, SeedOptions, DEFAULT_BG_COLOR,
+    DEFAULT_FG_COLOR,
+};
+pub use tiff_stack::save_tiff;
+
+use super::Image;
+use crate::graph::Connectivity;
+use crate::{Error, Result};
+use std::io::Read;
+use std::path::Path;
+
+/// Options for [`load_image_with`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Refuse inputs whose estimated need ([`memory_needed`]) exceeds this many bytes. `None`:
+    /// use `MemAvailable` from `/proc/meminfo` (no check where that cannot be read).
+    pub memory_limit: Option<u64>,
+    /// The connectivity of the graph the caller will build, for the estimate. `None`: 8 in 2D,
+    /// 6 in 3D (the `segment` defaults).
+    pub connectivity: Option<Connectivity>,
+}
+
+/// Bytes needed to hold an image of `dims` with `channels` values per pixel as `f32`, plus a grid
+/// graph with `neighbours` directions on it: per pixel `channels · 4 + (neighbours + 2) · 4`
+/// (one `i32` capacity per direction, plus the source and sink capacities). Saturates instead of
+/// overflowing.
+///
+/// ```
+/// use segcut::segment::io::memory_needed;
+/// // 100×100 RGB, 4-connected: 100·100·(3·4 + 6·4) bytes.
+/// assert_eq!(memory_needed([100, 100, 1], 3, 4), 360_000);
+/// ```
+pub fn memory_needed(dims: [usize; 3], channels: usize, neighbours: usize) -> u64 {
+    let pixels = dims
+        .iter()
+        .fold(1u64, |acc, &d| acc.saturating_mul(d as u64));
+    let per_pixel = (channels as u64 + neighbours as u64 + 2) * 4;
+    pixels.saturating_mul(per_pixel)
+}
+
+/// `MemAvailable` from `/proc/meminfo`, in bytes; `None` where that file cannot be read.
+pub fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
+/// Loads an image or volume with default [`LoadOptions`]; see [`load_image_with`].
+pub fn load_image(path: &Path) -> Result<Image> {
+    load_image_with(path, &LoadOptions::default())
+}
+
+/// Loads a 2D image (formats of the `image` crate), a multi-page TIFF volume or a NIfTI-1 volume
+/// (`.nii`, `.nii.gz`), chosen by the file's first bytes and then by its extension.
+///
+/// Grey stays 1 channel, colour becomes 3 (alpha dropped, palettes expanded); values keep the
+/// file's range. Errors name the file (and the TIFF page or NIfTI field at fault); inputs that
+/// would not fit in memory together with their graph are refused before allocation.
+pub fn load_image_with(path: &Path, opts: &LoadOptions) -> Result<Image> {
+    match sniff(path)? {
+        Kind::Tiff => tiff_stack::load(path, opts),
+        Kind::Nifti { gz } => nifti::load(path, gz, opts),
+        Kind::Raster => raster::load(path, opts),
+    }
+}
+
+/// What a file holds, by its magic bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Tiff,
+    Nifti { gz: bool },
+    Raster,
+}
+
+/// Decides the reader from the first bytes; the extension only settles files whose bytes say
+/// nothing we know (the `image` crate then guesses from content itself).
+pub(crate) fn sniff(path: &Path) -> Result<Kind> {
+    let mut head = Vec::with_capacity(348);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(348).read_to_end(&mut head))
+        .map_err(|e| Error::io(path, e))?;
+    let tiff_magic: [&[u8]; 4] = [b"II*\0", b"MM\0*", b"II+\0", b"MM\0+"];
+    if tiff_magic.iter().any(|m| head.starts_with(m)) {
+        return Ok(Kind::Tiff);
+    }
+    if head.starts_with(&[0x1f, 0x8b]) {
+        // Only NIfTI arrives gzipped here; the NIfTI reader says so if the content is not.
+        return Ok(Kind::Nifti { gz: true });
+    }
+    if head.len() >= 4 {
+        let w = [head[0], head[1], head[2], head[3]];
+        if i32::from_le_bytes(w) == 348 || i32::from_be_bytes(w) == 348 {
+            return Ok(Kind::Nifti { gz: false });
+        }
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    if name.ends_with(".nii") {
+        return Ok(Kind::Nifti { gz: false });
+    }
+    if name.ends_with(".nii.gz") {
+        return Ok(Kind::Nifti { gz: true });
+    }
+    if name.ends_with(".tif") || name.ends_with(".tiff") {
+        return Ok(Kind::Tiff);
+    }
+    Ok(Kind::Raster)
+}
+
+/// The neighbour count the memory estimate assumes.
+fn neighbours(opts: &LoadOptions, dims: [usize; 3]) -> usize {
+    match opts.connectivity {
+        Some(c) => c.degree(),
+        None if dims[2] > 1 => 6,
+        None => 8,
+    }
+}
+
+/// Refuses an input of `dims` × `channels` whose image, decode buffer (`extra` bytes) and graph
+/// would not fit; called by every reader before it allocates pixels.
+pub(crate) fn check_memory(
+    path: &Path,
+    dims: [usize; 3],
+    channels: usize,
+    extra: u64,
+    graph: bool,
+    opts: &LoadOptions,
+) -> Result<()> {
+    let file = path.display().to_string();
+    if dims.iter().any(|&d| d == 0) {
+        return Err(Error::Input {
+            file,
+            msg: format!("empty image ({})", dims_text(dims)),
+        });
+    }
+    let n = if graph { neighbours(opts, dims) } else { 0 };
+    let image = memory_needed(dims, channels, 0).saturating_sub(memory_needed(dims, 0, 0));
+    let graph_bytes = if graph { memory_needed(dims, 0, n) } else { 0 };
+    let need = image.saturating_add(graph_bytes).saturating_add(extra);
+    let (limit, source) = match opts.memory_limit {
+        Some(l) => (l, "the memory limit"),
+        None => match available_memory() {
+            Some(a) => (a, "available (MemAvailable)"),
+            None => return Ok(()),
+        },
+    };
+    if need > limit {
+        let graph_text = if graph {
+            format!(
+                " + graph {} ({n}+2 capacities per pixel)",
+                bytes_text(graph_bytes)
+            )
+        } else {
+            String::new()
+        };
+        return Err(Error::Input {
+            file,
+            msg: format!(
+                "{} × {channels} channel(s) needs about {} (pixels {}{graph_text}{}), more than \
+                 the {} of {source}; crop or downsample the input, or use a smaller connectivity",
+                dims_text(dims),
+                bytes_text(need),
+                bytes_text(image),
+                if extra > 0 {
+                    format!(" + decode buffer {}", bytes_text(extra))
+                } else {
+                    String::new()
+                },
+                bytes_text(limit),
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// `W×H` or `W×H×D`.
+pub(crate) fn dims_text(dims: [usize; 3]) -> String {
+    if dims[2] > 1 {
+        format!("{}×{}×{}", dims[0], dims[1], dims[2])
+    } else {
+        format!("{}×{}", dims[0], dims[1])
+    }
+}
+
+/// A pixel index as `(x, y)` or `(x, y, z)`.
+pub(crate) fn pixel_text(dims: [usize; 3], i: usize) -> String {
+    let (x, y, z) = (
+        i % dims[0],
+        (i / dims[0]) % dims[1],
+        i / (dims[0] * dims[1]),
+    );
+    if dims[2] > 1 {
+        format!("({x}, {y}, {z})")
+    } else {
+        format!("({x}, {y})")
+    }
+}
+
+/// Bytes in binary units, one decimal.
+fn bytes_text(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// An [`Error::Input`] about `path`.
+pub(crate) fn input_err(path: &Path, msg: impl Into<String>) -> Error {
+    Error::Input {
+        file: path.display().to_string(),
+        msg: msg.into(),
+    }
+}

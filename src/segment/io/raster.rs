@@ -1,0 +1,74 @@
+//! 2D images through the `image` crate.
+
+use super::{check_memory, input_err, LoadOptions};
+use crate::segment::Image;
+use crate::{Error, Result};
+use image::{DynamicImage, ImageDecoder, ImageReader};
+use std::path::Path;
+
+/// Opens `path`, asks `before(dims, channels_kept, decoded_bytes)` whether to go on (memory and
+/// size checks happen there, before the pixel buffer exists), then decodes.
+pub(crate) fn decode(
+    path: &Path,
+    before: impl FnOnce([usize; 3], usize, u64) -> Result<()>,
+) -> Result<DynamicImage> {
+    let bad = |e: image::ImageError| input_err(path, format!("cannot read image: {e}"));
+    let mut reader = ImageReader::open(path)
+        .map_err(|e| Error::io(path, e))?
+        .with_guessed_format()
+        .map_err(|e| Error::io(path, e))?;
+    // Our own estimate (in `before`) replaces the crate's fixed allocation cap.
+    reader.no_limits();
+    let decoder = reader.into_decoder().map_err(bad)?;
+    let (w, h) = decoder.dimensions();
+    let channels = if decoder.color_type().has_color() {
+        3
+    } else {
+        1
+    };
+    before([w as usize, h as usize, 1], channels, decoder.total_bytes())?;
+    DynamicImage::from_decoder(decoder).map_err(bad)
+}
+
+/// Loads a 2D image: grey stays one channel, colour becomes RGB; values in the file's range.
+pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Image> {
+    let img = decode(path, |dims, channels, extra| {
+        check_memory(path, dims, channels, extra, true, opts)
+    })?;
+    let (w, h) = (img.width() as usize, img.height() as usize);
+    let (channels, data) = to_f32(img);
+    Ok(Image {
+        dims: [w, h, 1],
+        channels,
+        data,
+        spacing: [1.0; 3],
+    })
+}
+
+/// Keeps the first `keep` of every `stride` samples, as `f32`.
+fn take<T: Copy + Into<f64>>(raw: &[T], stride: usize, keep: usize) -> Vec<f32> {
+    raw.chunks_exact(stride)
+        .flat_map(|px| px[..keep].iter().map(|&v| v.into() as f32))
+        .collect()
+}
+
+/// Channels and values of a decoded image, in its own range; alpha dropped.
+pub(crate) fn to_f32(img: DynamicImage) -> (usize, Vec<f32>) {
+    match img {
+        DynamicImage::ImageLuma8(b) => (1, take(b.as_raw(), 1, 1)),
+        DynamicImage::ImageLumaA8(b) => (1, take(b.as_raw(), 2, 1)),
+        DynamicImage::ImageLuma16(b) => (1, take(b.as_raw(), 1, 1)),
+        DynamicImage::ImageLumaA16(b) => (1, take(b.as_raw(), 2, 1)),
+        DynamicImage::ImageRgb8(b) => (3, take(b.as_raw(), 3, 3)),
+        DynamicImage::ImageRgba8(b) => (3, take(b.as_raw(), 4, 3)),
+        DynamicImage::ImageRgb16(b) => (3, take(b.as_raw(), 3, 3)),
+        DynamicImage::ImageRgba16(b) => (3, take(b.as_raw(), 4, 3)),
+        DynamicImage::ImageRgb32F(b) => (3, take(b.as_raw(), 3, 3)),
+        DynamicImage::ImageRgba32F(b) => (3, take(b.as_raw(), 4, 3)),
+        // Future colour types of the crate: go through 32-bit float RGB, which loses nothing.
+        other => {
+            let b = other.to_rgb32f();
+            (3, take(b.as_raw(), 3, 3))
+        }
+    }
+}
