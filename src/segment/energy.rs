@@ -1,1 +1,483 @@
-//! Energy → grid graph (placeholder).
+//! The Boykov–Jolly energy of an image and its seeds, as a [`GridGraph`] whose minimum cut is the
+//! minimum-energy segmentation.
+//!
+//! For a labelling `L` (foreground / background per pixel):
+//!
+//! ```text
+//! E(L) = Σ_p D_p(L_p) + Σ_{p~q, L_p ≠ L_q} w_pq
+//! w_pq = λ · exp(−β ‖I_p − I_q‖²) / dist(p, q)
+//! β    = 1 / (2 ⟨‖I_p − I_q‖²⟩)   (mean over all neighbour pairs), or 1 / (2σ²) when σ is given
+//! ```
+//!
+//! - `D_p(fg) = −ln p(I_p | fg model)`, `D_p(bg) = −ln p(I_p | bg model)`. The source side is the
+//!   foreground, so the source arc of `p` carries `D_p(bg)` (cut when `p` goes to the background)
+//!   and its sink arc `D_p(fg)`. Only the difference matters: the graph holds the net form
+//!   (`max(0, D_p(bg) − D_p(fg))`, `max(0, D_p(fg) − D_p(bg))`) and [`Energy::unary_constant`]
+//!   keeps `Σ min(D_p(fg), D_p(bg))`.
+//! - `dist(p, q)` is the physical distance between the pixel centres (offsets times the voxel
+//!   spacing) divided by the smallest spacing of the axes in use, so the nearest axis neighbour is at
+//!   distance 1 and an isotropic image gets the classic 1, √2, √3.
+//! - Hard seeds: foreground `(K, 0)`, background `(0, K)` with `K = 1 + max_p Σ_q w_pq` (in
+//!   quantised units): no cut through a seed's terminal arc can be cheaper than cutting all its
+//!   n-links. [`Seed::ProbablyForeground`] / [`Seed::ProbablyBackground`] pixels get model costs
+//!   like unlabelled ones.
+//! - A net t-link above `K` is clamped to `K`. This changes no minimiser: such a pixel pays more for
+//!   its costly label than all its n-links together could save, so every minimum cut puts it on its
+//!   cheap side either way, where it costs nothing.
+//!
+//! Quantisation: capacities are `round(scale · value)` with `scale` [`DEFAULT_SCALE`] (1024 units
+//! per nat) unless `λ` is so large that `K` could pass [`CAP_BUDGET`], in which case `scale =
+//! CAP_BUDGET / (1 + λ Σ_d 1/dist_d)` (that sum bounds every pixel's n-link sum). An explicit
+//! [`EnergyOptions::scale`] is checked in `i64` and refused with [`Error::Overflow`] if `K` or an
+//! arc pair would not fit `i32`.
+//!
+//! ```
+//! use segcut::graph::Connectivity;
+//! use segcut::segment::{energy::{build_graph, EnergyOptions}, model::{Model, ModelKind, ModelParams}};
+//! use segcut::segment::{Image, Seed, Seeds};
+//! let image = Image { dims: [4, 1, 1], channels: 1, data: vec![0.0, 10.0, 200.0, 210.0], spacing: [1.0; 3] };
+//! let mut seeds = Seeds::unknown(image.dims);
+//! seeds.labels[0] = Seed::Background;
+//! seeds.labels[3] = Seed::Foreground;
+//! let params = ModelParams::from_image(&image.data, 1);
+//! let kind = ModelKind::Gmm { components: 1 };
+//! let fg = Model::fit(kind, &[210.0], &params, "foreground").unwrap();
+//! let bg = Model::fit(kind, &[0.0], &params, "background").unwrap();
+//! let e = build_graph(&image, &seeds, &fg, &bg, &EnergyOptions { connectivity: Connectivity::N4, ..Default::default() }).unwrap();
+//! assert_eq!(e.graph.source_caps()[3], e.hard); // hard foreground seed
+//! ```
+
+use super::model::ColorModel;
+use super::{Image, Seed, Seeds};
+use crate::graph::{Cap, Connectivity, GridGraph};
+use crate::{Error, Result};
+use rayon::prelude::*;
+
+/// Capacity units per nat when `λ` leaves room for it: fine enough that quantisation moves no
+/// realistic cut, small enough that `K` stays far below `i32::MAX`.
+pub const DEFAULT_SCALE: f64 = 1024.0;
+
+/// The largest `K` the automatic scale aims for (2³⁰): leaves `i32` headroom for arc pairs.
+pub const CAP_BUDGET: f64 = (1u64 << 30) as f64;
+
+/// `exp(−x)` is tabulated on `[0, EXP_RANGE]` (and taken as 0 beyond, where `e^{−32} λ·scale`
+/// is below half a unit for any scale this module picks).
+const EXP_RANGE: f64 = 32.0;
+/// Table entries per unit of `x`; linear interpolation keeps the error below `2·10⁻⁶`.
+const EXP_STEPS: f64 = 256.0;
+
+/// How the energy is built.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EnergyOptions {
+    /// Neighbourhood: N4 / N8 for images, N6 / N26 for volumes.
+    pub connectivity: Connectivity,
+    /// Weight `λ` of the n-links relative to the data costs (nats).
+    pub lambda: f64,
+    /// Contrast scale: `β = 1/(2σ²)`. `None`: `β` from the image's mean squared neighbour
+    /// difference.
+    pub sigma: Option<f64>,
+    /// Capacity units per nat. `None`: chosen automatically (see the module docs).
+    pub scale: Option<f64>,
+}
+
+impl Default for EnergyOptions {
+    /// N8, `λ = 50`, `β` from the image, automatic scale.
+    fn default() -> Self {
+        EnergyOptions {
+            connectivity: Connectivity::N8,
+            lambda: 50.0,
+            sigma: None,
+            scale: None,
+        }
+    }
+}
+
+/// The graph of an energy and what is needed to read results back in energy units.
+#[derive(Clone, Debug)]
+pub struct Energy {
+    /// The grid: n-links in the direction arrays, net t-links in the terminal arrays.
+    pub graph: GridGraph,
+    /// The contrast parameter used.
+    pub beta: f64,
+    /// Capacity units per nat.
+    pub scale: f64,
+    /// The hard-seed capacity `K` (quantised).
+    pub hard: Cap,
+    /// `Σ min(D_p(fg), D_p(bg))` over the pixels without a hard seed, in nats.
+    pub unary_constant: f64,
+}
+
+impl Energy {
+    /// The energy (nats) of the labelling a cut of value `flow` gives: `flow / scale` plus the
+    /// data-cost constant the net form took out.
+    pub fn energy_of_flow(&self, flow: i64) -> f64 {
+        flow as f64 / self.scale + self.unary_constant
+    }
+}
+
+/// Checks that `image` is well formed and its values finite; errors name the pixel.
+pub fn check_image(image: &Image) -> Result<()> {
+    let bad = |msg: String| Error::Input {
+        file: "image".into(),
+        msg,
+    };
+    let n = image.num_pixels();
+    if n == 0 || image.channels == 0 {
+        return Err(bad(format!(
+            "empty image ({:?}, {} channels)",
+            image.dims, image.channels
+        )));
+    }
+    if image.data.len() != n * image.channels {
+        return Err(bad(format!(
+            "{} values for {:?} pixels of {} channels",
+            image.data.len(),
+            image.dims,
+            image.channels
+        )));
+    }
+    if let Some(i) = image.data.iter().position(|v| !v.is_finite()) {
+        let p = i / image.channels;
+        let [w, h, _] = image.dims;
+        return Err(bad(format!(
+            "pixel (x={}, y={}, z={}) has the non-finite value {}",
+            p % w,
+            (p / w) % h,
+            p / (w * h),
+            image.data[i]
+        )));
+    }
+    if image.spacing.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
+        return Err(bad(format!(
+            "voxel spacing {:?} must be positive",
+            image.spacing
+        )));
+    }
+    Ok(())
+}
+
+/// Checks that `seeds` fit `image`.
+pub fn check_seeds(image: &Image, seeds: &Seeds) -> Result<()> {
+    if seeds.dims != image.dims || seeds.labels.len() != image.num_pixels() {
+        let [w, h, d] = image.dims;
+        let [sw, sh, sd] = seeds.dims;
+        return Err(Error::Input {
+            file: "seeds".into(),
+            msg: format!(
+                "seeds are {sw}x{sh}x{sd} ({} labels) but the image is {w}x{h}x{d}",
+                seeds.labels.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// `dist(p, q)` of each direction of `conn`: physical length over the smallest spacing in use.
+pub fn direction_distances(conn: Connectivity, spacing: [f64; 3]) -> Vec<f64> {
+    let axes = if conn.is_3d() { 3 } else { 2 };
+    let unit = spacing[..axes].iter().cloned().fold(f64::INFINITY, f64::min);
+    conn.offsets()
+        .iter()
+        .map(|o| {
+            let l2: f64 = (0..axes)
+                .map(|a| (o[a] as f64 * spacing[a]).powi(2))
+                .sum();
+            l2.sqrt() / unit
+        })
+        .collect()
+}
+
+/// The box of rows `(y, z)` and the x range whose neighbour in direction `off` is inside.
+fn valid_ranges(dims: [usize; 3], off: [i32; 3]) -> [std::ops::Range<usize>; 3] {
+    let r = |n: usize, o: i32| match o {
+        1 => 0..n.saturating_sub(1),
+        -1 => 1.min(n)..n,
+        _ => 0..n,
+    };
+    [r(dims[0], off[0]), r(dims[1], off[1]), r(dims[2], off[2])]
+}
+
+fn sq_diff(a: &[f32], b: &[f32]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| {
+            let d = (*x - *y) as f64;
+            d * d
+        })
+        .sum()
+}
+
+/// The mean of `‖I_p − I_q‖²` over all neighbour pairs of `conn` (each pair once), and how many
+/// pairs there are.
+pub fn mean_sq_diff(image: &Image, conn: Connectivity) -> (f64, u64) {
+    let [w, h, depth] = image.dims;
+    let ch = image.channels;
+    let data = &image.data;
+    let offs = conn.offsets();
+    let (sum, count) = (0..h * depth)
+        .into_par_iter()
+        .map(|row| {
+            let (y, z) = (row % h, row / h);
+            let mut s = 0.0;
+            let mut c = 0u64;
+            for off in offs.iter().step_by(2) {
+                let [xr, yr, zr] = valid_ranges(image.dims, *off);
+                if !yr.contains(&y) || !zr.contains(&z) {
+                    continue;
+                }
+                let step = off[0] as isize + w as isize * (off[1] as isize + h as isize * off[2] as isize);
+                for x in xr {
+                    let v = row * w + x;
+                    let q = (v as isize + step) as usize;
+                    s += sq_diff(&data[v * ch..(v + 1) * ch], &data[q * ch..(q + 1) * ch]);
+                    c += 1;
+                }
+            }
+            (s, c)
+        })
+        .reduce(|| (0.0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    let _ = depth;
+    (if count > 0 { sum / count as f64 } else { 0.0 }, count)
+}
+
+/// `β` for `image`: `1/(2σ²)` if `sigma` is given, else `1/(2⟨‖I_p − I_q‖²⟩)`; 0 for a flat image
+/// (all n-links are then `λ/dist`).
+pub fn beta(image: &Image, conn: Connectivity, sigma: Option<f64>) -> f64 {
+    match sigma {
+        Some(s) => 1.0 / (2.0 * s * s),
+        None => {
+            let (mean, _) = mean_sq_diff(image, conn);
+            if mean > 0.0 {
+                1.0 / (2.0 * mean)
+            } else {
+                0.0
+            }
+        }
+    }
+}
+
+fn check_options(image: &Image, opts: &EnergyOptions) -> Result<()> {
+    let bad = |msg: String| Error::Input {
+        file: "segment options".into(),
+        msg,
+    };
+    if !(opts.lambda.is_finite() && opts.lambda >= 0.0) {
+        return Err(bad(format!("lambda must be >= 0, got {}", opts.lambda)));
+    }
+    if let Some(s) = opts.sigma {
+        if !(s.is_finite() && s > 0.0) {
+            return Err(bad(format!("sigma must be > 0, got {s}")));
+        }
+    }
+    if let Some(s) = opts.scale {
+        if !(s.is_finite() && s > 0.0) {
+            return Err(bad(format!("scale must be > 0, got {s}")));
+        }
+    }
+    if image.is_volume() && !opts.connectivity.is_3d() {
+        // N4 / N8 on a volume would cut each slice on its own; almost surely not what was meant.
+        return Err(bad(format!(
+            "{} is a 2D connectivity but the image is a {}x{}x{} volume (use 6 or 26)",
+            opts.connectivity, image.dims[0], image.dims[1], image.dims[2]
+        )));
+    }
+    Ok(())
+}
+
+/// Builds the n-links of `image` (terminal capacities left zero) and picks the scale and `K`.
+pub fn build_nlinks(image: &Image, opts: &EnergyOptions) -> Result<Energy> {
+    check_image(image)?;
+    check_options(image, opts)?;
+    let conn = opts.connectivity;
+    let [w, h, depth] = image.dims;
+    let mut graph = GridGraph::new(w, h, depth, conn)?;
+    let beta = beta(image, conn, opts.sigma);
+    let dist = direction_distances(conn, image.spacing);
+    let bound = 1.0 + opts.lambda * dist.iter().map(|d| 1.0 / d).sum::<f64>();
+    let scale = match opts.scale {
+        Some(s) => s,
+        None => DEFAULT_SCALE.min(CAP_BUDGET / bound),
+    };
+    let max_link = opts.lambda * scale;
+    if 2.0 * max_link.round() > Cap::MAX as f64 {
+        return Err(Error::Overflow(format!(
+            "lambda {} at scale {scale} gives n-links of {max_link:.0} units; an arc pair must fit {}",
+            opts.lambda,
+            Cap::MAX
+        )));
+    }
+
+    // exp(−x) table, scaled by λ·scale so a lookup is the capacity before the 1/dist factor.
+    let steps = (EXP_RANGE * EXP_STEPS) as usize;
+    let table: Vec<f64> = (0..=steps + 1)
+        .map(|i| max_link * (-(i as f64) / EXP_STEPS).exp())
+        .collect();
+    let lookup = |x: f64| -> f64 {
+        let t = x * EXP_STEPS;
+        if t >= steps as f64 {
+            return 0.0;
+        }
+        let i = t as usize;
+        let f = t - i as f64;
+        table[i] + f * (table[i + 1] - table[i])
+    };
+
+    let ch = image.channels;
+    let data = &image.data;
+    let mut tmp: Vec<Cap> = Vec::new();
+    for d in (0..conn.degree()).step_by(2) {
+        let off = conn.offsets()[d];
+        let [xr, yr, zr] = valid_ranges(image.dims, off);
+        let step = graph.stride(d);
+        let inv_dist = 1.0 / dist[d];
+        graph
+            .caps_mut(d)
+            .par_chunks_mut(w)
+            .enumerate()
+            .for_each(|(row, caps)| {
+                let (y, z) = (row % h, row / h);
+                if !yr.contains(&y) || !zr.contains(&z) {
+                    return;
+                }
+                for x in xr.clone() {
+                    let v = row * w + x;
+                    let q = (v as isize + step) as usize;
+                    let d2 = sq_diff(&data[v * ch..(v + 1) * ch], &data[q * ch..(q + 1) * ch]);
+                    caps[x] = (lookup(beta * d2) * inv_dist).round() as Cap;
+                }
+            });
+        // The reverse arc q → p has the same weight: copy direction d shifted by its stride.
+        tmp.clear();
+        tmp.extend_from_slice(graph.caps(d));
+        let [xr, yr, zr] = valid_ranges(image.dims, conn.offsets()[d ^ 1]);
+        let tmp = &tmp;
+        graph
+            .caps_mut(d ^ 1)
+            .par_chunks_mut(w)
+            .enumerate()
+            .for_each(|(row, caps)| {
+                let (y, z) = (row % h, row / h);
+                if !yr.contains(&y) || !zr.contains(&z) {
+                    return;
+                }
+                for x in xr.clone() {
+                    let u = row * w + x;
+                    caps[x] = tmp[(u as isize - step) as usize];
+                }
+            });
+    }
+
+    // K = 1 + the largest n-link sum of any pixel, in i64.
+    let g = &graph;
+    let max_sum: i64 = (0..h * depth)
+        .into_par_iter()
+        .map(|row| {
+            let mut best = 0i64;
+            for x in 0..w {
+                let v = row * w + x;
+                let s: i64 = (0..conn.degree()).map(|d| g.caps(d)[v] as i64).sum();
+                best = best.max(s);
+            }
+            best
+        })
+        .max()
+        .unwrap_or(0);
+    let hard = Cap::try_from(1 + max_sum).map_err(|_| {
+        Error::Overflow(format!(
+            "the hard-seed capacity K = {} (lambda {} at scale {scale}) does not fit {}",
+            1 + max_sum,
+            opts.lambda,
+            Cap::MAX
+        ))
+    })?;
+    Ok(Energy {
+        graph,
+        beta,
+        scale,
+        hard,
+        unary_constant: 0.0,
+    })
+}
+
+/// Writes the t-links of `energy` from the seeds and the two models (replacing any earlier ones):
+/// hard seeds get `(K, 0)` / `(0, K)`, every other pixel its net data cost, clamped to `K`.
+pub fn set_tlinks(
+    energy: &mut Energy,
+    image: &Image,
+    seeds: &Seeds,
+    fg: &dyn ColorModel,
+    bg: &dyn ColorModel,
+) -> Result<()> {
+    check_seeds(image, seeds)?;
+    if image.dims != energy.graph.dims() {
+        return Err(Error::Graph(format!(
+            "graph is {:?} but the image is {:?}",
+            energy.graph.dims(),
+            image.dims
+        )));
+    }
+    let [w, h, _] = image.dims;
+    let (k, scale) = (energy.hard, energy.scale);
+    let kf = k as f64;
+    let ch = image.channels;
+    let data = &image.data;
+    let labels = &seeds.labels;
+    let (source, sink) = energy.graph.terminal_caps_mut();
+    let constant = source
+        .par_chunks_mut(w)
+        .zip(sink.par_chunks_mut(w))
+        .enumerate()
+        .map(|(row, (src, snk))| -> Result<f64> {
+            let mut constant = 0.0;
+            for x in 0..src.len() {
+                let v = row * w + x;
+                let (s, t) = match labels[v] {
+                    Seed::Foreground => (k, 0),
+                    Seed::Background => (0, k),
+                    _ => {
+                        let px = &data[v * ch..(v + 1) * ch];
+                        let (dfg, dbg) = (fg.neg_log_likelihood(px), bg.neg_log_likelihood(px));
+                        let net = (dbg - dfg) * scale;
+                        if net.is_nan() || !dfg.min(dbg).is_finite() {
+                            return Err(Error::Input {
+                                file: "colour model".into(),
+                                msg: format!(
+                                    "pixel (x={x}, y={}, z={}) has costs fg {dfg}, bg {dbg}",
+                                    row % h,
+                                    row / h
+                                ),
+                            });
+                        }
+                        constant += dfg.min(dbg);
+                        let c = net.abs().min(kf).round() as Cap;
+                        if net > 0.0 {
+                            (c, 0)
+                        } else {
+                            (0, c)
+                        }
+                    }
+                };
+                src[x] = s;
+                snk[x] = t;
+            }
+            Ok(constant)
+        })
+        .try_reduce(|| 0.0, |a, b| Ok(a + b))?;
+    energy.unary_constant = constant;
+    Ok(())
+}
+
+/// The whole graph: [`build_nlinks`] then [`set_tlinks`].
+pub fn build_graph(
+    image: &Image,
+    seeds: &Seeds,
+    fg: &dyn ColorModel,
+    bg: &dyn ColorModel,
+    opts: &EnergyOptions,
+) -> Result<Energy> {
+    check_image(image)?;
+    check_seeds(image, seeds)?;
+    let mut e = build_nlinks(image, opts)?;
+    set_tlinks(&mut e, image, seeds, fg, bg)?;
+    Ok(e)
+}

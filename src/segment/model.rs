@@ -1,1 +1,584 @@
-//! Colour models (placeholder).
+//! Colour models: how likely a pixel value is under the foreground or the background.
+//!
+//! Two kinds, both fitted on a flat list of samples (`channels` values per sample):
+//!
+//! - [`Gmm`]: a Gaussian mixture with full covariance over the channels (GrabCut's model).
+//!   Initialised by k-means++ from a fixed seed, refined by Lloyd steps and a few EM iterations.
+//!   Every covariance gets `ε·I` added, with `ε` relative to the *image's* variance
+//!   ([`ModelParams::variance_floor`]), so a class of one flat colour, or of a single pixel, still
+//!   has a proper density.
+//! - [`Histogram`]: a joint histogram over the channels with `bins` bins per channel over the
+//!   image's value range, smoothed by one pass of a `[1, 2, 1] / 4` kernel along each channel and an
+//!   additive count of [`HISTOGRAM_PRIOR`] per bin.
+//!
+//! Both answer [`ColorModel::neg_log_likelihood`], in nats; the energy uses it as a data cost.
+//!
+//! ```
+//! use segcut::segment::model::{ColorModel, Gmm};
+//! // Two grey clusters, around 10 and around 200.
+//! let samples: Vec<f32> = (0..100).map(|i| if i % 2 == 0 { 10.0 } else { 200.0 } + (i % 5) as f32).collect();
+//! let gmm = Gmm::fit(&samples, 1, 2, 1.0).unwrap();
+//! assert!(gmm.neg_log_likelihood(&[12.0]) < gmm.neg_log_likelihood(&[100.0]));
+//! ```
+
+use crate::rng::Rng;
+use crate::{Error, Result};
+
+/// Fits on more samples than this use an evenly strided subset: the fit costs `O(samples)` per EM
+/// step, and a few tens of thousands of samples pin down five Gaussians in a few dimensions.
+pub const MAX_FIT_SAMPLES: usize = 40_000;
+
+/// The seed of the k-means++ initialisation: fits are deterministic.
+pub const GMM_SEED: u64 = 0x5E6C_u64;
+
+/// Lloyd (k-means) steps after the k-means++ seeding.
+const KMEANS_STEPS: usize = 8;
+
+/// EM iterations after k-means.
+const EM_STEPS: usize = 6;
+
+/// Pseudo-count added to every histogram bin after smoothing.
+pub const HISTOGRAM_PRIOR: f64 = 0.5;
+
+/// Histograms with more bins than this in total are refused (memory, and hopelessly sparse fits).
+pub const MAX_HISTOGRAM_BINS: usize = 1 << 24;
+
+/// Which colour model to fit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelKind {
+    /// A Gaussian mixture with this many components (fewer if there are fewer distinct samples).
+    Gmm {
+        /// Number of components; 5 is GrabCut's choice.
+        components: usize,
+    },
+    /// A joint histogram with this many bins per channel.
+    Histogram {
+        /// Bins per channel (16 gives 4096 bins for RGB).
+        bins: usize,
+    },
+}
+
+impl Default for ModelKind {
+    /// A 5-component GMM.
+    fn default() -> Self {
+        ModelKind::Gmm { components: 5 }
+    }
+}
+
+/// Anything that scores a pixel value.
+pub trait ColorModel: Sync {
+    /// `−ln p(pixel)` in nats (a density for the GMM, a bin probability for the histogram).
+    fn neg_log_likelihood(&self, pixel: &[f32]) -> f64;
+}
+
+/// What a fit needs to know about the whole image, so that models are comparable across classes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelParams {
+    /// Values per sample.
+    pub channels: usize,
+    /// Added to every covariance diagonal (GMM).
+    pub variance_floor: f64,
+    /// Per-channel `[min, max]` of the image (histogram bin ranges).
+    pub range: Vec<[f32; 2]>,
+}
+
+impl ModelParams {
+    /// Parameters for `data` (`channels` values per pixel): the variance floor is `1e-3` times
+    /// the mean per-channel variance of the image (1 when the image is flat), the histogram
+    /// range its per-channel extent.
+    pub fn from_image(data: &[f32], channels: usize) -> Self {
+        let n = data.len() / channels.max(1);
+        let mut range = vec![[f32::INFINITY, f32::NEG_INFINITY]; channels];
+        let mut sum = vec![0.0f64; channels];
+        let mut sum2 = vec![0.0f64; channels];
+        for px in data.chunks_exact(channels) {
+            for c in 0..channels {
+                let v = px[c];
+                range[c][0] = range[c][0].min(v);
+                range[c][1] = range[c][1].max(v);
+                sum[c] += v as f64;
+                sum2[c] += (v as f64) * (v as f64);
+            }
+        }
+        let mut var = 0.0;
+        for c in 0..channels {
+            let m = sum[c] / n.max(1) as f64;
+            var += (sum2[c] / n.max(1) as f64 - m * m).max(0.0);
+        }
+        var /= channels.max(1) as f64;
+        ModelParams {
+            channels,
+            variance_floor: if var > 0.0 { 1e-3 * var } else { 1.0 },
+            range,
+        }
+    }
+}
+
+/// A fitted model of either kind.
+#[derive(Clone, Debug)]
+pub enum Model {
+    /// A Gaussian mixture.
+    Gmm(Gmm),
+    /// A joint histogram.
+    Histogram(Histogram),
+}
+
+impl ColorModel for Model {
+    fn neg_log_likelihood(&self, pixel: &[f32]) -> f64 {
+        match self {
+            Model::Gmm(g) => g.neg_log_likelihood(pixel),
+            Model::Histogram(h) => h.neg_log_likelihood(pixel),
+        }
+    }
+}
+
+impl Model {
+    /// Fits a model of `kind` on `samples` (`params.channels` values each). `class` names the
+    /// class in errors ("foreground", "background").
+    pub fn fit(kind: ModelKind, samples: &[f32], params: &ModelParams, class: &str) -> Result<Self> {
+        let channels = params.channels;
+        if channels == 0 || samples.len() % channels != 0 {
+            return Err(model_error(
+                class,
+                format!(
+                    "{} values do not split into pixels of {channels} channels",
+                    samples.len()
+                ),
+            ));
+        }
+        if samples.is_empty() {
+            return Err(model_error(class, "no samples to fit the model on".into()));
+        }
+        match kind {
+            ModelKind::Gmm { components } => {
+                if components == 0 {
+                    return Err(model_error(class, "a GMM needs at least 1 component".into()));
+                }
+                Ok(Model::Gmm(Gmm::fit(
+                    samples,
+                    channels,
+                    components,
+                    params.variance_floor,
+                )?))
+            }
+            ModelKind::Histogram { bins } => Ok(Model::Histogram(Histogram::fit(
+                samples,
+                &params.range,
+                bins,
+                class,
+            )?)),
+        }
+    }
+}
+
+fn model_error(class: &str, msg: String) -> Error {
+    Error::Input {
+        file: format!("{class} model"),
+        msg,
+    }
+}
+
+/// One Gaussian: weight, mean, and the inverse of the Cholesky factor of its covariance.
+#[derive(Clone, Debug)]
+struct Component {
+    /// `ln(weight) − ½(d·ln 2π + ln det Σ)`: everything but the Mahalanobis term.
+    log_coef: f64,
+    mean: Vec<f64>,
+    /// `L⁻¹` (lower triangular, row-major `d×d`) with `Σ = L·Lᵀ`, so `‖L⁻¹(x − μ)‖²` is the
+    /// Mahalanobis distance.
+    inv_chol: Vec<f64>,
+}
+
+/// A Gaussian mixture model with full covariances.
+#[derive(Clone, Debug)]
+pub struct Gmm {
+    dim: usize,
+    components: Vec<Component>,
+}
+
+impl Gmm {
+    /// Fits up to `k` components on `samples` (`dim` values each), adding `variance_floor` to
+    /// every covariance diagonal. Uses fewer components when there are fewer distinct samples.
+    pub fn fit(samples: &[f32], dim: usize, k: usize, variance_floor: f64) -> Result<Self> {
+        if dim == 0 || samples.len() % dim != 0 || samples.is_empty() {
+            return Err(Error::Input {
+                file: "GMM".into(),
+                msg: format!("cannot fit on {} values of dimension {dim}", samples.len()),
+            });
+        }
+        let floor = if variance_floor.is_finite() && variance_floor > 0.0 {
+            variance_floor
+        } else {
+            1.0
+        };
+        let n_all = samples.len() / dim;
+        let step = n_all.div_ceil(MAX_FIT_SAMPLES).max(1);
+        let xs: Vec<f64> = samples
+            .chunks_exact(dim)
+            .step_by(step)
+            .flatten()
+            .map(|&v| v as f64)
+            .collect();
+        let n = xs.len() / dim;
+        let k = k.min(count_distinct(&xs, dim, k)).max(1);
+
+        let centers = kmeans(&xs, dim, k);
+        // Responsibilities, n×k, start as the hard k-means assignment.
+        let mut resp = vec![0.0f64; n * k];
+        for i in 0..n {
+            resp[i * k + nearest(&centers, dim, &xs[i * dim..(i + 1) * dim]).0] = 1.0;
+        }
+        let mut gmm = Gmm::m_step(&xs, dim, k, &resp, floor);
+        for _ in 0..EM_STEPS {
+            gmm.e_step(&xs, &mut resp);
+            gmm = Gmm::m_step(&xs, dim, k, &resp, floor);
+        }
+        Ok(gmm)
+    }
+
+    /// Number of components actually used.
+    pub fn num_components(&self) -> usize {
+        self.components.len()
+    }
+
+    /// The component means, one `Vec` of `dim` values each.
+    pub fn means(&self) -> Vec<Vec<f64>> {
+        self.components.iter().map(|c| c.mean.clone()).collect()
+    }
+
+    /// The component weights (summing to 1).
+    pub fn weights(&self) -> Vec<f64> {
+        let w: Vec<f64> = self.components.iter().map(|c| self.log_weight(c)).collect();
+        w.into_iter().map(f64::exp).collect()
+    }
+
+    fn log_weight(&self, c: &Component) -> f64 {
+        // log_coef = ln w − ½ ln det Σ − ½ d ln 2π; ln det Σ = −2 Σ ln (L⁻¹)_ii.
+        let d = self.dim;
+        let log_det: f64 = -2.0 * (0..d).map(|i| c.inv_chol[i * d + i].ln()).sum::<f64>();
+        c.log_coef + 0.5 * (log_det + d as f64 * (2.0 * std::f64::consts::PI).ln())
+    }
+
+    /// Log densities of `x` under each component (weights included) into `out`; returns the max.
+    fn component_logs(&self, x: &[f64], out: &mut [f64]) -> f64 {
+        let d = self.dim;
+        let mut best = f64::NEG_INFINITY;
+        let mut diff = [0.0f64; 8];
+        let mut diff_vec = Vec::new();
+        let diff: &mut [f64] = if d <= 8 {
+            &mut diff[..d]
+        } else {
+            diff_vec.resize(d, 0.0);
+            &mut diff_vec
+        };
+        for (c, o) in self.components.iter().zip(out.iter_mut()) {
+            for j in 0..d {
+                diff[j] = x[j] - c.mean[j];
+            }
+            let mut maha = 0.0;
+            for i in 0..d {
+                let row = &c.inv_chol[i * d..i * d + i + 1];
+                let y: f64 = row.iter().zip(diff.iter()).map(|(a, b)| a * b).sum();
+                maha += y * y;
+            }
+            *o = c.log_coef - 0.5 * maha;
+            best = best.max(*o);
+        }
+        best
+    }
+
+    fn e_step(&self, xs: &[f64], resp: &mut [f64]) {
+        let (d, k) = (self.dim, self.components.len());
+        let mut logs = vec![0.0; k];
+        for (x, r) in xs.chunks_exact(d).zip(resp.chunks_exact_mut(k)) {
+            let m = self.component_logs(x, &mut logs);
+            let mut total = 0.0;
+            for (ri, &l) in r.iter_mut().zip(&logs) {
+                *ri = (l - m).exp();
+                total += *ri;
+            }
+            for ri in r.iter_mut() {
+                *ri /= total;
+            }
+        }
+    }
+
+    /// Weighted means and covariances from responsibilities; empty components are dropped.
+    fn m_step(xs: &[f64], d: usize, k: usize, resp: &[f64], floor: f64) -> Gmm {
+        let n = xs.len() / d;
+        let mut comps = Vec::with_capacity(k);
+        for j in 0..k {
+            let w: f64 = (0..n).map(|i| resp[i * k + j]).sum();
+            if w < 1e-9 {
+                continue;
+            }
+            let mut mean = vec![0.0; d];
+            for i in 0..n {
+                let r = resp[i * k + j];
+                for c in 0..d {
+                    mean[c] += r * xs[i * d + c];
+                }
+            }
+            mean.iter_mut().for_each(|m| *m /= w);
+            let mut cov = vec![0.0; d * d];
+            for i in 0..n {
+                let r = resp[i * k + j];
+                if r == 0.0 {
+                    continue;
+                }
+                let x = &xs[i * d..(i + 1) * d];
+                for a in 0..d {
+                    let da = x[a] - mean[a];
+                    for b in 0..=a {
+                        cov[a * d + b] += r * da * (x[b] - mean[b]);
+                    }
+                }
+            }
+            for a in 0..d {
+                for b in 0..=a {
+                    cov[a * d + b] /= w;
+                    cov[b * d + a] = cov[a * d + b];
+                }
+                cov[a * d + a] += floor;
+            }
+            comps.push((w / n as f64, mean, cov));
+        }
+        let components = comps
+            .into_iter()
+            .map(|(weight, mean, cov)| {
+                let (inv_chol, log_det) = inverse_cholesky(&cov, d, floor);
+                let log_coef = weight.ln()
+                    - 0.5 * (log_det + d as f64 * (2.0 * std::f64::consts::PI).ln());
+                Component {
+                    log_coef,
+                    mean,
+                    inv_chol,
+                }
+            })
+            .collect();
+        Gmm {
+            dim: d,
+            components,
+        }
+    }
+}
+
+impl ColorModel for Gmm {
+    fn neg_log_likelihood(&self, pixel: &[f32]) -> f64 {
+        let d = self.dim;
+        let mut x = [0.0f64; 8];
+        let mut logs = [0.0f64; 16];
+        if d > 8 || self.components.len() > 16 {
+            let xv: Vec<f64> = pixel.iter().map(|&v| v as f64).collect();
+            let mut lv = vec![0.0; self.components.len()];
+            let m = self.component_logs(&xv, &mut lv);
+            return -(m + lv.iter().map(|l| (l - m).exp()).sum::<f64>().ln());
+        }
+        for (xi, &p) in x.iter_mut().zip(pixel) {
+            *xi = p as f64;
+        }
+        let k = self.components.len();
+        let m = self.component_logs(&x[..d], &mut logs[..k]);
+        -(m + logs[..k].iter().map(|l| (l - m).exp()).sum::<f64>().ln())
+    }
+}
+
+/// `L⁻¹` of the Cholesky factor of the SPD matrix `a` (`d×d`) and `ln det a`. Should rounding
+/// make a pivot non-positive, the pivot is raised to `floor` (the matrix had `floor·I` added, so
+/// that is its smallest possible eigenvalue).
+fn inverse_cholesky(a: &[f64], d: usize, floor: f64) -> (Vec<f64>, f64) {
+    let mut l = vec![0.0; d * d];
+    for i in 0..d {
+        for j in 0..=i {
+            let mut s = a[i * d + j];
+            for p in 0..j {
+                s -= l[i * d + p] * l[j * d + p];
+            }
+            if i == j {
+                l[i * d + i] = s.max(floor).sqrt();
+            } else {
+                l[i * d + j] = s / l[j * d + j];
+            }
+        }
+    }
+    let log_det = 2.0 * (0..d).map(|i| l[i * d + i].ln()).sum::<f64>();
+    // Forward substitution, column by column of the identity.
+    let mut inv = vec![0.0; d * d];
+    for col in 0..d {
+        for i in col..d {
+            let mut s = if i == col { 1.0 } else { 0.0 };
+            for p in col..i {
+                s -= l[i * d + p] * inv[p * d + col];
+            }
+            inv[i * d + col] = s / l[i * d + i];
+        }
+    }
+    (inv, log_det)
+}
+
+/// How many distinct samples there are, counting no further than `limit`.
+fn count_distinct(xs: &[f64], d: usize, limit: usize) -> usize {
+    let mut seen: Vec<&[f64]> = Vec::with_capacity(limit);
+    for x in xs.chunks_exact(d) {
+        if !seen.contains(&x) {
+            seen.push(x);
+            if seen.len() >= limit {
+                break;
+            }
+        }
+    }
+    seen.len()
+}
+
+/// The nearest center to `x` and its squared distance.
+fn nearest(centers: &[f64], d: usize, x: &[f64]) -> (usize, f64) {
+    let mut best = (0, f64::INFINITY);
+    for (j, c) in centers.chunks_exact(d).enumerate() {
+        let dist: f64 = c.iter().zip(x).map(|(a, b)| (a - b) * (a - b)).sum();
+        if dist < best.1 {
+            best = (j, dist);
+        }
+    }
+    best
+}
+
+/// k-means++ seeding from [`GMM_SEED`], then [`KMEANS_STEPS`] Lloyd steps. Needs at least `k`
+/// distinct samples.
+fn kmeans(xs: &[f64], d: usize, k: usize) -> Vec<f64> {
+    let n = xs.len() / d;
+    let mut rng = Rng::new(GMM_SEED);
+    let first = rng.below(n as u64) as usize;
+    let mut centers: Vec<f64> = xs[first * d..(first + 1) * d].to_vec();
+    let mut d2: Vec<f64> = xs
+        .chunks_exact(d)
+        .map(|x| nearest(&centers, d, x).1)
+        .collect();
+    while centers.len() < k * d {
+        let total: f64 = d2.iter().sum();
+        if total <= 0.0 {
+            break;
+        }
+        // D² sampling: pick a sample with probability proportional to its squared distance.
+        let mut target = rng.unit_f64() * total;
+        let mut pick = n - 1;
+        for (i, &w) in d2.iter().enumerate() {
+            if target < w {
+                pick = i;
+                break;
+            }
+            target -= w;
+        }
+        centers.extend_from_slice(&xs[pick * d..(pick + 1) * d]);
+        let c = &centers[centers.len() - d..];
+        for (x, dd) in xs.chunks_exact(d).zip(d2.iter_mut()) {
+            let dist: f64 = c.iter().zip(x).map(|(a, b)| (a - b) * (a - b)).sum();
+            *dd = dd.min(dist);
+        }
+    }
+    let k = centers.len() / d;
+    let mut sums = vec![0.0; k * d];
+    let mut counts = vec![0usize; k];
+    for _ in 0..KMEANS_STEPS {
+        sums.iter_mut().for_each(|s| *s = 0.0);
+        counts.iter_mut().for_each(|c| *c = 0);
+        for x in xs.chunks_exact(d) {
+            let j = nearest(&centers, d, x).0;
+            counts[j] += 1;
+            for c in 0..d {
+                sums[j * d + c] += x[c];
+            }
+        }
+        for j in 0..k {
+            // A center that lost all its samples keeps its place (it is still a sample).
+            if counts[j] > 0 {
+                for c in 0..d {
+                    centers[j * d + c] = sums[j * d + c] / counts[j] as f64;
+                }
+            }
+        }
+    }
+    centers
+}
+
+/// A smoothed joint histogram over the channels.
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    bins: usize,
+    range: Vec<[f32; 2]>,
+    /// `−ln P(bin)`, one per joint bin (channel 0 varies fastest).
+    nll: Vec<f64>,
+}
+
+impl Histogram {
+    /// Fits a histogram with `bins` bins per channel over `range` (one `[min, max]` per channel;
+    /// values outside fall into the end bins). `class` names the class in errors.
+    pub fn fit(samples: &[f32], range: &[[f32; 2]], bins: usize, class: &str) -> Result<Self> {
+        let d = range.len();
+        if bins == 0 {
+            return Err(model_error(class, "a histogram needs at least 1 bin".into()));
+        }
+        let total = (0..d)
+            .try_fold(1usize, |t, _| t.checked_mul(bins))
+            .filter(|&t| t <= MAX_HISTOGRAM_BINS)
+            .ok_or_else(|| {
+                model_error(
+                    class,
+                    format!(
+                        "{bins} bins per channel over {d} channels exceed {MAX_HISTOGRAM_BINS} bins"
+                    ),
+                )
+            })?;
+        if d == 0 || samples.is_empty() || samples.len() % d != 0 {
+            return Err(model_error(class, "no samples to fit the model on".into()));
+        }
+        let mut h = Histogram {
+            bins,
+            range: range.to_vec(),
+            nll: Vec::new(),
+        };
+        let mut counts = vec![0.0f64; total];
+        for px in samples.chunks_exact(d) {
+            counts[h.bin(px)] += 1.0;
+        }
+        // One [1, 2, 1] / 4 pass along each channel axis (ends reflect), so that near colours
+        // share evidence.
+        let mut stride = 1;
+        let mut tmp = counts.clone();
+        for _ in 0..d {
+            if bins > 1 {
+                for (i, t) in tmp.iter_mut().enumerate() {
+                    let b = (i / stride) % bins;
+                    let lo = if b > 0 { i - stride } else { i + stride };
+                    let hi = if b + 1 < bins { i + stride } else { i - stride };
+                    *t = 0.25 * counts[lo] + 0.5 * counts[i] + 0.25 * counts[hi];
+                }
+                std::mem::swap(&mut counts, &mut tmp);
+            }
+            stride *= bins;
+        }
+        let norm: f64 = counts.iter().sum::<f64>() + HISTOGRAM_PRIOR * total as f64;
+        h.nll = counts
+            .iter()
+            .map(|&c| -((c + HISTOGRAM_PRIOR) / norm).ln())
+            .collect();
+        Ok(h)
+    }
+
+    fn bin(&self, px: &[f32]) -> usize {
+        let mut idx = 0;
+        let mut stride = 1;
+        for (&v, &[lo, hi]) in px.iter().zip(&self.range) {
+            let t = if hi > lo { (v - lo) / (hi - lo) } else { 0.0 };
+            let b = ((t * self.bins as f32) as isize).clamp(0, self.bins as isize - 1) as usize;
+            idx += b * stride;
+            stride *= self.bins;
+        }
+        idx
+    }
+}
+
+impl ColorModel for Histogram {
+    fn neg_log_likelihood(&self, pixel: &[f32]) -> f64 {
+        self.nll[self.bin(pixel)]
+    }
+}

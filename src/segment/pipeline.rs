@@ -1,0 +1,382 @@
+//! Image + seeds → mask: fit the colour models, build the energy, cut it, and (GrabCut) refit the
+//! models on the result and cut again until the mask settles.
+//!
+//! ```
+//! use segcut::segment::{segment, Image, Seed, Seeds, SegmentOptions};
+//! // A dark square on a bright background, one seed in each.
+//! let (w, h) = (12, 10);
+//! let data: Vec<f32> = (0..w * h)
+//!     .map(|i| if (3..8).contains(&(i % w)) && (3..7).contains(&(i / w)) { 20.0 } else { 230.0 })
+//!     .collect();
+//! let image = Image { dims: [w, h, 1], channels: 1, data, spacing: [1.0; 3] };
+//! let mut seeds = Seeds::unknown(image.dims);
+//! seeds.labels[5 + w * 5] = Seed::Foreground;
+//! seeds.labels[0] = Seed::Background;
+//! let seg = segment(&image, &seeds, &SegmentOptions::default()).unwrap();
+//! assert!(seg.verified);
+//! assert_eq!(seg.mask.iter().filter(|&&m| m).count(), 5 * 4);
+//! ```
+
+use super::energy::{self, Energy, EnergyOptions};
+use super::model::{Model, ModelKind, ModelParams};
+use super::{Image, Seed, Seeds};
+use crate::graph::{Connectivity, GridGraph};
+use crate::maxflow::{solver_by_name, verify};
+use crate::{Error, Result};
+use std::time::{Duration, Instant};
+
+/// Colour space the models and the contrast term work in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColorSpace {
+    /// The image's own values.
+    AsIs,
+    /// CIE L*a*b* (D65) for 3-channel images whose values are 8-bit or 16-bit sRGB; other images
+    /// are used as they are.
+    Lab,
+}
+
+/// Everything [`segment`] can be told.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SegmentOptions {
+    /// Neighbourhood; `None` picks N8 for images and N6 for volumes.
+    pub connectivity: Option<Connectivity>,
+    /// n-link weight `λ` (nats per unit of contrast-weighted boundary).
+    pub lambda: f64,
+    /// Contrast scale `σ` (`β = 1/(2σ²)`); `None` estimates `β` from the image.
+    pub sigma: Option<f64>,
+    /// Colour model.
+    pub model: ModelKind,
+    /// Colour space for the models and the n-links.
+    pub color_space: ColorSpace,
+    /// Most cuts to make: 1 is plain Boykov–Jolly; more refit the models on the last mask
+    /// (GrabCut) and stop early when the mask no longer changes.
+    pub iterations: usize,
+    /// Max-flow solver name (see [`crate::maxflow::SOLVER_NAMES`]).
+    pub solver: String,
+    /// Check every cut's optimality certificate with [`verify`].
+    pub verify: bool,
+    /// Keep the last iteration's graph in [`Segmentation::graph`].
+    pub keep_graph: bool,
+}
+
+impl Default for SegmentOptions {
+    /// Tuned on the GrabCut-BSDS dev set for generality (see `docs/segmentation.md`).
+    fn default() -> Self {
+        SegmentOptions {
+            connectivity: None,
+            lambda: 50.0,
+            sigma: None,
+            model: ModelKind::Gmm { components: 5 },
+            color_space: ColorSpace::AsIs,
+            iterations: 1,
+            solver: "bk".into(),
+            verify: true,
+            keep_graph: false,
+        }
+    }
+}
+
+impl SegmentOptions {
+    /// The connectivity used for `image`.
+    pub fn connectivity_for(&self, image: &Image) -> Connectivity {
+        self.connectivity.unwrap_or(if image.is_volume() {
+            Connectivity::N6
+        } else {
+            Connectivity::N8
+        })
+    }
+
+    fn energy_options(&self, image: &Image) -> EnergyOptions {
+        EnergyOptions {
+            connectivity: self.connectivity_for(image),
+            lambda: self.lambda,
+            sigma: self.sigma,
+            scale: None,
+        }
+    }
+}
+
+/// Time and outcome of one fit-build-cut round.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IterationStats {
+    /// Fitting the two models.
+    pub models: Duration,
+    /// Building (or updating) the graph.
+    pub graph: Duration,
+    /// The solve, certificate included.
+    pub solve: Duration,
+    /// Maximum flow (capacity units).
+    pub flow: i64,
+    /// Energy of the mask, in nats.
+    pub energy: f64,
+    /// Foreground pixels.
+    pub foreground: usize,
+    /// Pixels whose label differs from the previous round (all foreground pixels in round 1).
+    pub changed: usize,
+}
+
+/// Sizes and timings of a [`segment`] run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SegmentStats {
+    /// `[width, height, depth]`.
+    pub dims: [usize; 3],
+    /// Connectivity used.
+    pub connectivity: Connectivity,
+    /// Graph nodes (pixels).
+    pub nodes: usize,
+    /// Neighbour pairs (n-link edges).
+    pub edges: usize,
+    /// Seed counts `[unknown, fg, bg, probably fg, probably bg]`.
+    pub seed_counts: [usize; 5],
+    /// Contrast parameter `β`.
+    pub beta: f64,
+    /// Capacity units per nat.
+    pub scale: f64,
+    /// Hard-seed capacity `K`.
+    pub hard: i32,
+    /// Converting the image (colour space), before the first round.
+    pub prepare: Duration,
+    /// One entry per round run.
+    pub iterations: Vec<IterationStats>,
+}
+
+impl SegmentStats {
+    /// Rounds run.
+    pub fn iterations_run(&self) -> usize {
+        self.iterations.len()
+    }
+}
+
+/// The result of [`segment`].
+#[derive(Clone, Debug)]
+pub struct Segmentation {
+    /// One per pixel: true = foreground (the source side of the cut).
+    pub mask: Vec<bool>,
+    /// Maximum flow of the last cut (capacity units).
+    pub flow: i64,
+    /// Energy of the mask in nats (last round's models).
+    pub energy: f64,
+    /// Whether every cut's certificate was checked (and passed: a failure is an error).
+    pub verified: bool,
+    /// The last round's graph, if [`SegmentOptions::keep_graph`].
+    pub graph: Option<GridGraph>,
+    /// Sizes and timings.
+    pub stats: SegmentStats,
+}
+
+fn seed_error(msg: String) -> Error {
+    Error::Input {
+        file: "seeds".into(),
+        msg,
+    }
+}
+
+/// Checks the seeds: sizes match, and both classes have something to fit a model on.
+fn check_seeds(image: &Image, seeds: &Seeds) -> Result<[usize; 5]> {
+    energy::check_seeds(image, seeds)?;
+    let c = seeds.counts();
+    let (fg, bg) = (c[1] + c[3], c[2] + c[4]);
+    if fg == 0 {
+        return Err(seed_error(format!(
+            "no foreground seeds ({} background, {} probably-background, {} unlabelled pixels)",
+            c[2], c[4], c[0]
+        )));
+    }
+    if bg == 0 {
+        return Err(seed_error(format!(
+            "no background seeds ({} foreground, {} probably-foreground, {} unlabelled pixels)",
+            c[1], c[3], c[0]
+        )));
+    }
+    Ok(c)
+}
+
+/// The image in the working colour space.
+fn prepare(image: &Image, space: ColorSpace) -> std::borrow::Cow<'_, Image> {
+    match space {
+        ColorSpace::Lab if image.channels == 3 => {
+            let max = image.data.iter().fold(0.0f32, |m, &v| m.max(v));
+            let full = if max > 255.0 { 65535.0 } else { 255.0 };
+            let mut out = image.clone();
+            use rayon::prelude::*;
+            out.data
+                .par_chunks_mut(3 * 4096)
+                .for_each(|chunk| {
+                    for px in chunk.chunks_exact_mut(3) {
+                        let lab = srgb_to_lab([px[0] / full, px[1] / full, px[2] / full]);
+                        px.copy_from_slice(&lab);
+                    }
+                });
+            std::borrow::Cow::Owned(out)
+        }
+        _ => std::borrow::Cow::Borrowed(image),
+    }
+}
+
+/// sRGB in `[0, 1]` → CIE L*a*b* (D65 white).
+fn srgb_to_lab(rgb: [f32; 3]) -> [f32; 3] {
+    let lin = |c: f32| {
+        let c = c.clamp(0.0, 1.0);
+        if c <= 0.04045 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    let [r, g, b] = rgb.map(lin);
+    let x = (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047;
+    let y = 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    let z = (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883;
+    let f = |t: f32| {
+        if t > 0.008856 {
+            t.cbrt()
+        } else {
+            7.787 * t + 16.0 / 116.0
+        }
+    };
+    let (fx, fy, fz) = (f(x), f(y), f(z));
+    [116.0 * fy - 16.0, 500.0 * (fx - fy), 200.0 * (fy - fz)]
+}
+
+/// Collects the pixel values of class `want` (per `label`) into `out`.
+fn gather(image: &Image, label: impl Fn(usize) -> bool, out: &mut Vec<f32>) {
+    out.clear();
+    let ch = image.channels;
+    for i in 0..image.num_pixels() {
+        if label(i) {
+            out.extend_from_slice(&image.data[i * ch..(i + 1) * ch]);
+        }
+    }
+}
+
+fn fit_models(
+    image: &Image,
+    params: &ModelParams,
+    kind: ModelKind,
+    fg_pixel: impl Fn(usize) -> bool,
+    bg_pixel: impl Fn(usize) -> bool,
+    buf: &mut Vec<f32>,
+) -> Result<(Model, Model)> {
+    gather(image, fg_pixel, buf);
+    let fg = Model::fit(kind, buf, params, "foreground")?;
+    gather(image, bg_pixel, buf);
+    let bg = Model::fit(kind, buf, params, "background")?;
+    Ok((fg, bg))
+}
+
+/// Fits the models on the seeds and builds the first round's graph (what `--export-graph`
+/// writes).
+pub fn build_graph(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Energy> {
+    energy::check_image(image)?;
+    check_seeds(image, seeds)?;
+    let work = prepare(image, opts.color_space);
+    let params = ModelParams::from_image(&work.data, work.channels);
+    let mut buf = Vec::new();
+    let (fg, bg) = fit_models(
+        &work,
+        &params,
+        opts.model,
+        |i| matches!(seeds.labels[i], Seed::Foreground | Seed::ProbablyForeground),
+        |i| matches!(seeds.labels[i], Seed::Background | Seed::ProbablyBackground),
+        &mut buf,
+    )?;
+    energy::build_graph(&work, seeds, &fg, &bg, &opts.energy_options(&work))
+}
+
+/// Segments `image` given `seeds`.
+pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Segmentation> {
+    energy::check_image(image)?;
+    let seed_counts = check_seeds(image, seeds)?;
+    if opts.iterations == 0 {
+        return Err(Error::Input {
+            file: "segment options".into(),
+            msg: "iterations must be at least 1".into(),
+        });
+    }
+    let mut solver = solver_by_name(&opts.solver)?;
+    let t = Instant::now();
+    let work = prepare(image, opts.color_space);
+    let params = ModelParams::from_image(&work.data, work.channels);
+    let prepare_time = t.elapsed();
+
+    let n = image.num_pixels();
+    let mut mask = vec![false; n];
+    let mut rounds = Vec::new();
+    let mut buf = Vec::new();
+    let mut energy: Option<Energy> = None;
+    let (mut flow, mut value) = (0, 0.0);
+    for round in 0..opts.iterations {
+        let t0 = Instant::now();
+        let (fg, bg) = if round == 0 {
+            fit_models(
+                &work,
+                &params,
+                opts.model,
+                |i| matches!(seeds.labels[i], Seed::Foreground | Seed::ProbablyForeground),
+                |i| matches!(seeds.labels[i], Seed::Background | Seed::ProbablyBackground),
+                &mut buf,
+            )?
+        } else {
+            fit_models(&work, &params, opts.model, |i| mask[i], |i| !mask[i], &mut buf)?
+        };
+        let t1 = Instant::now();
+        // The n-links do not depend on the models: build them once, redo only the t-links.
+        let e = match energy.as_mut() {
+            Some(e) => e,
+            None => energy.insert(energy::build_nlinks(&work, &opts.energy_options(&work))?),
+        };
+        energy::set_tlinks(e, &work, seeds, &fg, &bg)?;
+        let t2 = Instant::now();
+        let cut = solver.solve_grid(&e.graph)?;
+        if opts.verify {
+            verify(&e.graph, &cut)?;
+        }
+        let t3 = Instant::now();
+        let mut changed = 0;
+        let mut foreground = 0;
+        for (m, &s) in mask.iter_mut().zip(&cut.sink_side) {
+            changed += (*m == s) as usize; // new label is !s
+            *m = !s;
+            foreground += *m as usize;
+        }
+        flow = cut.flow;
+        value = e.energy_of_flow(cut.flow);
+        rounds.push(IterationStats {
+            models: t1 - t0,
+            graph: t2 - t1,
+            solve: t3 - t2,
+            flow,
+            energy: value,
+            foreground,
+            changed,
+        });
+        if round > 0 && changed == 0 {
+            break;
+        }
+        // A class emptied by the cut cannot be refitted: keep this mask.
+        if foreground == 0 || foreground == n {
+            break;
+        }
+    }
+    let e = energy.expect("at least one round ran");
+    let stats = SegmentStats {
+        dims: image.dims,
+        connectivity: e.graph.connectivity(),
+        nodes: n,
+        edges: e.graph.num_edges(),
+        seed_counts,
+        beta: e.beta,
+        scale: e.scale,
+        hard: e.hard,
+        prepare: prepare_time,
+        iterations: rounds,
+    };
+    Ok(Segmentation {
+        mask,
+        flow,
+        energy: value,
+        verified: opts.verify,
+        graph: opts.keep_graph.then_some(e.graph),
+        stats,
+    })
+}
