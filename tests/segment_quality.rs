@@ -109,7 +109,12 @@ fn reference_options() -> SegmentOptions {
 fn reference_pipeline() {
     let Some(dir) = dev_dir() else { return };
     for (set, ..) in REFERENCE {
-        run_set(&dir, set, &reference_options(), "reference (segcut, classic settings)");
+        run_set(
+            &dir,
+            set,
+            &reference_options(),
+            "reference (segcut, classic settings)",
+        );
     }
 }
 

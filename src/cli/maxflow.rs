@@ -17,7 +17,7 @@ pub struct Args {
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Max-flow solver.
-    #[arg(long, default_value = "bk", value_parser = clap::builder::PossibleValuesParser::new(maxflow::SOLVER_NAMES))]
+    #[arg(long, default_value = "auto", value_parser = clap::builder::PossibleValuesParser::new(maxflow::SOLVER_NAMES))]
     solver: String,
     /// Check each result's certificate (cut capacity == flow); a failure exits with status 1.
     #[arg(long)]

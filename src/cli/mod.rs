@@ -2,8 +2,10 @@
 //! hands them to the library. Nothing below `src/cli/` is used by the library.
 
 mod bench;
+mod eval;
 mod gen;
 mod maxflow;
+mod segment;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -18,6 +20,10 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Segment an image or volume from seeds (the default: `segcut IMAGE --seeds S -o MASK`).
+    Segment(segment::Args),
+    /// Score masks against ground truth, or segment and score a whole dataset.
+    Eval(eval::Args),
     /// Solve DIMACS / Waterloo `.max` max-flow instances (plain, .gz, .bz2, or .tbz2/.tar.* archives).
     Maxflow(maxflow::Args),
     /// Generate deterministic instances (vision grids, genrmf, Washington RLG) as `.max` files.
@@ -30,8 +36,10 @@ enum Command {
 /// Runs the command line; errors are printed with their causes and give exit code 2, wrong or
 /// unverified answers exit code 1.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(with_default_subcommand(std::env::args_os().collect()));
     let result = match cli.command {
+        Command::Segment(args) => segment::run(args),
+        Command::Eval(args) => eval::run(args),
         Command::Maxflow(args) => maxflow::run(args),
         Command::Gen(cmd) => gen::run(cmd),
         Command::Bench(args) => bench::run(args),
@@ -43,6 +51,25 @@ pub fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// `segcut IMAGE ...` means `segcut segment IMAGE ...`: insert the subcommand when the first
+/// argument is neither a subcommand nor a top-level flag (help, version).
+fn with_default_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory;
+    let Some(first) = args.get(1).and_then(|a| a.to_str()) else {
+        return args;
+    };
+    let cmd = Cli::command();
+    let is_subcommand = first == "help"
+        || cmd
+            .get_subcommands()
+            .any(|s| s.get_name() == first || s.get_all_aliases().any(|a| a == first));
+    let top_flag = matches!(first, "-h" | "--help" | "-V" | "--version");
+    if !is_subcommand && !top_flag {
+        args.insert(1, "segment".into());
+    }
+    args
 }
 
 /// A progress bar on stderr that stays hidden when stderr is not a terminal.

@@ -100,12 +100,13 @@ pub fn solve_timed(solver: &mut dyn Solver, net: &Network) -> Result<Timed> {
 }
 
 /// The names accepted by [`solver_by_name`].
-pub const SOLVER_NAMES: &[&str] = &["bk", "dinic"];
+pub const SOLVER_NAMES: &[&str] = &["auto", "bk", "dinic"];
 
-/// A solver by its command-line name.
+/// A solver by its command-line name. `auto` picks the best solver available on this machine
+/// (BK until the GPU solvers land).
 pub fn solver_by_name(name: &str) -> Result<Box<dyn Solver>> {
     match name {
-        "bk" => Ok(Box::new(bk::Bk::default())),
+        "auto" | "bk" => Ok(Box::new(bk::Bk::default())),
         "dinic" => Ok(Box::new(reference::Dinic)),
         _ => Err(Error::Unsupported(format!(
             "unknown solver '{name}' (available: {})",

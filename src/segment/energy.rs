@@ -175,13 +175,14 @@ pub fn check_seeds(image: &Image, seeds: &Seeds) -> Result<()> {
 /// `dist(p, q)` of each direction of `conn`: physical length over the smallest spacing in use.
 pub fn direction_distances(conn: Connectivity, spacing: [f64; 3]) -> Vec<f64> {
     let axes = if conn.is_3d() { 3 } else { 2 };
-    let unit = spacing[..axes].iter().cloned().fold(f64::INFINITY, f64::min);
+    let unit = spacing[..axes]
+        .iter()
+        .cloned()
+        .fold(f64::INFINITY, f64::min);
     conn.offsets()
         .iter()
         .map(|o| {
-            let l2: f64 = (0..axes)
-                .map(|a| (o[a] as f64 * spacing[a]).powi(2))
-                .sum();
+            let l2: f64 = (0..axes).map(|a| (o[a] as f64 * spacing[a]).powi(2)).sum();
             l2.sqrt() / unit
         })
         .collect()
@@ -225,7 +226,8 @@ pub fn mean_sq_diff(image: &Image, conn: Connectivity) -> (f64, u64) {
                 if !yr.contains(&y) || !zr.contains(&z) {
                     continue;
                 }
-                let step = off[0] as isize + w as isize * (off[1] as isize + h as isize * off[2] as isize);
+                let step =
+                    off[0] as isize + w as isize * (off[1] as isize + h as isize * off[2] as isize);
                 for x in xr {
                     let v = row * w + x;
                     let q = (v as isize + step) as usize;

@@ -135,7 +135,12 @@ impl ColorModel for Model {
 impl Model {
     /// Fits a model of `kind` on `samples` (`params.channels` values each). `class` names the
     /// class in errors ("foreground", "background").
-    pub fn fit(kind: ModelKind, samples: &[f32], params: &ModelParams, class: &str) -> Result<Self> {
+    pub fn fit(
+        kind: ModelKind,
+        samples: &[f32],
+        params: &ModelParams,
+        class: &str,
+    ) -> Result<Self> {
         let channels = params.channels;
         if channels == 0 || samples.len() % channels != 0 {
             return Err(model_error(
@@ -152,7 +157,10 @@ impl Model {
         match kind {
             ModelKind::Gmm { components } => {
                 if components == 0 {
-                    return Err(model_error(class, "a GMM needs at least 1 component".into()));
+                    return Err(model_error(
+                        class,
+                        "a GMM needs at least 1 component".into(),
+                    ));
                 }
                 Ok(Model::Gmm(Gmm::fit(
                     samples,
@@ -347,8 +355,8 @@ impl Gmm {
             .into_iter()
             .map(|(weight, mean, cov)| {
                 let (inv_chol, log_det) = inverse_cholesky(&cov, d, floor);
-                let log_coef = weight.ln()
-                    - 0.5 * (log_det + d as f64 * (2.0 * std::f64::consts::PI).ln());
+                let log_coef =
+                    weight.ln() - 0.5 * (log_det + d as f64 * (2.0 * std::f64::consts::PI).ln());
                 Component {
                     log_coef,
                     mean,
@@ -356,10 +364,7 @@ impl Gmm {
                 }
             })
             .collect();
-        Gmm {
-            dim: d,
-            components,
-        }
+        Gmm { dim: d, components }
     }
 }
 
@@ -515,7 +520,10 @@ impl Histogram {
     pub fn fit(samples: &[f32], range: &[[f32; 2]], bins: usize, class: &str) -> Result<Self> {
         let d = range.len();
         if bins == 0 {
-            return Err(model_error(class, "a histogram needs at least 1 bin".into()));
+            return Err(model_error(
+                class,
+                "a histogram needs at least 1 bin".into(),
+            ));
         }
         let total = (0..d)
             .try_fold(1usize, |t, _| t.checked_mul(bins))

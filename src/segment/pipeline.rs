@@ -199,14 +199,12 @@ fn prepare(image: &Image, space: ColorSpace) -> std::borrow::Cow<'_, Image> {
             let full = if max > 255.0 { 65535.0 } else { 255.0 };
             let mut out = image.clone();
             use rayon::prelude::*;
-            out.data
-                .par_chunks_mut(3 * 4096)
-                .for_each(|chunk| {
-                    for px in chunk.chunks_exact_mut(3) {
-                        let lab = srgb_to_lab([px[0] / full, px[1] / full, px[2] / full]);
-                        px.copy_from_slice(&lab);
-                    }
-                });
+            out.data.par_chunks_mut(3 * 4096).for_each(|chunk| {
+                for px in chunk.chunks_exact_mut(3) {
+                    let lab = srgb_to_lab([px[0] / full, px[1] / full, px[2] / full]);
+                    px.copy_from_slice(&lab);
+                }
+            });
             std::borrow::Cow::Owned(out)
         }
         _ => std::borrow::Cow::Borrowed(image),
@@ -317,7 +315,14 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
                 &mut buf,
             )?
         } else {
-            fit_models(&work, &params, opts.model, |i| mask[i], |i| !mask[i], &mut buf)?
+            fit_models(
+                &work,
+                &params,
+                opts.model,
+                |i| mask[i],
+                |i| !mask[i],
+                &mut buf,
+            )?
         };
         let t1 = Instant::now();
         // The n-links do not depend on the models: build them once, redo only the t-links.

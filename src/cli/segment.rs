@@ -1,0 +1,282 @@
+//! `segcut segment` (the default subcommand): image or volume + seeds → mask.
+
+use anyhow::{bail, Context, Result};
+use segcut::graph::{dimacs, Connectivity, Network};
+use segcut::maxflow::SOLVER_NAMES;
+use segcut::segment::io::{self, LoadOptions, Rect, SeedFormat, SeedOptions};
+use segcut::segment::model::ModelKind;
+use segcut::segment::pipeline::{ColorSpace, SegmentOptions};
+use segcut::segment::{overlay, segment, Image, Seeds};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// The energy and solver settings, shared by `segment` and `eval`. Unset values keep the
+/// library's defaults (`SegmentOptions::default()`, see docs/segmentation.md).
+#[derive(clap::Args, Debug, Clone)]
+pub struct EnergyArgs {
+    /// Neighbourhood: 4 or 8 for images, 6 or 26 for volumes [default: 8 / 6].
+    #[arg(long, short = 'c', value_parser = ["4", "8", "6", "26"])]
+    connectivity: Option<String>,
+    /// Smoothness weight λ of the n-links.
+    #[arg(long)]
+    lambda: Option<f64>,
+    /// Contrast scale σ (β = 1/(2σ²)); by default β = 1/(2⟨‖Ip−Iq‖²⟩) from the image.
+    #[arg(long)]
+    sigma: Option<f64>,
+    /// Colour model: gmm (Gaussian mixtures) or hist (joint histograms).
+    #[arg(long, value_parser = ["gmm", "hist"])]
+    model: Option<String>,
+    /// Gaussian components per mixture (with --model gmm).
+    #[arg(long)]
+    components: Option<usize>,
+    /// Bins per channel (with --model hist).
+    #[arg(long)]
+    bins: Option<usize>,
+    /// Colour space of the models and contrasts: rgb (as stored) or lab.
+    #[arg(long, value_parser = ["rgb", "lab"])]
+    color_space: Option<String>,
+    /// GrabCut iterations: refit the models on the segmentation and cut again (stops early when the
+    /// mask settles).
+    #[arg(long)]
+    iterations: Option<usize>,
+    /// Max-flow solver (`auto`: the best available).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(SOLVER_NAMES))]
+    solver: Option<String>,
+}
+
+impl EnergyArgs {
+    pub fn options(&self) -> Result<SegmentOptions> {
+        let mut o = SegmentOptions::default();
+        if let Some(c) = &self.connectivity {
+            o.connectivity = Connectivity::from_number(c.parse()?);
+        }
+        if let Some(l) = self.lambda {
+            if !(l.is_finite() && l >= 0.0) {
+                bail!("--lambda must be a finite number ≥ 0, got {l}");
+            }
+            o.lambda = l;
+        }
+        if let Some(s) = self.sigma {
+            if !(s.is_finite() && s > 0.0) {
+                bail!("--sigma must be a finite number > 0, got {s}");
+            }
+            o.sigma = Some(s);
+        }
+        match self.model.as_deref() {
+            Some("hist") => {
+                o.model = ModelKind::Histogram {
+                    bins: self.bins.unwrap_or(16),
+                }
+            }
+            Some("gmm") | None => {
+                if let Some(k) = self.components {
+                    o.model = ModelKind::Gmm { components: k };
+                }
+            }
+            Some(other) => bail!("unknown model '{other}'"),
+        }
+        if let Some(cs) = &self.color_space {
+            o.color_space = if cs == "lab" {
+                ColorSpace::Lab
+            } else {
+                ColorSpace::AsIs
+            };
+        }
+        if let Some(n) = self.iterations {
+            if n == 0 {
+                bail!("--iterations must be at least 1");
+            }
+            o.iterations = n;
+        }
+        if let Some(s) = &self.solver {
+            o.solver = s.clone();
+        }
+        Ok(o)
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The image (PNG, JPEG, TIFF, ... 8/16-bit, grey or colour) or volume (multi-page TIFF, NIfTI
+    /// .nii / .nii.gz).
+    #[arg(value_name = "IMAGE")]
+    image: PathBuf,
+    /// Seeds of the same size: palette PNG (index 1 fg, 2 bg), grey trimap (0 bg, 128 unknown,
+    /// 255 fg), OpenCV grabCut mask (0–3), RGB scribbles, or a label volume (0/1/2).
+    #[arg(long, value_name = "FILE")]
+    seeds: Option<PathBuf>,
+    /// The seeds' convention when auto-detection cannot tell.
+    #[arg(long, default_value = "auto", value_name = "FORMAT")]
+    seed_format: SeedFormat,
+    /// Foreground scribble colour for RGB seeds, as R,G,B.
+    #[arg(long, value_name = "R,G,B", value_parser = parse_color)]
+    fg_color: Option<[u8; 3]>,
+    /// Background scribble colour for RGB seeds, as R,G,B.
+    #[arg(long, value_name = "R,G,B", value_parser = parse_color)]
+    bg_color: Option<[u8; 3]>,
+    /// GrabCut rectangle x,y,w,h: outside is background, inside is probably foreground.
+    #[arg(long, value_name = "X,Y,W,H")]
+    rect: Option<Rect>,
+    /// Output mask: PNG (255 foreground, 0 background) for images; TIFF or NIfTI for volumes.
+    #[arg(short = 'o', long = "output", value_name = "MASK")]
+    output: PathBuf,
+    /// Also write the image with the foreground tinted and its boundary drawn (volumes: the
+    /// middle slice).
+    #[arg(long, value_name = "PNG")]
+    overlay: Option<PathBuf>,
+    /// Also write the graph of the last cut as a DIMACS .max file (loadable by `segcut maxflow`).
+    #[arg(long, value_name = "MAX")]
+    export_graph: Option<PathBuf>,
+    /// Also write sizes, energy, flow, verification and per-stage times as JSON.
+    #[arg(long, value_name = "JSON")]
+    stats_json: Option<PathBuf>,
+    #[command(flatten)]
+    energy: EnergyArgs,
+}
+
+fn parse_color(s: &str) -> Result<[u8; 3], String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    if parts.len() != 3 {
+        return Err(format!("expected R,G,B (three numbers 0-255), got '{s}'"));
+    }
+    let mut c = [0u8; 3];
+    for (i, p) in parts.iter().enumerate() {
+        c[i] = p
+            .parse()
+            .map_err(|_| format!("'{p}' is not a number 0-255 in '{s}'"))?;
+    }
+    Ok(c)
+}
+
+/// Loads the seeds given by `--seeds` and/or `--rect`.
+pub fn load_seeds(
+    image_path: &Path,
+    image: &Image,
+    seeds: Option<&Path>,
+    rect: Option<&Rect>,
+    opts: SeedOptions,
+) -> Result<Seeds> {
+    let from_file = match seeds {
+        Some(p) => Some(io::load_seeds(
+            p,
+            image.dims,
+            &SeedOptions {
+                image_file: Some(image_path.to_path_buf()),
+                ..opts
+            },
+        )?),
+        None => None,
+    };
+    Ok(match (rect, from_file) {
+        (Some(r), Some(s)) => io::rect_with_seeds(r, &s)?,
+        (Some(r), None) => io::rect_seeds(image.dims, r)?,
+        (None, Some(s)) => s,
+        (None, None) => bail!("give seeds (--seeds FILE) or a rectangle (--rect x,y,w,h)"),
+    })
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let t_all = Instant::now();
+    let mut opts = args.energy.options()?;
+    opts.keep_graph = args.export_graph.is_some();
+    let t = Instant::now();
+    let image = io::load_image_with(&args.image, &LoadOptions::default())?;
+    let load_ms = super::ms(t.elapsed());
+    let mut seed_opts = SeedOptions {
+        format: args.seed_format,
+        ..SeedOptions::default()
+    };
+    if let Some(c) = args.fg_color {
+        seed_opts.fg_color = c;
+    }
+    if let Some(c) = args.bg_color {
+        seed_opts.bg_color = c;
+    }
+    let t = Instant::now();
+    let seeds = load_seeds(
+        &args.image,
+        &image,
+        args.seeds.as_deref(),
+        args.rect.as_ref(),
+        seed_opts,
+    )?;
+    let seeds_ms = super::ms(t.elapsed());
+
+    let seg = segment(&image, &seeds, &opts)?;
+
+    let t = Instant::now();
+    let like = image.is_volume().then_some(args.image.as_path());
+    io::save_mask(&args.output, &seg.mask, image.dims, like)
+        .with_context(|| format!("writing the mask {}", args.output.display()))?;
+    if let Some(p) = &args.overlay {
+        overlay::save(p, &image, &seg.mask, None)?;
+    }
+    if let (Some(p), Some(g)) = (&args.export_graph, &seg.graph) {
+        let comment = format!("segcut segment {}", args.image.display());
+        dimacs::write_max_file(p, &Network::Grid(g.clone()), &[&comment])?;
+    }
+    let save_ms = super::ms(t.elapsed());
+
+    let fg = seg.mask.iter().filter(|&&m| m).count();
+    let st = &seg.stats;
+    // The solver that `auto` resolves to on this machine.
+    let solver_name = segcut::maxflow::solver_by_name(&opts.solver)?.name();
+    let iterations: Vec<_> = st
+        .iterations
+        .iter()
+        .map(|it| {
+            json!({
+                "models_ms": super::ms(it.models), "graph_ms": super::ms(it.graph),
+                "solve_ms": super::ms(it.solve), "flow": it.flow, "energy": it.energy,
+                "foreground": it.foreground, "changed": it.changed,
+            })
+        })
+        .collect();
+    let [w, h, d] = image.dims;
+    let stats = json!({
+        "image": args.image.display().to_string(),
+        "dims": image.dims, "channels": image.channels, "spacing": image.spacing,
+        "connectivity": st.connectivity.number(), "nodes": st.nodes, "edges": st.edges,
+        "seeds": { "foreground": st.seed_counts[1], "background": st.seed_counts[2],
+                   "probably_foreground": st.seed_counts[3], "probably_background": st.seed_counts[4] },
+        "options": { "lambda": opts.lambda, "sigma": opts.sigma, "beta": st.beta,
+                     "model": format!("{:?}", opts.model), "color_space": format!("{:?}", opts.color_space),
+                     "quantisation_scale": st.scale, "hard_constraint": st.hard },
+        "solver": solver_name, "solver_requested": opts.solver.clone(), "flow": seg.flow, "energy": seg.energy, "verified": seg.verified,
+        "foreground_pixels": fg, "foreground_fraction": fg as f64 / image.num_pixels() as f64,
+        "times_ms": { "load_image": load_ms, "load_seeds": seeds_ms, "prepare": super::ms(st.prepare),
+                      "save": save_ms, "total": super::ms(t_all.elapsed()) },
+        "iterations": iterations,
+    });
+    if let Some(p) = &args.stats_json {
+        std::fs::write(p, serde_json::to_string_pretty(&stats)?)
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    let size = if d > 1 {
+        format!("{w}x{h}x{d}")
+    } else {
+        format!("{w}x{h}")
+    };
+    eprintln!(
+        "{}: {size}, {} foreground ({:.1} %), flow {}, {} cut(s), {}, {:.0} ms -> {}",
+        args.image.display(),
+        fg,
+        100.0 * fg as f64 / image.num_pixels() as f64,
+        seg.flow,
+        st.iterations.len(),
+        if seg.verified {
+            "verified"
+        } else {
+            "NOT VERIFIED"
+        },
+        super::ms(t_all.elapsed()),
+        args.output.display()
+    );
+    Ok(if seg.verified {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
