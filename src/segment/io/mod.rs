@@ -171,7 +171,7 @@ pub(crate) fn check_memory(
     opts: &LoadOptions,
 ) -> Result<()> {
     let file = path.display().to_string();
-    if dims.iter().any(|&d| d == 0) {
+    if dims.contains(&0) {
         return Err(Error::Input {
             file,
             msg: format!("empty image ({})", dims_text(dims)),
