@@ -217,6 +217,23 @@ pub(crate) fn check_memory(
     Ok(())
 }
 
+/// An empty `Vec` with room for `n` values, or an error naming the file where the allocation
+/// fails (a header may promise more than any machine holds, and the memory check is skipped where
+/// `/proc/meminfo` cannot be read).
+pub(crate) fn alloc<T>(path: &Path, n: Option<usize>) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    match n {
+        Some(n) if v.try_reserve_exact(n).is_ok() => Ok(v),
+        _ => Err(input_err(
+            path,
+            format!(
+                "cannot allocate {} values for the pixels",
+                n.map_or("too many".to_string(), |n| n.to_string())
+            ),
+        )),
+    }
+}
+
 /// `W×H` or `W×H×D`.
 pub(crate) fn dims_text(dims: [usize; 3]) -> String {
     if dims[2] > 1 {
