@@ -891,8 +891,16 @@ fn nifti_hand_made_both_endiannesses_with_scaling() {
         5.0,
         &[9, 250],
     );
-    std::fs::write(&p, bytes).unwrap();
+    std::fs::write(&p, &bytes).unwrap();
     assert_eq!(load_image(&p).unwrap().data, [9.0, 250.0]);
+    // Extension bytes between the header and vox_offset are skipped.
+    let mut ext = bytes[..352].to_vec();
+    ext[108..112].copy_from_slice(&368f32.to_le_bytes());
+    ext.extend_from_slice(&[0xee; 16]);
+    ext.extend_from_slice(&[9, 250]);
+    let e = dir.path().join("ext.nii");
+    std::fs::write(&e, &ext).unwrap();
+    assert_eq!(load_image(&e).unwrap().data, [9.0, 250.0]);
     let q = dir.path().join("f64.nii");
     let data: Vec<u8> = [1.25f64, -1e6]
         .iter()
