@@ -525,17 +525,16 @@ fn rect_with_seeds_lets_file_hard_seeds_win() {
     // 0: outside, hard fg wins; 1: inside, hard bg wins; 2: inside, soft replaces soft;
     // 3: outside, soft cannot undo hard background.
     assert_eq!(s.labels, [F, B, PB, B]);
-    let wrong = Seeds::unknown([4, 2, 1]);
-    assert!(rect_with_seeds(
-        &Rect {
-            x: 0,
-            y: 0,
-            w: 1,
-            h: 1
-        },
-        &wrong
-    )
-    .is_ok());
+    // Labels that do not match their dims are refused, not indexed out of bounds.
+    let mut wrong = Seeds::unknown([4, 2, 1]);
+    wrong.labels.truncate(5);
+    let r = Rect {
+        x: 0,
+        y: 0,
+        w: 1,
+        h: 1,
+    };
+    assert_has(&err_text(rect_with_seeds(&r, &wrong)), &["5 labels", "4×2"]);
 }
 
 // ---------- 2D images ----------
@@ -892,8 +891,16 @@ fn nifti_hand_made_both_endiannesses_with_scaling() {
         5.0,
         &[9, 250],
     );
-    std::fs::write(&p, bytes).unwrap();
+    std::fs::write(&p, &bytes).unwrap();
     assert_eq!(load_image(&p).unwrap().data, [9.0, 250.0]);
+    // Extension bytes between the header and vox_offset are skipped.
+    let mut ext = bytes[..352].to_vec();
+    ext[108..112].copy_from_slice(&368f32.to_le_bytes());
+    ext.extend_from_slice(&[0xee; 16]);
+    ext.extend_from_slice(&[9, 250]);
+    let e = dir.path().join("ext.nii");
+    std::fs::write(&e, &ext).unwrap();
+    assert_eq!(load_image(&e).unwrap().data, [9.0, 250.0]);
     let q = dir.path().join("f64.nii");
     let data: Vec<u8> = [1.25f64, -1e6]
         .iter()
@@ -1131,6 +1138,17 @@ fn mask_2d_png_and_tiff() {
     assert_has(
         &err_text(save_mask(&p, &mask, [1, 3, 2], None)),
         &[".tif or .nii"],
+    );
+    assert_has(
+        &err_text(save_mask(&dir.path().join("m.jpg"), &mask, [3, 2, 1], None)),
+        &["m.jpg", "lossy"],
+    );
+    // Other lossless formats of the image crate work too.
+    let b = dir.path().join("m.bmp");
+    save_mask(&b, &mask, [3, 2, 1], None).unwrap();
+    assert_eq!(
+        image::open(&b).unwrap().to_luma8().into_raw(),
+        [255, 0, 0, 255, 255, 0]
     );
 }
 

@@ -85,6 +85,13 @@ pub fn save_mask(path: &Path, mask: &[bool], dims: [usize; 3], like: Option<&Pat
         ));
     }
     let kind = out_kind(path);
+    let lower = path.to_string_lossy().to_ascii_lowercase();
+    if lower.ends_with(".jpg") || lower.ends_with(".jpeg") {
+        return Err(input_err(
+            path,
+            "JPEG is lossy and would blur the mask's 0/255 values; use .png, .tif or .nii",
+        ));
+    }
     let (mut spacing, mut unit) = ([1.0; 3], None);
     let mut nifti_like = None;
     if let Some(l) = like {

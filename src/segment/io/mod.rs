@@ -171,7 +171,7 @@ pub(crate) fn check_memory(
     opts: &LoadOptions,
 ) -> Result<()> {
     let file = path.display().to_string();
-    if dims.iter().any(|&d| d == 0) {
+    if dims.contains(&0) {
         return Err(Error::Input {
             file,
             msg: format!("empty image ({})", dims_text(dims)),
@@ -215,6 +215,23 @@ pub(crate) fn check_memory(
         });
     }
     Ok(())
+}
+
+/// An empty `Vec` with room for `n` values, or an error naming the file where the allocation
+/// fails (a header may promise more than any machine holds, and the memory check is skipped where
+/// `/proc/meminfo` cannot be read).
+pub(crate) fn alloc<T>(path: &Path, n: Option<usize>) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    match n {
+        Some(n) if v.try_reserve_exact(n).is_ok() => Ok(v),
+        _ => Err(input_err(
+            path,
+            format!(
+                "cannot allocate {} values for the pixels",
+                n.map_or("too many".to_string(), |n| n.to_string())
+            ),
+        )),
+    }
 }
 
 /// `W×H` or `W×H×D`.

@@ -333,7 +333,7 @@ pub(crate) fn load(path: &Path, gz: bool, opts: &LoadOptions) -> Result<Image> {
     } else {
         None
     };
-    let mut data = Vec::with_capacity(n * channels);
+    let mut data = super::alloc(path, n.checked_mul(channels))?;
     // Convert in chunks: no second full-size buffer for the raw bytes.
     let size = h.datatype.size();
     let mut chunk = vec![0u8; size * 65536];

@@ -22,6 +22,9 @@ pub const DEFAULT_BG_COLOR: [u8; 3] = [0, 0, 255];
 /// | `opencv` | 0 background, 1 foreground, 2 probably background, 3 probably foreground | `cv::grabCut` masks |
 /// | `rgb` | pixels of exactly `fg_color` / `bg_color`, all else unknown; alpha 0 = unknown | coloured scribbles |
 ///
+/// Values are taken as stored: a 16-bit or float file is not rescaled to 0–255 first, so a
+/// 16-bit trimap must still use the values 0/64/128/255.
+///
 /// "Probably" values become the soft seeds [`Seed::ProbablyBackground`] /
 /// [`Seed::ProbablyForeground`].
 ///

@@ -120,8 +120,11 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Image> {
     check_memory(path, dims, kept, 0, true, opts)?;
 
     let mut dec = open(path)?.with_limits(Limits::unlimited());
-    let per_page = dims[0] * dims[1] * kept;
-    let mut data = Vec::with_capacity(per_page * pages);
+    let per_page = dims[0]
+        .checked_mul(dims[1])
+        .and_then(|p| p.checked_mul(kept));
+    let mut data = super::alloc(path, per_page.and_then(|p| p.checked_mul(pages)))?;
+    let per_page = per_page.unwrap_or(0);
     for page in 1..=pages {
         if page > 1 {
             dec.next_image().map_err(|e| tiff_err(page, e))?;
