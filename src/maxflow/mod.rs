@@ -7,6 +7,7 @@
 //! computed from the original capacities, must equal the flow value (max-flow/min-cut duality).
 
 pub mod bk;
+pub mod cuda;
 pub mod reference;
 
 use crate::graph::{Cap, CsrGraph, Flow, FlowNetwork, GridGraph, Network};
@@ -100,13 +101,15 @@ pub fn solve_timed(solver: &mut dyn Solver, net: &Network) -> Result<Timed> {
 }
 
 /// The names accepted by [`solver_by_name`].
-pub const SOLVER_NAMES: &[&str] = &["auto", "bk", "dinic"];
+pub const SOLVER_NAMES: &[&str] = &["auto", "bk", "dinic", "cuda-grid"];
 
 /// A solver by its command-line name. `auto` picks the best solver available on this machine
-/// (BK until the GPU solvers land).
+/// (`cuda-grid` for grids when a GPU is usable, BK otherwise; see [`cuda::Auto`]).
 pub fn solver_by_name(name: &str) -> Result<Box<dyn Solver>> {
     match name {
-        "auto" | "bk" => Ok(Box::new(bk::Bk::default())),
+        "auto" => Ok(Box::new(cuda::Auto::default())),
+        "bk" => Ok(Box::new(bk::Bk::default())),
+        "cuda-grid" => Ok(Box::new(cuda::CudaGrid::default())),
         "dinic" => Ok(Box::new(reference::Dinic)),
         _ => Err(Error::Unsupported(format!(
             "unknown solver '{name}' (available: {})",
