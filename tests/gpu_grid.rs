@@ -1,0 +1,308 @@
+//! The `cuda-grid` solver against BK: the same flow value and the same canonical cut, and a
+//! certificate on every solve. Without a usable GPU each test says so and returns, unless
+//! `SEGCUT_REQUIRE_GPU=1` is set (on the GPU machine): then it fails.
+
+mod common;
+
+use segcut::gen::grid::{vision_grid, GridSpec};
+use segcut::graph::{Cap, Connectivity, GridGraph};
+use segcut::maxflow::bk::Bk;
+use segcut::maxflow::cuda::{self, CudaGrid};
+use segcut::maxflow::{solver_by_name, verify, Solver};
+use segcut::rng::Rng;
+use segcut::Error;
+
+const ALL: [Connectivity; 4] = [
+    Connectivity::N4,
+    Connectivity::N8,
+    Connectivity::N6,
+    Connectivity::N26,
+];
+
+/// Whether a GPU is usable; false (skip) only when none is and none is required.
+fn gpu_or_skip() -> bool {
+    match cuda::gpu_unavailable_reason() {
+        None => true,
+        Some(why) if std::env::var_os("SEGCUT_REQUIRE_GPU").is_some_and(|v| v != "0") => {
+            panic!("SEGCUT_REQUIRE_GPU is set but no GPU is usable: {why}")
+        }
+        Some(why) => {
+            eprintln!("skipped: no usable GPU ({why}); set SEGCUT_REQUIRE_GPU=1 to require one");
+            false
+        }
+    }
+}
+
+/// Solves `g` with cuda-grid and BK and checks that they agree exactly and that the GPU's cut
+/// carries a certificate. Returns the flow.
+fn check_against_bk(g: &GridGraph, what: &str) -> i64 {
+    let gpu = CudaGrid::default()
+        .solve_grid(g)
+        .unwrap_or_else(|e| panic!("{what}: cuda-grid failed: {e}"));
+    let bk = Bk::default().solve_grid(g).unwrap();
+    assert_eq!(gpu.flow, bk.flow, "{what}: flow value");
+    if gpu.sink_side != bk.sink_side {
+        let v = (0..bk.sink_side.len())
+            .find(|&v| gpu.sink_side[v] != bk.sink_side[v])
+            .unwrap();
+        panic!(
+            "{what}: canonical cuts differ first at node {v} {:?} (gpu {}, bk {})",
+            g.coords(v),
+            gpu.sink_side[v],
+            bk.sink_side[v]
+        );
+    }
+    verify(g, &gpu).unwrap_or_else(|e| panic!("{what}: certificate: {e}"));
+    gpu.flow
+}
+
+/// Kinds of random capacity.
+#[derive(Clone, Copy, Debug)]
+enum Caps {
+    /// Small values, many of them zero.
+    Small,
+    /// Only n-links: no terminal arcs, so the flow is 0.
+    NoTerminals,
+    /// Weak source arcs, strong sink arcs and n-links: every source arc is saturated.
+    Saturated,
+    /// Pairs of opposite capacities summing to nearly `i32::MAX`, terminals near it too.
+    NearLimits,
+    /// A few terminal arcs far apart, so flow must travel long paths.
+    Sparse,
+}
+
+fn random_grid(rng: &mut Rng, conn: Connectivity, kind: Caps, max_side: u64) -> GridGraph {
+    let side = |rng: &mut Rng| 1 + rng.below(max_side) as usize;
+    let (w, h) = (side(rng), side(rng));
+    let d = if conn.is_3d() { side(rng) } else { 1 };
+    let mut g = GridGraph::new(w, h, d, conn).unwrap();
+    let n = g.num_nodes();
+    let small = |rng: &mut Rng, hi: u64| -> Cap {
+        if rng.below(3) == 0 {
+            0
+        } else {
+            rng.below(hi + 1) as Cap
+        }
+    };
+    for dir in (0..conn.degree()).step_by(2) {
+        let mut pairs = Vec::new();
+        g.for_each_arc(dir, |v, u| pairs.push((v, u)));
+        for (v, u) in pairs {
+            let (a, b) = match kind {
+                Caps::Small | Caps::NoTerminals | Caps::Sparse => (small(rng, 9), small(rng, 9)),
+                Caps::Saturated => (50 + rng.below(50) as Cap, 50 + rng.below(50) as Cap),
+                Caps::NearLimits => {
+                    let a = Cap::MAX - rng.below(1000) as Cap;
+                    (
+                        a,
+                        (Cap::MAX - a) - rng.below((Cap::MAX - a) as u64 + 1) as Cap,
+                    )
+                }
+            };
+            g.caps_mut(dir)[v] = a;
+            g.caps_mut(dir ^ 1)[u] = b;
+        }
+    }
+    let (src, snk) = g.terminal_caps_mut();
+    for v in 0..n {
+        let (s, t) = match kind {
+            Caps::Small => (small(rng, 20), small(rng, 20)),
+            Caps::NoTerminals => (0, 0),
+            Caps::Saturated => (rng.below(3) as Cap, 1000),
+            Caps::NearLimits => (
+                Cap::MAX - rng.below(100) as Cap,
+                Cap::MAX - rng.below(100) as Cap,
+            ),
+            Caps::Sparse => match rng.below(20) {
+                0 => (1 + rng.below(30) as Cap, 0),
+                1 => (0, 1 + rng.below(30) as Cap),
+                _ => (0, 0),
+            },
+        };
+        // Near the limits, make half the nodes pure sources or sinks so that flow has to move.
+        let (s, t) = match (kind, rng.below(2)) {
+            (Caps::NearLimits, 0) => (s, 0),
+            (Caps::NearLimits, _) => (0, t),
+            _ => (s, t),
+        };
+        src[v] = s;
+        snk[v] = t;
+    }
+    g
+}
+
+#[test]
+fn agrees_with_bk_on_1000_random_grids() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let kinds = [
+        Caps::Small,
+        Caps::NoTerminals,
+        Caps::Saturated,
+        Caps::NearLimits,
+        Caps::Sparse,
+    ];
+    let mut rng = Rng::new(0x5e9c_0007);
+    let mut count = 0;
+    for i in 0..1000u64 {
+        let conn = ALL[(i % 4) as usize];
+        let kind = kinds[((i / 4) % kinds.len() as u64) as usize];
+        // Sizes from 1×1 upward; 3D sides shorter to keep the node counts comparable.
+        let max_side = match (conn.is_3d(), i % 10) {
+            (_, 0) => 2,
+            (false, _) => 40,
+            (true, _) => 9,
+        };
+        let g = random_grid(&mut rng, conn, kind, max_side);
+        let what = format!("grid #{i} {conn} {:?} {kind:?}", g.dims());
+        let flow = check_against_bk(&g, &what);
+        if matches!(kind, Caps::NoTerminals) {
+            assert_eq!(flow, 0, "{what}");
+        }
+        count += 1;
+    }
+    assert_eq!(count, 1000);
+}
+
+#[test]
+fn single_node_grids() {
+    if !gpu_or_skip() {
+        return;
+    }
+    for conn in ALL {
+        for (s, t) in [(0, 0), (5, 0), (0, 5), (3, 7), (7, 3), (Cap::MAX, Cap::MAX)] {
+            let mut g = GridGraph::new(1, 1, 1, conn).unwrap();
+            g.set_terminals(0, s, t);
+            let flow = check_against_bk(&g, &format!("1x1 {conn} s={s} t={t}"));
+            assert_eq!(flow, s.min(t) as i64);
+        }
+    }
+}
+
+#[test]
+fn vision_grids_2d_and_3d() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let specs = [
+        GridSpec::new_2d(512, 512, Connectivity::N4).with_scale(10),
+        GridSpec::new_2d(512, 512, Connectivity::N4).with_scale(100),
+        GridSpec::new_2d(384, 384, Connectivity::N8).with_scale(10),
+        GridSpec::new_2d(384, 384, Connectivity::N8).with_scale(100),
+        GridSpec::new_3d(64, 64, 64, Connectivity::N6).with_scale(10),
+        GridSpec::new_3d(64, 64, 64, Connectivity::N6).with_scale(100),
+        GridSpec::new_3d(40, 40, 40, Connectivity::N26).with_scale(10),
+        GridSpec::new_3d(40, 40, 40, Connectivity::N26).with_scale(100),
+    ];
+    for spec in specs {
+        let g = vision_grid(&spec).unwrap();
+        let mut solver = CudaGrid::default();
+        let t = std::time::Instant::now();
+        let cut = solver.solve_grid(&g).unwrap();
+        let gpu_ms = t.elapsed().as_secs_f64() * 1e3;
+        let t = std::time::Instant::now();
+        let bk = Bk::default().solve_grid(&g).unwrap();
+        let bk_ms = t.elapsed().as_secs_f64() * 1e3;
+        eprintln!(
+            "{spec:?}: flow {} | cuda-grid {gpu_ms:.1} ms ({} rounds, {} global relabels, {} \
+             BFS levels) | bk {bk_ms:.1} ms",
+            cut.flow, solver.stats.rounds, solver.stats.global_relabels, solver.stats.bfs_levels
+        );
+        assert_eq!(cut.flow, bk.flow, "{spec:?}");
+        assert!(cut.sink_side == bk.sink_side, "{spec:?}: canonical cut");
+        verify(&g, &cut).unwrap();
+    }
+}
+
+#[test]
+fn repeated_solves_give_identical_cuts() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let g = vision_grid(&GridSpec::new_2d(200, 150, Connectivity::N8).with_scale(100)).unwrap();
+    let mut solver = CudaGrid::default();
+    let first = solver.solve_grid(&g).unwrap();
+    verify(&g, &first).unwrap();
+    for _ in 0..4 {
+        assert_eq!(solver.solve_grid(&g).unwrap(), first);
+    }
+}
+
+/// The Waterloo crops are 4-connected grids in the file's node order (node id k is pixel k - 3);
+/// read independently of segcut's DIMACS reader.
+#[test]
+fn waterloo_crops_as_grids() {
+    if !gpu_or_skip() {
+        return;
+    }
+    for (path, expected) in common::waterloo_crops() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let side: usize = path
+            .file_stem()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .rsplit('x')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let (s, t, arcs) = common::raw_arcs(&text);
+        assert_eq!((s, t), (1, 2), "{}", path.display());
+        let mut g = GridGraph::new_2d(side, side, Connectivity::N4).unwrap();
+        for (u, v, cap) in arcs {
+            let cap = cap as Cap;
+            let (su, sv) = (u as usize, v as usize);
+            match (u, v) {
+                (1, _) if v > 2 => g.terminal_caps_mut().0[sv - 3] += cap,
+                (_, 2) if u > 2 => g.terminal_caps_mut().1[su - 3] += cap,
+                _ if u > 2 && v > 2 => {
+                    let d = g.direction(su - 3, sv - 3).expect("a grid arc");
+                    g.caps_mut(d)[su - 3] += cap;
+                }
+                _ => {} // arcs into the source or out of the sink carry no flow
+            }
+        }
+        let flow = check_against_bk(&g, &path.display().to_string());
+        assert_eq!(flow, expected, "{}", path.display());
+    }
+}
+
+#[test]
+fn general_graphs_are_refused_and_auto_solves_both() {
+    // Runs with or without a GPU: auto must always answer.
+    let mut rng = Rng::new(11);
+    let g = random_grid(&mut rng, Connectivity::N8, Caps::Small, 12);
+    let csr = g.to_csr().unwrap();
+    let err = CudaGrid::default().solve_csr(&csr).unwrap_err();
+    assert!(matches!(err, Error::Unsupported(_)), "{err}");
+    let mut auto = solver_by_name("auto").unwrap();
+    let a = auto.solve_grid(&g).unwrap();
+    let b = auto.solve_csr(&csr).unwrap();
+    let bk = Bk::default().solve_grid(&g).unwrap();
+    assert_eq!(a, bk);
+    assert_eq!(b.flow, bk.flow);
+    assert_eq!(solver_by_name("cuda-grid").unwrap().name(), "cuda-grid");
+}
+
+#[test]
+fn without_a_gpu_the_solver_errors_instead_of_panicking() {
+    if cuda::gpu_available() {
+        return; // covered by the tests above
+    }
+    let mut g = GridGraph::new_2d(3, 3, Connectivity::N4).unwrap();
+    g.set_terminals(0, 4, 0);
+    g.set_terminals(8, 0, 4);
+    let err = CudaGrid::default().solve_grid(&g).unwrap_err();
+    assert!(matches!(err, Error::Unsupported(_)), "{err}");
+}
+
+#[test]
+fn invalid_grids_are_errors_before_the_gpu() {
+    let mut g = GridGraph::new_2d(2, 1, Connectivity::N4).unwrap();
+    g.caps_mut(0)[0] = Cap::MAX;
+    g.caps_mut(1)[1] = 1; // pair sum exceeds i32
+    let err = CudaGrid::default().solve_grid(&g).unwrap_err();
+    assert!(matches!(err, Error::Overflow(_)), "{err}");
+}
