@@ -146,6 +146,10 @@ impl Solver for CudaGrid {
         g.validate()?;
         let shape = check_shape(g)?;
         let gpu = runtime::gpu()?;
+        // Test harnesses and servers solve from many threads: make the context current on this one.
+        gpu.ctx
+            .bind_to_thread()
+            .map_err(|e| driver_err("cuCtxSetCurrent", e))?;
         let module = gpu.module("grid_pr")?;
         let load = |name: &str| {
             module
