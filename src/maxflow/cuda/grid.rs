@@ -513,6 +513,12 @@ mod emulation {
     }
 
     fn emulate(g: &GridGraph, rng: &mut Rng, stale: bool) -> Cut {
+        emulate_counted(g, rng, stale).0
+    }
+
+    /// The emulated solve and its [`GridStats`] (launch counts as the GPU would make them).
+    fn emulate_counted(g: &GridGraph, rng: &mut Rng, stale: bool) -> (Cut, GridStats) {
+        let mut stats = GridStats::default();
         let (base, excess, sink_r) = saturate_terminals(g).unwrap();
         let n = g.num_nodes();
         let mut st = State {
@@ -532,10 +538,13 @@ mod emulation {
         };
         loop {
             let levels = bfs(g, &mut st);
+            stats.global_relabels += 1;
+            stats.bfs_levels += levels as u64;
             if active(&st) == 0 {
                 break;
             }
             for r in 1..=MIN_ROUNDS.max(levels) {
+                stats.rounds += 1;
                 let seen = stale.then(|| st.label.clone());
                 // Each thread has 4 operations; run them in a random interleaving.
                 let mut left: Vec<(usize, u32)> = (0..n).map(|v| (v, 4)).collect();
@@ -552,9 +561,34 @@ mod emulation {
                 }
             }
         }
-        Cut {
+        let cut = Cut {
             flow: base + st.pushed,
             sink_side: st.label.iter().map(|&l| l <= n as u32).collect(),
+        };
+        (cut, stats)
+    }
+
+    /// Launch counts the GPU solver should make on the test suite's vision grids (run with
+    /// `--ignored --nocapture`; slow: the emulation is sequential).
+    #[test]
+    #[ignore]
+    fn emulated_launch_counts_on_vision_grids() {
+        use crate::gen::grid::{vision_grid, GridSpec};
+        for spec in [
+            GridSpec::new_2d(512, 512, Connectivity::N4).with_scale(10),
+            GridSpec::new_2d(384, 384, Connectivity::N8).with_scale(100),
+            GridSpec::new_3d(64, 64, 64, Connectivity::N6).with_scale(10),
+            GridSpec::new_3d(40, 40, 40, Connectivity::N26).with_scale(100),
+        ] {
+            let g = vision_grid(&spec).unwrap();
+            let t = std::time::Instant::now();
+            let (cut, stats) = emulate_counted(&g, &mut Rng::new(1), false);
+            let bk = Bk::default().solve_grid(&g).unwrap();
+            assert_eq!(cut.flow, bk.flow);
+            eprintln!(
+                "{spec:?}: {stats:?} ({:.1} s emulated)",
+                t.elapsed().as_secs_f64()
+            );
         }
     }
 
