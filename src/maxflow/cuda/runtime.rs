@@ -21,6 +21,10 @@ pub const KERNELS: &[(&str, &str)] = &[("grid_pr", include_str!("../../../kernel
 /// (`sm_75`) and newer.
 pub const OLDEST_ARCH: &str = "sm_75";
 
+/// The oldest CUDA driver API version the GPU solvers run on (13.0, as `cuDriverGetVersion`
+/// reports it).
+pub const MIN_DRIVER_VERSION: i32 = 13000;
+
 /// The GPU this process uses: device 0, its primary context, and its architecture.
 pub struct Gpu {
     /// The primary context of device 0, shared by every solve in the process.
@@ -129,6 +133,23 @@ pub fn gpu() -> Result<&'static Gpu> {
 fn init_gpu() -> std::result::Result<Gpu, String> {
     if !driver_present() {
         return Err("no CUDA driver (libcuda.so) on this machine".into());
+    }
+    // cudarc is built against CUDA 13 and panics on a missing driver symbol, and NVRTC 13's PTX
+    // needs a 13.x driver: check the version before anything else.
+    let mut version = 0;
+    // SAFETY: cuDriverGetVersion exists in every driver and only writes the integer.
+    let status = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) };
+    if status != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+        return Err(driver_err("cuDriverGetVersion", DriverError(status)).to_string());
+    }
+    if version < MIN_DRIVER_VERSION {
+        return Err(format!(
+            "the CUDA driver supports CUDA {}.{}, segcut's GPU solvers need {}.{} or newer",
+            version / 1000,
+            version % 1000 / 10,
+            MIN_DRIVER_VERSION / 1000,
+            MIN_DRIVER_VERSION % 1000 / 10
+        ));
     }
     let count =
         CudaContext::device_count().map_err(|e| driver_err("cuDeviceGetCount", e).to_string())?;
