@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn segcut(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_segcut"))
+    Command::new(common::segcut_bin())
         .args(args)
         .output()
         .expect("run segcut")

@@ -14,7 +14,7 @@ use segcut::graph::{Connectivity, CsrBuilder, CsrGraph, FlowNetwork, GridGraph, 
 use segcut::rng::Rng;
 use segcut::Error;
 
-const WATERLOO: &str = "/work/shared/data/waterloo";
+mod common;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -521,8 +521,11 @@ fn count_text(text: &str) -> Counted {
 
 #[test]
 fn waterloo_crops() {
+    let Some(data) = common::shared_data() else {
+        return;
+    };
     for (size, flow) in [(16, 50), (32, 186), (64, 590)] {
-        let path = PathBuf::from(format!("{WATERLOO}/tsukuba_crop_{size}x{size}.max"));
+        let path = data.join(format!("waterloo/tsukuba_crop_{size}x{size}.max"));
         let text = std::fs::read_to_string(&path).unwrap();
         let want = count_text(&text);
         let mut seen = Vec::new();
@@ -565,7 +568,10 @@ fn waterloo_crops() {
 fn waterloo_crop_with_grid_hint_loads_as_grid() {
     // The crops use segcut's layout (s = 1, t = 2, row-major pixels from 3), so adding the hint
     // makes them a 4-connected grid with the same capacities.
-    let text = std::fs::read_to_string(format!("{WATERLOO}/tsukuba_crop_32x32.max")).unwrap();
+    let Some(data) = common::shared_data() else {
+        return;
+    };
+    let text = std::fs::read_to_string(data.join("waterloo/tsukuba_crop_32x32.max")).unwrap();
     let plain = read_max(text.as_bytes(), "crop.max").unwrap();
     let hinted = read_max(
         format!("c regulargrid 32 32\n{text}").as_bytes(),

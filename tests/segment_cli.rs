@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn segcut(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_segcut"))
+    Command::new(common::segcut_bin())
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(common::repo_root())
         .output()
         .expect("run segcut")
 }

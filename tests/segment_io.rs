@@ -11,7 +11,7 @@ use segcut::segment::io::{
 use segcut::segment::{Image, Seed, Seeds};
 use std::path::{Path, PathBuf};
 
-const DEV: &str = "/work/shared/data/segmentation/grabcut-bsds-dev";
+mod common;
 
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
@@ -360,11 +360,10 @@ fn seeds_from_missing_or_garbage_files_are_errors() {
 
 #[test]
 fn dev_scribbles_have_both_labels_and_the_image_size() {
-    let dev = Path::new(DEV);
-    if !dev.exists() {
-        eprintln!("skipping: {DEV} not present");
+    let Some(data) = common::shared_data() else {
         return;
-    }
+    };
+    let dev = data.join("segmentation/grabcut-bsds-dev");
     let mut files = 0;
     for entry in std::fs::read_dir(dev.join("images")).unwrap() {
         let img_path = entry.unwrap().path();

@@ -39,7 +39,12 @@ fn run_set(dir: &Path, set: &str, opts: &SegmentOptions, label: &str) -> (f64, f
     let mut rows = Vec::new();
     for id in IDS {
         let image = load_image(&dir.join("images").join(format!("{id}.jpg"))).unwrap();
-        let seeds = load_seeds(&dir.join(set).join(format!("{id}-anno.png")), image.dims).unwrap();
+        let seeds = load_seeds(
+            &dir.join(set).join(format!("{id}-anno.png")),
+            image.dims,
+            &Default::default(),
+        )
+        .unwrap();
         let gt = load_ground_truth(&dir.join("gt").join(format!("{id}.png"))).unwrap();
         assert_eq!(gt.dims, image.dims, "{id}: ground truth size");
         let t = Instant::now();

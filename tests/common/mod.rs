@@ -62,3 +62,26 @@ pub fn raw_arcs(text: &str) -> (u64, u64, Vec<(u64, u64, i64)>) {
     }
     (s, t, arcs)
 }
+
+/// The `segcut` binary: `$SEGCUT_BIN`, else the one cargo built for this test, else `.gpu/bin/segcut`
+/// (test executables packed by `../shared/gpu/pack` run on another machine, from the repo root).
+pub fn segcut_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("SEGCUT_BIN") {
+        return PathBuf::from(p);
+    }
+    let built = PathBuf::from(env!("CARGO_BIN_EXE_segcut"));
+    if built.exists() {
+        return built;
+    }
+    PathBuf::from(".gpu/bin/segcut")
+}
+
+/// The repository root: where cargo built the tests, or the working directory (packed tests).
+pub fn repo_root() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    if root.join("samples").is_dir() {
+        root
+    } else {
+        std::env::current_dir().expect("working directory")
+    }
+}
