@@ -46,6 +46,11 @@ fn run_set(dir: &Path, set: &str, opts: &SegmentOptions, label: &str) -> (f64, f
         let seg = segment(&image, &seeds, opts).unwrap();
         let ms = t.elapsed().as_secs_f64() * 1e3;
         assert!(seg.verified);
+        if std::env::var_os("SEG_TIMES").is_some() {
+            for it in &seg.stats.iterations {
+                eprintln!("{id} models {:?} graph {:?} solve {:?} changed {}", it.models, it.graph, it.solve, it.changed);
+            }
+        }
         let s = score(&seg.mask, &gt).unwrap();
         rows.push(Row {
             id,
@@ -100,6 +105,7 @@ fn reference_options() -> SegmentOptions {
         model: ModelKind::Gmm { components: 5 },
         color_space: ColorSpace::AsIs,
         iterations: 1,
+        seed_weight: 0.0,
         ..SegmentOptions::default()
     }
 }
@@ -132,6 +138,9 @@ fn explore() {
         } else {
             ColorSpace::AsIs
         };
+    }
+    if let Some(v) = var("SEG_MIX") {
+        opts.seed_weight = v.parse().unwrap();
     }
     if let Some(v) = var("SEG_K") {
         opts.model = ModelKind::Gmm {

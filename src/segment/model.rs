@@ -26,7 +26,7 @@ use crate::{Error, Result};
 
 /// Fits on more samples than this use an evenly strided subset: the fit costs `O(samples)` per EM
 /// step, and a few tens of thousands of samples pin down five Gaussians in a few dimensions.
-pub const MAX_FIT_SAMPLES: usize = 40_000;
+pub const MAX_FIT_SAMPLES: usize = 12_000;
 
 /// The seed of the k-means++ initialisation: fits are deterministic.
 pub const GMM_SEED: u64 = 0x5E6C_u64;

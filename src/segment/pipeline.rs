@@ -18,7 +18,7 @@
 //! ```
 
 use super::energy::{self, Energy, EnergyOptions};
-use super::model::{Model, ModelKind, ModelParams};
+use super::model::{ColorModel, Model, ModelKind, ModelParams};
 use super::{Image, Seed, Seeds};
 use crate::graph::{Connectivity, GridGraph};
 use crate::maxflow::{solver_by_name, verify};
@@ -51,6 +51,9 @@ pub struct SegmentOptions {
     /// Most cuts to make: 1 is plain Boykov–Jolly; more refit the models on the last mask
     /// (GrabCut) and stop early when the mask no longer changes.
     pub iterations: usize,
+    /// Weight `w` of the seed-fitted model in the refit rounds: each class's likelihood is
+    /// `(1 − w)·p_refit + w·p_seeds`. 0 is plain GrabCut; 1 keeps the seed models throughout.
+    pub seed_weight: f64,
     /// Max-flow solver name (see [`crate::maxflow::SOLVER_NAMES`]).
     pub solver: String,
     /// Check every cut's optimality certificate with [`verify`].
@@ -64,11 +67,12 @@ impl Default for SegmentOptions {
     fn default() -> Self {
         SegmentOptions {
             connectivity: None,
-            lambda: 50.0,
+            lambda: 100.0,
             sigma: None,
             model: ModelKind::Gmm { components: 5 },
-            color_space: ColorSpace::AsIs,
-            iterations: 1,
+            color_space: ColorSpace::Lab,
+            iterations: 5,
+            seed_weight: 0.5,
             solver: "bk".into(),
             verify: true,
             keep_graph: false,
@@ -257,11 +261,14 @@ fn fit_models(
     bg_pixel: impl Fn(usize) -> bool,
     buf: &mut Vec<f32>,
 ) -> Result<(Model, Model)> {
+    let mut other = Vec::new();
     gather(image, fg_pixel, buf);
-    let fg = Model::fit(kind, buf, params, "foreground")?;
-    gather(image, bg_pixel, buf);
-    let bg = Model::fit(kind, buf, params, "background")?;
-    Ok((fg, bg))
+    gather(image, bg_pixel, &mut other);
+    let (fg, bg) = rayon::join(
+        || Model::fit(kind, buf, params, "foreground"),
+        || Model::fit(kind, &other, params, "background"),
+    );
+    Ok((fg?, bg?))
 }
 
 /// Fits the models on the seeds and builds the first round's graph (what `--export-graph`
@@ -287,6 +294,12 @@ pub fn build_graph(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Resul
 pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Segmentation> {
     energy::check_image(image)?;
     let seed_counts = check_seeds(image, seeds)?;
+    if !(0.0..=1.0).contains(&opts.seed_weight) {
+        return Err(Error::Input {
+            file: "segment options".into(),
+            msg: format!("seed_weight must be in [0, 1], got {}", opts.seed_weight),
+        });
+    }
     if opts.iterations == 0 {
         return Err(Error::Input {
             file: "segment options".into(),
@@ -304,6 +317,7 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
     let mut rounds = Vec::new();
     let mut buf = Vec::new();
     let mut energy: Option<Energy> = None;
+    let mut seed_models: Option<(Model, Model)> = None;
     let (mut flow, mut value) = (0, 0.0);
     for round in 0..opts.iterations {
         let t0 = Instant::now();
@@ -319,6 +333,12 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
         } else {
             fit_models(&work, &params, opts.model, |i| mask[i], |i| !mask[i], &mut buf)?
         };
+        if round == 0 {
+            seed_models = Some((fg.clone(), bg.clone()));
+        }
+        let (sf, sb) = seed_models.as_ref().expect("set in round 0");
+        let w = if round > 0 { opts.seed_weight } else { 0.0 };
+        let (fg, bg) = (Blend::new(fg, sf, w), Blend::new(bg, sb, w));
         let t1 = Instant::now();
         // The n-links do not depend on the models: build them once, redo only the t-links.
         let e = match energy.as_mut() {
@@ -379,4 +399,36 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
         graph: opts.keep_graph.then_some(e.graph),
         stats,
     })
+}
+
+/// A refitted model blended with the seed-fitted one: `p = (1 − w)·p_refit + w·p_seeds`. The
+/// seeds are the only labels the user vouched for; keeping their model in the mix stops a round
+/// that drifted from pulling the next one further away.
+struct Blend<'a> {
+    refit: Model,
+    seeds: Option<&'a Model>,
+    /// `ln(1 − w)` and `ln w`.
+    log_w: [f64; 2],
+}
+
+impl<'a> Blend<'a> {
+    fn new(refit: Model, seeds: &'a Model, w: f64) -> Self {
+        Blend {
+            refit,
+            seeds: (w > 0.0).then_some(seeds),
+            log_w: [(1.0 - w).ln(), w.ln()],
+        }
+    }
+}
+
+impl ColorModel for Blend<'_> {
+    fn neg_log_likelihood(&self, p: &[f32]) -> f64 {
+        let a = self.refit.neg_log_likelihood(p);
+        let Some(seeds) = self.seeds else { return a };
+        let b = seeds.neg_log_likelihood(p);
+        // −ln((1 − w)e^{−a} + w e^{−b}), computed from the smaller cost for stability.
+        let (la, lb) = (self.log_w[0] - a, self.log_w[1] - b);
+        let m = la.max(lb);
+        -(m + ((la - m).exp() + (lb - m).exp()).ln())
+    }
 }
