@@ -8,7 +8,7 @@
 //!   ([`ModelParams::variance_floor`]), so a class of one flat colour, or of a single pixel, still
 //!   has a proper density.
 //! - [`Histogram`]: a joint histogram over the channels with `bins` bins per channel over the
-//!   image's value range, smoothed by one pass of a `[1, 2, 1] / 4` kernel along each channel and an
+//!   image's value range, smoothed by one pass of a `[1, 2, 1] / 4` kernel along each channel (mass-preserving at the ends) and an
 //!   additive count of [`HISTOGRAM_PRIOR`] per bin.
 //!
 //! Both answer [`ColorModel::neg_log_likelihood`], in nats; the energy uses it as a data cost.
@@ -540,16 +540,16 @@ impl Histogram {
         for px in samples.chunks_exact(d) {
             counts[h.bin(px)] += 1.0;
         }
-        // One [1, 2, 1] / 4 pass along each channel axis (ends reflect), so that near colours
-        // share evidence.
+        // One [1, 2, 1] / 4 pass along each channel axis, so that near colours share evidence;
+        // at the ends the share that would leave the range stays in the end bin (mass is kept).
         let mut stride = 1;
         let mut tmp = counts.clone();
         for _ in 0..d {
             if bins > 1 {
                 for (i, t) in tmp.iter_mut().enumerate() {
                     let b = (i / stride) % bins;
-                    let lo = if b > 0 { i - stride } else { i + stride };
-                    let hi = if b + 1 < bins { i + stride } else { i - stride };
+                    let lo = if b > 0 { i - stride } else { i };
+                    let hi = if b + 1 < bins { i + stride } else { i };
                     *t = 0.25 * counts[lo] + 0.5 * counts[i] + 0.25 * counts[hi];
                 }
                 std::mem::swap(&mut counts, &mut tmp);
