@@ -46,7 +46,10 @@ fn beta_matches_the_formula_on_a_tiny_image() {
     assert!((beta(&img, Connectivity::N8, None) - 1.0 / (2.0 * mean8)).abs() < 1e-12);
     assert_eq!(beta(&img, Connectivity::N4, Some(2.0)), 1.0 / 8.0);
     // A flat image has no contrast: β = 0, not infinity.
-    assert_eq!(beta(&grey(3, 3, 1, |_, _, _| 5.0), Connectivity::N8, None), 0.0);
+    assert_eq!(
+        beta(&grey(3, 3, 1, |_, _, _| 5.0), Connectivity::N8, None),
+        0.0
+    );
 }
 
 #[test]
@@ -89,24 +92,49 @@ fn hard_capacity_exceeds_every_nlink_sum_and_seeds_land_on_their_side() {
     let fg_model = fit(GMM1, &[250.0, 240.0], &img, "foreground");
     let bg_model = fit(GMM1, &[5.0, 10.0], &img, "background");
     // The darkest pixel becomes a foreground seed, the brightest a background seed.
-    let dark = (1..63).min_by(|&a, &b| img.data[a].total_cmp(&img.data[b])).unwrap();
-    let bright = (1..63).max_by(|&a, &b| img.data[a].total_cmp(&img.data[b])).unwrap();
+    let dark = (1..63)
+        .min_by(|&a, &b| img.data[a].total_cmp(&img.data[b]))
+        .unwrap();
+    let bright = (1..63)
+        .max_by(|&a, &b| img.data[a].total_cmp(&img.data[b]))
+        .unwrap();
     seeds.labels[dark] = Seed::Foreground;
     seeds.labels[bright] = Seed::Background;
     seeds.labels[0] = Seed::ProbablyForeground; // soft: no hard capacity
-    let e = build_graph(&img, &seeds, &fg_model, &bg_model, &EnergyOptions::default()).unwrap();
+    let e = build_graph(
+        &img,
+        &seeds,
+        &fg_model,
+        &bg_model,
+        &EnergyOptions::default(),
+    )
+    .unwrap();
     let g = &e.graph;
     for v in 0..g.num_nodes() {
         let sum: i64 = (0..8).map(|d| g.caps(d)[v] as i64).sum();
-        assert!((e.hard as i64) > sum, "K {} <= n-link sum {sum} at {v}", e.hard);
+        assert!(
+            (e.hard as i64) > sum,
+            "K {} <= n-link sum {sum} at {v}",
+            e.hard
+        );
         assert!(g.source_caps()[v] <= e.hard && g.sink_caps()[v] <= e.hard);
     }
     assert_eq!((g.source_caps()[dark], g.sink_caps()[dark]), (e.hard, 0));
-    assert_eq!((g.source_caps()[bright], g.sink_caps()[bright]), (0, e.hard));
+    assert_eq!(
+        (g.source_caps()[bright], g.sink_caps()[bright]),
+        (0, e.hard)
+    );
     // A soft seed gets exactly the t-links of an unlabelled pixel.
     let mut unlabelled = seeds.clone();
     unlabelled.labels[0] = Seed::Unknown;
-    let u = build_graph(&img, &unlabelled, &fg_model, &bg_model, &EnergyOptions::default()).unwrap();
+    let u = build_graph(
+        &img,
+        &unlabelled,
+        &fg_model,
+        &bg_model,
+        &EnergyOptions::default(),
+    )
+    .unwrap();
     assert_eq!(
         (g.source_caps()[0], g.sink_caps()[0]),
         (u.graph.source_caps()[0], u.graph.sink_caps()[0])
@@ -114,8 +142,14 @@ fn hard_capacity_exceeds_every_nlink_sum_and_seeds_land_on_their_side() {
     assert!(g.source_caps()[0] == 0 && g.sink_caps()[0] > 0);
     let cut = solver_by_name("bk").unwrap().solve_grid(g).unwrap();
     verify(g, &cut).unwrap();
-    assert!(!cut.sink_side[dark], "foreground seed must be on the source side");
-    assert!(cut.sink_side[bright], "background seed must be on the sink side");
+    assert!(
+        !cut.sink_side[dark],
+        "foreground seed must be on the source side"
+    );
+    assert!(
+        cut.sink_side[bright],
+        "background seed must be on the sink side"
+    );
 }
 
 #[test]
@@ -133,7 +167,10 @@ fn tlinks_are_the_net_model_costs() {
         let px = [img.data[v]];
         let net = (bg.neg_log_likelihood(&px) - fg.neg_log_likelihood(&px)) * e.scale;
         let net = net.clamp(-(e.hard as f64), e.hard as f64);
-        let (s, t) = (e.graph.source_caps()[v] as f64, e.graph.sink_caps()[v] as f64);
+        let (s, t) = (
+            e.graph.source_caps()[v] as f64,
+            e.graph.sink_caps()[v] as f64,
+        );
         assert!((s - t - net).abs() <= 1.0, "pixel {v}: ({s}, {t}) vs {net}");
         assert!(s == 0.0 || t == 0.0);
     }
@@ -198,11 +235,15 @@ fn quantisation_overflow_is_an_error_not_a_wrap() {
 fn non_finite_pixels_and_mismatched_seeds_are_errors() {
     let mut img = grey(4, 3, 1, |_, _, _| 1.0);
     img.data[6] = f32::NAN;
-    let err = build_nlinks(&img, &EnergyOptions::default()).unwrap_err().to_string();
+    let err = build_nlinks(&img, &EnergyOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("x=2, y=1"), "{err}");
     let img = grey(4, 3, 1, |x, _, _| x as f32);
     let seeds = Seeds::unknown([3, 4, 1]);
-    let err = segment(&img, &seeds, &SegmentOptions::default()).unwrap_err().to_string();
+    let err = segment(&img, &seeds, &SegmentOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("3x4x1") && err.contains("4x3x1"), "{err}");
 }
 
@@ -212,28 +253,50 @@ fn missing_seed_classes_are_errors_with_counts() {
     let mut seeds = Seeds::unknown(img.dims);
     seeds.labels[0] = Seed::Background;
     seeds.labels[1] = Seed::Background;
-    let err = segment(&img, &seeds, &SegmentOptions::default()).unwrap_err().to_string();
-    assert!(err.contains("no foreground seeds") && err.contains("2 background"), "{err}");
+    let err = segment(&img, &seeds, &SegmentOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no foreground seeds") && err.contains("2 background"),
+        "{err}"
+    );
     let mut seeds = Seeds::unknown(img.dims);
     seeds.labels[5] = Seed::Foreground;
-    let err = segment(&img, &seeds, &SegmentOptions::default()).unwrap_err().to_string();
-    assert!(err.contains("no background seeds") && err.contains("1 foreground"), "{err}");
+    let err = segment(&img, &seeds, &SegmentOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no background seeds") && err.contains("1 foreground"),
+        "{err}"
+    );
 }
 
 #[test]
 fn model_errors_name_the_class() {
     let img = grey(2, 2, 1, |x, _, _| x as f32);
     let params = ModelParams::from_image(&img.data, 1);
-    let err = Model::fit(GMM1, &[], &params, "background").unwrap_err().to_string();
-    assert!(err.contains("background"), "{err}");
-    let err = Model::fit(ModelKind::Gmm { components: 0 }, &[1.0], &params, "foreground")
+    let err = Model::fit(GMM1, &[], &params, "background")
         .unwrap_err()
         .to_string();
+    assert!(err.contains("background"), "{err}");
+    let err = Model::fit(
+        ModelKind::Gmm { components: 0 },
+        &[1.0],
+        &params,
+        "foreground",
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("foreground"), "{err}");
     let params3 = ModelParams::from_image(&[0.0, 0.0, 0.0], 3);
-    let err = Model::fit(ModelKind::Histogram { bins: 1 << 10 }, &[1.0, 2.0, 3.0], &params3, "foreground")
-        .unwrap_err()
-        .to_string();
+    let err = Model::fit(
+        ModelKind::Histogram { bins: 1 << 10 },
+        &[1.0, 2.0, 3.0],
+        &params3,
+        "foreground",
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("foreground") && err.contains("bins"), "{err}");
 }
 
@@ -266,7 +329,11 @@ fn gmm_recovers_two_clusters() {
 }
 
 fn dist(a: &[f64], b: &[f64; 3]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>().sqrt()
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y) * (x - y))
+        .sum::<f64>()
+        .sqrt()
 }
 
 #[test]
@@ -303,7 +370,11 @@ fn segmentation_is_deterministic_and_follows_the_seeds() {
     let mut data = Vec::new();
     for _y in 0..h {
         for x in 0..w {
-            let base = if x < 22 { [200.0, 60.0, 50.0] } else { [40.0, 90.0, 190.0] };
+            let base = if x < 22 {
+                [200.0, 60.0, 50.0]
+            } else {
+                [40.0, 90.0, 190.0]
+            };
             data.extend(base.map(|b: f64| (b + 15.0 * rng.normal()).clamp(0.0, 255.0) as f32));
         }
     }
@@ -329,7 +400,9 @@ fn segmentation_is_deterministic_and_follows_the_seeds() {
     assert!(a.verified);
     let gt = GroundTruth {
         dims: img.dims,
-        values: (0..w * h).map(|i| if i % w < 22 { 255 } else { 0 }).collect(),
+        values: (0..w * h)
+            .map(|i| if i % w < 22 { 255 } else { 0 })
+            .collect(),
     };
     let s = score(&a.mask, &gt).unwrap();
     assert!(s.error_rate < 2.0, "error {}", s.error_rate);
@@ -356,4 +429,48 @@ fn volumes_use_3d_connectivity() {
         ..Default::default()
     };
     assert!(segment(&img, &seeds, &opts).is_err());
+}
+
+#[test]
+fn grey_cost_table_matches_direct_evaluation() {
+    // Large enough for the tabulated path; integer values (exact nodes), then fractional ones.
+    let mut rng = Rng::new(9);
+    for divisor in [1.0f32, 7.3] {
+        let img = grey(600, 450, 1, |_, _, _| rng.below(4000) as f32 / divisor);
+        let seeds = Seeds::unknown(img.dims);
+        let lo: Vec<f32> = img
+            .data
+            .iter()
+            .copied()
+            .filter(|&v| v < 1000.0 / divisor)
+            .take(500)
+            .collect();
+        let hi: Vec<f32> = img
+            .data
+            .iter()
+            .copied()
+            .filter(|&v| v > 2500.0 / divisor)
+            .take(500)
+            .collect();
+        let kind = ModelKind::Gmm { components: 3 };
+        let fg = fit(kind, &hi, &img, "foreground");
+        let bg = fit(kind, &lo, &img, "background");
+        let opts = EnergyOptions {
+            lambda: 1.0,
+            ..Default::default()
+        };
+        let e = build_graph(&img, &seeds, &fg, &bg, &opts).unwrap();
+        for v in (0..img.num_pixels()).step_by(997) {
+            let px = [img.data[v]];
+            let net = (bg.neg_log_likelihood(&px) - fg.neg_log_likelihood(&px)) * e.scale;
+            let net = net.clamp(-(e.hard as f64), e.hard as f64);
+            let got = (e.graph.source_caps()[v] - e.graph.sink_caps()[v]) as f64;
+            let tol = if divisor == 1.0 { 0.5 } else { 2.0 };
+            assert!(
+                (got - net).abs() <= tol,
+                "pixel {v} value {}: {got} vs {net}",
+                px[0]
+            );
+        }
+    }
 }

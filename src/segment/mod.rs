@@ -11,7 +11,7 @@ pub mod io;
 pub mod model;
 pub mod pipeline;
 
-pub use pipeline::{segment, ColorSpace, Segmentation, SegmentOptions, SegmentStats};
+pub use pipeline::{segment, ColorSpace, SegmentOptions, SegmentStats, Segmentation};
 
 /// An image (depth 1) or a volume, channels interleaved per pixel, as `f32` in the file's own
 /// value range (0–255 for 8-bit, 0–65535 for 16-bit, raw values for float volumes).

@@ -87,19 +87,37 @@ impl ModelParams {
     /// the mean per-channel variance of the image (1 when the image is flat), the histogram
     /// range its per-channel extent.
     pub fn from_image(data: &[f32], channels: usize) -> Self {
+        use rayon::prelude::*;
         let n = data.len() / channels.max(1);
-        let mut range = vec![[f32::INFINITY, f32::NEG_INFINITY]; channels];
-        let mut sum = vec![0.0f64; channels];
-        let mut sum2 = vec![0.0f64; channels];
-        for px in data.chunks_exact(channels) {
-            for c in 0..channels {
-                let v = px[c];
-                range[c][0] = range[c][0].min(v);
-                range[c][1] = range[c][1].max(v);
-                sum[c] += v as f64;
-                sum2[c] += (v as f64) * (v as f64);
-            }
-        }
+        let ch = channels.max(1);
+        // Per channel: [min, max, Σv, Σv²], over chunks in parallel.
+        let stats = data
+            .par_chunks(ch * 4096)
+            .map(|chunk| {
+                let mut s = vec![[f64::INFINITY, f64::NEG_INFINITY, 0.0, 0.0]; ch];
+                for px in chunk.chunks_exact(ch) {
+                    for (st, &v) in s.iter_mut().zip(px) {
+                        let v = v as f64;
+                        st[0] = st[0].min(v);
+                        st[1] = st[1].max(v);
+                        st[2] += v;
+                        st[3] += v * v;
+                    }
+                }
+                s
+            })
+            .reduce(
+                || vec![[f64::INFINITY, f64::NEG_INFINITY, 0.0, 0.0]; ch],
+                |mut a, b| {
+                    for (x, y) in a.iter_mut().zip(&b) {
+                        *x = [x[0].min(y[0]), x[1].max(y[1]), x[2] + y[2], x[3] + y[3]];
+                    }
+                    a
+                },
+            );
+        let range: Vec<[f32; 2]> = stats.iter().map(|s| [s[0] as f32, s[1] as f32]).collect();
+        let sum: Vec<f64> = stats.iter().map(|s| s[2]).collect();
+        let sum2: Vec<f64> = stats.iter().map(|s| s[3]).collect();
         let mut var = 0.0;
         for c in 0..channels {
             let m = sum[c] / n.max(1) as f64;
@@ -135,7 +153,12 @@ impl ColorModel for Model {
 impl Model {
     /// Fits a model of `kind` on `samples` (`params.channels` values each). `class` names the
     /// class in errors ("foreground", "background").
-    pub fn fit(kind: ModelKind, samples: &[f32], params: &ModelParams, class: &str) -> Result<Self> {
+    pub fn fit(
+        kind: ModelKind,
+        samples: &[f32],
+        params: &ModelParams,
+        class: &str,
+    ) -> Result<Self> {
         let channels = params.channels;
         if channels == 0 || samples.len() % channels != 0 {
             return Err(model_error(
@@ -152,7 +175,10 @@ impl Model {
         match kind {
             ModelKind::Gmm { components } => {
                 if components == 0 {
-                    return Err(model_error(class, "a GMM needs at least 1 component".into()));
+                    return Err(model_error(
+                        class,
+                        "a GMM needs at least 1 component".into(),
+                    ));
                 }
                 Ok(Model::Gmm(Gmm::fit(
                     samples,
@@ -347,8 +373,8 @@ impl Gmm {
             .into_iter()
             .map(|(weight, mean, cov)| {
                 let (inv_chol, log_det) = inverse_cholesky(&cov, d, floor);
-                let log_coef = weight.ln()
-                    - 0.5 * (log_det + d as f64 * (2.0 * std::f64::consts::PI).ln());
+                let log_coef =
+                    weight.ln() - 0.5 * (log_det + d as f64 * (2.0 * std::f64::consts::PI).ln());
                 Component {
                     log_coef,
                     mean,
@@ -356,10 +382,7 @@ impl Gmm {
                 }
             })
             .collect();
-        Gmm {
-            dim: d,
-            components,
-        }
+        Gmm { dim: d, components }
     }
 }
 
@@ -515,7 +538,10 @@ impl Histogram {
     pub fn fit(samples: &[f32], range: &[[f32; 2]], bins: usize, class: &str) -> Result<Self> {
         let d = range.len();
         if bins == 0 {
-            return Err(model_error(class, "a histogram needs at least 1 bin".into()));
+            return Err(model_error(
+                class,
+                "a histogram needs at least 1 bin".into(),
+            ));
         }
         let total = (0..d)
             .try_fold(1usize, |t, _| t.checked_mul(bins))

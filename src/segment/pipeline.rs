@@ -195,22 +195,21 @@ fn check_seeds(image: &Image, seeds: &Seeds) -> Result<[usize; 5]> {
     Ok(c)
 }
 
-/// The image in the working colour space.
-fn prepare(image: &Image, space: ColorSpace) -> std::borrow::Cow<'_, Image> {
+/// `image` in the colour space `space` (borrowed when nothing changes: [`ColorSpace::AsIs`], or
+/// Lab asked of an image without 3 channels).
+pub fn to_color_space(image: &Image, space: ColorSpace) -> std::borrow::Cow<'_, Image> {
     match space {
         ColorSpace::Lab if image.channels == 3 => {
             let max = image.data.iter().fold(0.0f32, |m, &v| m.max(v));
             let full = if max > 255.0 { 65535.0 } else { 255.0 };
             let mut out = image.clone();
             use rayon::prelude::*;
-            out.data
-                .par_chunks_mut(3 * 4096)
-                .for_each(|chunk| {
-                    for px in chunk.chunks_exact_mut(3) {
-                        let lab = srgb_to_lab([px[0] / full, px[1] / full, px[2] / full]);
-                        px.copy_from_slice(&lab);
-                    }
-                });
+            out.data.par_chunks_mut(3 * 4096).for_each(|chunk| {
+                for px in chunk.chunks_exact_mut(3) {
+                    let lab = srgb_to_lab([px[0] / full, px[1] / full, px[2] / full]);
+                    px.copy_from_slice(&lab);
+                }
+            });
             std::borrow::Cow::Owned(out)
         }
         _ => std::borrow::Cow::Borrowed(image),
@@ -276,7 +275,7 @@ fn fit_models(
 pub fn build_graph(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Energy> {
     energy::check_image(image)?;
     check_seeds(image, seeds)?;
-    let work = prepare(image, opts.color_space);
+    let work = to_color_space(image, opts.color_space);
     let params = ModelParams::from_image(&work.data, work.channels);
     let mut buf = Vec::new();
     let (fg, bg) = fit_models(
@@ -308,7 +307,7 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
     }
     let mut solver = solver_by_name(&opts.solver)?;
     let t = Instant::now();
-    let work = prepare(image, opts.color_space);
+    let work = to_color_space(image, opts.color_space);
     let params = ModelParams::from_image(&work.data, work.channels);
     let prepare_time = t.elapsed();
 
@@ -331,7 +330,14 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
                 &mut buf,
             )?
         } else {
-            fit_models(&work, &params, opts.model, |i| mask[i], |i| !mask[i], &mut buf)?
+            fit_models(
+                &work,
+                &params,
+                opts.model,
+                |i| mask[i],
+                |i| !mask[i],
+                &mut buf,
+            )?
         };
         if round == 0 {
             seed_models = Some((fg.clone(), bg.clone()));
