@@ -48,7 +48,10 @@ fn run_set(dir: &Path, set: &str, opts: &SegmentOptions, label: &str) -> (f64, f
         assert!(seg.verified);
         if std::env::var_os("SEG_TIMES").is_some() {
             for it in &seg.stats.iterations {
-                eprintln!("{id} models {:?} graph {:?} solve {:?} changed {}", it.models, it.graph, it.solve, it.changed);
+                eprintln!(
+                    "{id} models {:?} graph {:?} solve {:?} changed {}",
+                    it.models, it.graph, it.solve, it.changed
+                );
             }
         }
         let s = score(&seg.mask, &gt).unwrap();
@@ -115,7 +118,12 @@ fn reference_options() -> SegmentOptions {
 fn reference_pipeline() {
     let Some(dir) = dev_dir() else { return };
     for (set, ..) in REFERENCE {
-        run_set(&dir, set, &reference_options(), "reference (segcut, classic settings)");
+        run_set(
+            &dir,
+            set,
+            &reference_options(),
+            "reference (segcut, classic settings)",
+        );
     }
 }
 
