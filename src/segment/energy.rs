@@ -556,6 +556,9 @@ pub fn set_tlinks(
     }
     if image.channels == 1 {
         if let Some(table) = CostTable::new(image, fg, bg) {
+            if table.exact && table.nodes.iter().all(|c| c.0.min(c.1).is_finite()) {
+                return write_tlinks_exact(energy, image, seeds, &table);
+            }
             return write_tlinks(energy, image, seeds, |px| table.costs(px[0]));
         }
     }
@@ -570,6 +573,8 @@ pub fn set_tlinks(
 /// gets [`COST_TABLE_NODES`] evenly spaced nodes and linear interpolation, far finer than any
 /// component's standard deviation (the covariance floor keeps those above `0.03` of the image's).
 struct CostTable {
+    /// One node per integer value: pixels index the nodes directly.
+    exact: bool,
     lo: f32,
     inv_step: f32,
     /// `(D_fg, D_bg)` per node.
@@ -603,6 +608,7 @@ impl CostTable {
             })
             .collect();
         Some(CostTable {
+            exact: step == 1.0,
             lo,
             inv_step: (1.0 / step) as f32,
             nodes,
@@ -622,6 +628,55 @@ impl CostTable {
         let b = self.nodes[i + 1];
         (a.0 + f * (b.0 - a.0), a.1 + f * (b.1 - a.1))
     }
+}
+
+/// [`write_tlinks`] for an exact grey table: each node's capacities are computed once, each
+/// pixel copies its value's pair.
+fn write_tlinks_exact(
+    energy: &mut Energy,
+    image: &Image,
+    seeds: &Seeds,
+    table: &CostTable,
+) -> Result<()> {
+    let (k, scale) = (energy.hard, energy.scale);
+    let node_caps: Vec<(Cap, Cap, f64)> = table
+        .nodes
+        .iter()
+        .map(|&(dfg, dbg)| {
+            let net = (dbg - dfg) * scale;
+            let c = (net.abs().min(k as f64) + 0.5) as Cap;
+            let (s, t) = if net > 0.0 { (c, 0) } else { (0, c) };
+            (s, t, dfg.min(dbg))
+        })
+        .collect();
+    let w = image.dims[0];
+    let lo = table.lo;
+    let (data, labels) = (&image.data, &seeds.labels);
+    let (source, sink) = energy.graph.terminal_caps_mut();
+    energy.unary_constant = source
+        .par_chunks_mut(w)
+        .zip(sink.par_chunks_mut(w))
+        .enumerate()
+        .map(|(row, (src, snk))| {
+            let mut constant = 0.0;
+            let base = row * w;
+            for x in 0..src.len() {
+                let (s, t) = match labels[base + x] {
+                    Seed::Foreground => (k, 0),
+                    Seed::Background => (0, k),
+                    _ => {
+                        let (s, t, m) = node_caps[(data[base + x] - lo) as usize];
+                        constant += m;
+                        (s, t)
+                    }
+                };
+                src[x] = s;
+                snk[x] = t;
+            }
+            constant
+        })
+        .sum();
+    Ok(())
 }
 
 /// The t-link loop, rows in parallel, with `costs(pixel) = (D_fg, D_bg)`.
