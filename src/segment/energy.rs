@@ -369,8 +369,8 @@ fn fill_nlinks_grey_integer(
     let [w, h, _] = dims;
     let conn = graph.connectivity();
     let mut tables: Vec<(f64, Vec<Cap>)> = Vec::new();
-    for d in 0..conn.degree() {
-        if !tables.iter().any(|(dd, _)| *dd == dist[d]) {
+    for (d, &length) in dist.iter().enumerate().take(conn.degree()) {
+        if !tables.iter().any(|(dd, _)| *dd == length) {
             let t = (0..=span)
                 .map(|delta| {
                     let d2 = (delta * delta) as f64;
@@ -442,11 +442,11 @@ fn fill_nlinks(graph: &mut GridGraph, k: &impl Dist2, beta: f32, dist: &[f64], t
     let dims = graph.dims();
     let [w, h, _] = dims;
     let conn = graph.connectivity();
-    for d in 0..conn.degree() {
+    for (d, &length) in dist.iter().enumerate().take(conn.degree()) {
         let off = conn.offsets()[d];
         let [xr, yr, zr] = valid_ranges(dims, off);
         let step = step_of(dims, off);
-        let inv_dist = (1.0 / dist[d]) as f32;
+        let inv_dist = (1.0 / length) as f32;
         graph
             .caps_mut(d)
             .par_chunks_mut(w)

@@ -160,7 +160,7 @@ impl Model {
         class: &str,
     ) -> Result<Self> {
         let channels = params.channels;
-        if channels == 0 || samples.len() % channels != 0 {
+        if channels == 0 || !samples.len().is_multiple_of(channels) {
             return Err(model_error(
                 class,
                 format!(
@@ -226,7 +226,7 @@ impl Gmm {
     /// Fits up to `k` components on `samples` (`dim` values each), adding `variance_floor` to
     /// every covariance diagonal. Uses fewer components when there are fewer distinct samples.
     pub fn fit(samples: &[f32], dim: usize, k: usize, variance_floor: f64) -> Result<Self> {
-        if dim == 0 || samples.len() % dim != 0 || samples.is_empty() {
+        if dim == 0 || !samples.len().is_multiple_of(dim) || samples.is_empty() {
             return Err(Error::Input {
                 file: "GMM".into(),
                 msg: format!("cannot fit on {} values of dimension {dim}", samples.len()),
@@ -554,7 +554,7 @@ impl Histogram {
                     ),
                 )
             })?;
-        if d == 0 || samples.is_empty() || samples.len() % d != 0 {
+        if d == 0 || samples.is_empty() || !samples.len().is_multiple_of(d) {
             return Err(model_error(class, "no samples to fit the model on".into()));
         }
         let mut h = Histogram {
