@@ -539,6 +539,10 @@ pub fn build_nlinks(image: &Image, opts: &EnergyOptions) -> Result<Energy> {
 
 /// Writes the t-links of `energy` from the seeds and the two models (replacing any earlier ones):
 /// hard seeds get `(K, 0)` / `(0, K)`, every other pixel its net data cost, clamped to `K`.
+///
+/// Grey images of at least `4 ·` [`COST_TABLE_NODES`] pixels evaluate the models on a table over
+/// their value range instead of per pixel: one node per value for integer data (exact), else
+/// [`COST_TABLE_NODES`] + 1 nodes with linear interpolation.
 pub fn set_tlinks(
     energy: &mut Energy,
     image: &Image,
@@ -581,7 +585,7 @@ struct CostTable {
     nodes: Vec<(f64, f64)>,
 }
 
-/// Most nodes of a [`CostTable`].
+/// Most nodes of the table that grey images tabulate their two models on (see [`set_tlinks`]).
 pub const COST_TABLE_NODES: usize = 1 << 16;
 
 impl CostTable {

@@ -30,8 +30,9 @@ use std::time::{Duration, Instant};
 pub enum ColorSpace {
     /// The image's own values.
     AsIs,
-    /// CIE L*a*b* (D65) for 3-channel images whose values are 8-bit or 16-bit sRGB; other images
-    /// are used as they are.
+    /// CIE L*a*b* (D65) for 3-channel images whose values are 8-bit or 16-bit sRGB (a maximum
+    /// above 255 means 16-bit); other images (grey, values outside `0..=65535`) are used as they
+    /// are.
     Lab,
 }
 
@@ -196,10 +197,10 @@ fn check_seeds(image: &Image, seeds: &Seeds) -> Result<[usize; 5]> {
 }
 
 /// `image` in the colour space `space` (borrowed when nothing changes: [`ColorSpace::AsIs`], or
-/// Lab asked of an image without 3 channels).
+/// Lab asked of an image that is not 3-channel 8/16-bit data).
 pub fn to_color_space(image: &Image, space: ColorSpace) -> std::borrow::Cow<'_, Image> {
     match space {
-        ColorSpace::Lab if image.channels == 3 => {
+        ColorSpace::Lab if image.channels == 3 && srgb_range(&image.data) => {
             let max = image.data.iter().fold(0.0f32, |m, &v| m.max(v));
             let full = if max > 255.0 { 65535.0 } else { 255.0 };
             let mut out = image.clone();
@@ -214,6 +215,11 @@ pub fn to_color_space(image: &Image, space: ColorSpace) -> std::borrow::Cow<'_, 
         }
         _ => std::borrow::Cow::Borrowed(image),
     }
+}
+
+/// Whether `data` can be 8- or 16-bit sRGB: nothing below 0 or above 65535.
+fn srgb_range(data: &[f32]) -> bool {
+    data.iter().all(|&v| (0.0..=65535.0).contains(&v))
 }
 
 /// sRGB in `[0, 1]` → CIE L*a*b* (D65 white).
