@@ -474,3 +474,74 @@ fn grey_cost_table_matches_direct_evaluation() {
         }
     }
 }
+
+#[test]
+fn one_component_gmm_is_the_regularised_gaussian() {
+    // Against the closed form: biased sample covariance plus the floor, 3x3 inverse by cofactors.
+    let mut rng = Rng::new(21);
+    let mut samples = Vec::new();
+    for _ in 0..500 {
+        let (a, b, c) = (rng.normal(), rng.normal(), rng.normal());
+        samples.extend([
+            (50.0 + 9.0 * a) as f32,
+            (80.0 + 4.0 * a + 3.0 * b) as f32,
+            (20.0 + c) as f32,
+        ]);
+    }
+    let floor = 0.7;
+    let g = Gmm::fit(&samples, 3, 1, floor).unwrap();
+    let n = 500.0;
+    let xs: Vec<[f64; 3]> = samples
+        .chunks(3)
+        .map(|p| [p[0] as f64, p[1] as f64, p[2] as f64])
+        .collect();
+    let mut m = [0.0; 3];
+    for x in &xs {
+        for i in 0..3 {
+            m[i] += x[i] / n;
+        }
+    }
+    let mut s = [[0.0; 3]; 3];
+    for x in &xs {
+        for i in 0..3 {
+            for j in 0..3 {
+                s[i][j] += (x[i] - m[i]) * (x[j] - m[j]) / n;
+            }
+        }
+    }
+    for (i, row) in s.iter_mut().enumerate() {
+        row[i] += floor;
+    }
+    let det = s[0][0] * (s[1][1] * s[2][2] - s[1][2] * s[2][1])
+        - s[0][1] * (s[1][0] * s[2][2] - s[1][2] * s[2][0])
+        + s[0][2] * (s[1][0] * s[2][1] - s[1][1] * s[2][0]);
+    let cof = |i: usize, j: usize| {
+        let r: Vec<usize> = (0..3).filter(|&k| k != j).collect();
+        let c: Vec<usize> = (0..3).filter(|&k| k != i).collect();
+        let minor = s[r[0]][c[0]] * s[r[1]][c[1]] - s[r[0]][c[1]] * s[r[1]][c[0]];
+        if (i + j) % 2 == 0 {
+            minor
+        } else {
+            -minor
+        }
+    };
+    for probe in [
+        [50.0f32, 80.0, 20.0],
+        [70.0, 70.0, 25.0],
+        [10.0, 200.0, 0.0],
+    ] {
+        let d: Vec<f64> = (0..3).map(|i| probe[i] as f64 - m[i]).collect();
+        let mut maha = 0.0;
+        for i in 0..3 {
+            for j in 0..3 {
+                maha += d[i] * cof(i, j) / det * d[j];
+            }
+        }
+        let want = 0.5 * (3.0 * (2.0 * std::f64::consts::PI).ln() + det.ln() + maha);
+        let got = g.neg_log_likelihood(&probe);
+        assert!(
+            (got - want).abs() < 1e-6 * want.abs().max(1.0),
+            "{probe:?}: {got} vs {want}"
+        );
+    }
+}

@@ -220,6 +220,9 @@ struct Component {
 pub struct Gmm {
     dim: usize,
     components: Vec<Component>,
+    /// RGB / Lab fast path: per component `[log_coef, μ0, μ1, μ2, l00, l10, l11, l20, l21, l22]`
+    /// (`l` = `L⁻¹`), so the hot loop of the t-links has fixed sizes.
+    packed3: Vec<[f64; 10]>,
 }
 
 impl Gmm {
@@ -369,7 +372,7 @@ impl Gmm {
             }
             comps.push((w / n as f64, mean, cov));
         }
-        let components = comps
+        let components: Vec<Component> = comps
             .into_iter()
             .map(|(weight, mean, cov)| {
                 let (inv_chol, log_det) = inverse_cholesky(&cov, d, floor);
@@ -382,12 +385,32 @@ impl Gmm {
                 }
             })
             .collect();
-        Gmm { dim: d, components }
+        let packed3 = if d == 3 {
+            components
+                .iter()
+                .map(|c: &Component| {
+                    let (m, l) = (&c.mean, &c.inv_chol);
+                    [
+                        c.log_coef, m[0], m[1], m[2], l[0], l[3], l[4], l[6], l[7], l[8],
+                    ]
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Gmm {
+            dim: d,
+            components,
+            packed3,
+        }
     }
 }
 
 impl ColorModel for Gmm {
     fn neg_log_likelihood(&self, pixel: &[f32]) -> f64 {
+        if self.dim == 3 && self.packed3.len() <= 16 {
+            return self.nll3([pixel[0] as f64, pixel[1] as f64, pixel[2] as f64]);
+        }
         let d = self.dim;
         let mut x = [0.0f64; 8];
         let mut logs = [0.0f64; 16];
@@ -403,6 +426,26 @@ impl ColorModel for Gmm {
         let k = self.components.len();
         let m = self.component_logs(&x[..d], &mut logs[..k]);
         -(m + logs[..k].iter().map(|l| (l - m).exp()).sum::<f64>().ln())
+    }
+}
+
+impl Gmm {
+    /// [`ColorModel::neg_log_likelihood`] for 3 channels, from [`Gmm::packed3`].
+    #[inline]
+    fn nll3(&self, x: [f64; 3]) -> f64 {
+        let mut logs = [0.0f64; 16];
+        let mut best = f64::NEG_INFINITY;
+        for (c, o) in self.packed3.iter().zip(logs.iter_mut()) {
+            let (d0, d1, d2) = (x[0] - c[1], x[1] - c[2], x[2] - c[3]);
+            let y0 = c[4] * d0;
+            let y1 = c[5] * d0 + c[6] * d1;
+            let y2 = c[7] * d0 + c[8] * d1 + c[9] * d2;
+            *o = c[0] - 0.5 * (y0 * y0 + y1 * y1 + y2 * y2);
+            best = best.max(*o);
+        }
+        let k = self.packed3.len();
+        let sum: f64 = logs[..k].iter().map(|l| (l - best).exp()).sum();
+        -(best + sum.ln())
     }
 }
 
