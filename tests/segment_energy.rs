@@ -519,7 +519,7 @@ fn one_component_gmm_is_the_regularised_gaussian() {
         let r: Vec<usize> = (0..3).filter(|&k| k != j).collect();
         let c: Vec<usize> = (0..3).filter(|&k| k != i).collect();
         let minor = s[r[0]][c[0]] * s[r[1]][c[1]] - s[r[0]][c[1]] * s[r[1]][c[0]];
-        if (i + j) % 2 == 0 {
+        if (i + j).is_multiple_of(2) {
             minor
         } else {
             -minor
