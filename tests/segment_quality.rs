@@ -168,3 +168,63 @@ fn explore() {
         run_set(&dir, set, &opts, "explore");
     }
 }
+
+/// N6 against N26 on a synthetic volume: a noisy ellipsoid, seeds on a few lines.
+#[test]
+#[ignore = "prints the 3D connectivity comparison (for docs/segmentation.md)"]
+fn volume_connectivity() {
+    use segcut::graph::Connectivity;
+    use segcut::rng::Rng;
+    use segcut::segment::{Image, Seed, Seeds};
+    let n = 80;
+    let mut rng = Rng::new(4);
+    let inside = |x: usize, y: usize, z: usize| {
+        let (a, b, c) = (x as f64 - 40.0, y as f64 - 38.0, z as f64 - 41.0);
+        (a / 28.0).powi(2) + (b / 20.0).powi(2) + (c / 24.0).powi(2) < 1.0
+    };
+    for noise in [10.0, 20.0] {
+        let mut data = Vec::new();
+        let mut truth = Vec::new();
+        for z in 0..n {
+            for y in 0..n {
+                for x in 0..n {
+                    let t = inside(x, y, z);
+                    truth.push(t);
+                    let base = if t { 140.0 } else { 100.0 };
+                    data.push((base + noise * rng.normal()).round() as f32);
+                }
+            }
+        }
+        let image = Image {
+            dims: [n, n, n],
+            channels: 1,
+            data,
+            spacing: [1.0; 3],
+        };
+        let mut seeds = Seeds::unknown(image.dims);
+        for x in 30..50 {
+            seeds.labels[x + n * (38 + n * 41)] = Seed::Foreground;
+            seeds.labels[x + n * (2 + n * 41)] = Seed::Background;
+        }
+        for conn in [Connectivity::N6, Connectivity::N26] {
+            let mut opts = SegmentOptions {
+                connectivity: Some(conn),
+                ..SegmentOptions::default()
+            };
+            if let Some(l) = std::env::var("SEG_LAMBDA")
+                .ok()
+                .and_then(|v| v.parse().ok())
+            {
+                opts.lambda = l;
+            }
+            let t = Instant::now();
+            let seg = segment(&image, &seeds, &opts).unwrap();
+            let wrong = seg.mask.iter().zip(&truth).filter(|(a, b)| a != b).count();
+            println!(
+                "noise {noise}: {conn}: error {:.3} % in {:.0} ms",
+                100.0 * wrong as f64 / truth.len() as f64,
+                t.elapsed().as_secs_f64() * 1e3
+            );
+        }
+    }
+}
