@@ -45,9 +45,7 @@ pub fn load_seeds(path: &Path, dims: [usize; 3]) -> Result<Seeds> {
     let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut dec = png::Decoder::new(std::io::BufReader::new(f));
     dec.set_transformations(png::Transformations::IDENTITY);
-    let mut reader = dec
-        .read_info()
-        .map_err(|e| bad(format!("cannot read PNG: {e}")))?;
+    let mut reader = dec.read_info().map_err(|e| bad(format!("cannot read PNG: {e}")))?;
     let info = reader.info();
     let (w, h) = (info.width as usize, info.height as usize);
     if info.color_type != png::ColorType::Indexed || info.bit_depth != png::BitDepth::Eight {
