@@ -344,7 +344,7 @@ fn ball_volume() -> (Image, Image, Vec<bool>) {
     let mut data = Vec::with_capacity(n);
     let mut labels = vec![0.0f32; n];
     let mut truth = Vec::with_capacity(n);
-    for i in 0..n {
+    for (i, label) in labels.iter_mut().enumerate() {
         let (x, y, z) = (i % 32, (i / 32) % 28, i / (32 * 28));
         // Spacing 1, 1, 2: the ball is round in physical units.
         let r2 = ((x as f64 - 16.0).powi(2) + (y as f64 - 14.0).powi(2))
@@ -354,9 +354,9 @@ fn ball_volume() -> (Image, Image, Vec<bool>) {
         let v = if inside { 180.0 } else { 60.0 } + 15.0 * rng.normal();
         data.push(v.clamp(0.0, 255.0).round() as f32);
         if r2 <= 4.0 {
-            labels[i] = 1.0;
+            *label = 1.0;
         } else if x < 3 && y < 3 {
-            labels[i] = 2.0;
+            *label = 2.0;
         }
     }
     let spacing = [1.0, 1.0, 2.0];

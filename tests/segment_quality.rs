@@ -11,7 +11,7 @@ use segcut::segment::{segment, ColorSpace, SegmentOptions};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-const DEV: &str = "/work/shared/data/segmentation/grabcut-bsds-dev";
+mod common;
 const IDS: [&str; 9] = [
     "124084", "153077", "153093", "181079", "209070", "271008", "326038", "388016", "65019",
 ];
@@ -19,11 +19,13 @@ const IDS: [&str; 9] = [
 /// Reference means (error %, IoU %) of the classic pipeline on scribbles-1 and scribbles-2.
 const REFERENCE: [(&str, f64, f64); 2] = [("scribbles-1", 8.75, 64.0), ("scribbles-2", 3.17, 86.0)];
 
+/// The dev set beside the checkout (`$SEGCUT_DEV_DATA` overrides); `None` skips, unless CI's
+/// `SEGCUT_REQUIRE_DATA` says the data must be there.
 fn dev_dir() -> Option<PathBuf> {
-    let d = std::env::var_os("SEGCUT_DEV_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(DEV));
-    d.join("images").is_dir().then_some(d)
+    if let Some(d) = std::env::var_os("SEGCUT_DEV_DATA") {
+        return Some(PathBuf::from(d));
+    }
+    common::shared_data().map(|d| d.join("segmentation/grabcut-bsds-dev"))
 }
 
 struct Row {
@@ -51,6 +53,14 @@ fn run_set(dir: &Path, set: &str, opts: &SegmentOptions, label: &str) -> (f64, f
         let seg = segment(&image, &seeds, opts).unwrap();
         let ms = t.elapsed().as_secs_f64() * 1e3;
         assert!(seg.verified);
+        if std::env::var_os("SEG_TIMES").is_some() {
+            for it in &seg.stats.iterations {
+                eprintln!(
+                    "{id} models {:?} graph {:?} solve {:?} changed {}",
+                    it.models, it.graph, it.solve, it.changed
+                );
+            }
+        }
         let s = score(&seg.mask, &gt).unwrap();
         rows.push(Row {
             id,
@@ -79,7 +89,7 @@ fn run_set(dir: &Path, set: &str, opts: &SegmentOptions, label: &str) -> (f64, f
 #[test]
 fn defaults_beat_reference() {
     let Some(dir) = dev_dir() else {
-        eprintln!("dev data not found at {DEV} (set SEGCUT_DEV_DATA); skipping");
+        eprintln!("dev data not found (set SEGCUT_DEV_DATA); skipping");
         return;
     };
     let opts = SegmentOptions::default();
@@ -105,6 +115,7 @@ fn reference_options() -> SegmentOptions {
         model: ModelKind::Gmm { components: 5 },
         color_space: ColorSpace::AsIs,
         iterations: 1,
+        seed_weight: 0.0,
         ..SegmentOptions::default()
     }
 }
@@ -143,6 +154,9 @@ fn explore() {
             ColorSpace::AsIs
         };
     }
+    if let Some(v) = var("SEG_MIX") {
+        opts.seed_weight = v.parse().unwrap();
+    }
     if let Some(v) = var("SEG_K") {
         opts.model = ModelKind::Gmm {
             components: v.parse().unwrap(),
@@ -159,5 +173,65 @@ fn explore() {
     println!("{opts:?}");
     for (set, ..) in REFERENCE {
         run_set(&dir, set, &opts, "explore");
+    }
+}
+
+/// N6 against N26 on a synthetic volume: a noisy ellipsoid, seeds on a few lines.
+#[test]
+#[ignore = "prints the 3D connectivity comparison (for docs/segmentation.md)"]
+fn volume_connectivity() {
+    use segcut::graph::Connectivity;
+    use segcut::rng::Rng;
+    use segcut::segment::{Image, Seed, Seeds};
+    let n = 80;
+    let mut rng = Rng::new(4);
+    let inside = |x: usize, y: usize, z: usize| {
+        let (a, b, c) = (x as f64 - 40.0, y as f64 - 38.0, z as f64 - 41.0);
+        (a / 28.0).powi(2) + (b / 20.0).powi(2) + (c / 24.0).powi(2) < 1.0
+    };
+    for noise in [10.0, 20.0] {
+        let mut data = Vec::new();
+        let mut truth = Vec::new();
+        for z in 0..n {
+            for y in 0..n {
+                for x in 0..n {
+                    let t = inside(x, y, z);
+                    truth.push(t);
+                    let base = if t { 140.0 } else { 100.0 };
+                    data.push((base + noise * rng.normal()).round() as f32);
+                }
+            }
+        }
+        let image = Image {
+            dims: [n, n, n],
+            channels: 1,
+            data,
+            spacing: [1.0; 3],
+        };
+        let mut seeds = Seeds::unknown(image.dims);
+        for x in 30..50 {
+            seeds.labels[x + n * (38 + n * 41)] = Seed::Foreground;
+            seeds.labels[x + n * (2 + n * 41)] = Seed::Background;
+        }
+        for conn in [Connectivity::N6, Connectivity::N26] {
+            let mut opts = SegmentOptions {
+                connectivity: Some(conn),
+                ..SegmentOptions::default()
+            };
+            if let Some(l) = std::env::var("SEG_LAMBDA")
+                .ok()
+                .and_then(|v| v.parse().ok())
+            {
+                opts.lambda = l;
+            }
+            let t = Instant::now();
+            let seg = segment(&image, &seeds, &opts).unwrap();
+            let wrong = seg.mask.iter().zip(&truth).filter(|(a, b)| a != b).count();
+            println!(
+                "noise {noise}: {conn}: error {:.3} % in {:.0} ms",
+                100.0 * wrong as f64 / truth.len() as f64,
+                t.elapsed().as_secs_f64() * 1e3
+            );
+        }
     }
 }

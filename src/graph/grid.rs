@@ -157,7 +157,9 @@ impl GridGraph {
         Ok(GridGraph {
             dims: [width, height, depth],
             conn,
-            caps: vec![vec![0; n]; conn.degree()],
+            // One `vec![0; n]` per direction: zeroed allocations stay lazy (calloc), where cloning
+            // a template would write every page up front.
+            caps: (0..conn.degree()).map(|_| vec![0; n]).collect(),
             source: vec![0; n],
             sink: vec![0; n],
         })

@@ -198,47 +198,98 @@ fn valid_ranges(dims: [usize; 3], off: [i32; 3]) -> [std::ops::Range<usize>; 3] 
     [r(dims[0], off[0]), r(dims[1], off[1]), r(dims[2], off[2])]
 }
 
-fn sq_diff(a: &[f32], b: &[f32]) -> f64 {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| {
-            let d = (*x - *y) as f64;
-            d * d
-        })
-        .sum()
+/// Squared colour distance of pixels `v` and `q`, specialised for 1 and 3 channels (the hot
+/// loops of the n-links call it once per arc).
+trait Dist2: Sync {
+    fn dist2(&self, v: usize, q: usize) -> f32;
+}
+
+struct Channels<'a, const C: usize>(&'a [f32]);
+
+impl<const C: usize> Dist2 for Channels<'_, C> {
+    #[inline(always)]
+    fn dist2(&self, v: usize, q: usize) -> f32 {
+        let (a, b) = (&self.0[v * C..v * C + C], &self.0[q * C..q * C + C]);
+        let mut s = 0.0;
+        for c in 0..C {
+            let d = a[c] - b[c];
+            s += d * d;
+        }
+        s
+    }
+}
+
+struct AnyChannels<'a>(&'a [f32], usize);
+
+impl Dist2 for AnyChannels<'_> {
+    fn dist2(&self, v: usize, q: usize) -> f32 {
+        let c = self.1;
+        let (a, b) = (&self.0[v * c..(v + 1) * c], &self.0[q * c..(q + 1) * c]);
+        a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+    }
+}
+
+/// Calls `body` with the [`Dist2`] kernel that fits `image`.
+macro_rules! with_dist2 {
+    ($image:expr, |$k:ident| $body:expr) => {
+        match $image.channels {
+            1 => {
+                let $k = Channels::<1>(&$image.data);
+                $body
+            }
+            3 => {
+                let $k = Channels::<3>(&$image.data);
+                $body
+            }
+            c => {
+                let $k = AnyChannels(&$image.data, c);
+                $body
+            }
+        }
+    };
+}
+
+/// The signed index step of offset `off` in a grid of `dims`.
+fn step_of(dims: [usize; 3], off: [i32; 3]) -> isize {
+    let [w, h, _] = dims;
+    off[0] as isize + w as isize * (off[1] as isize + h as isize * off[2] as isize)
 }
 
 /// The mean of `‖I_p − I_q‖²` over all neighbour pairs of `conn` (each pair once), and how many
 /// pairs there are.
 pub fn mean_sq_diff(image: &Image, conn: Connectivity) -> (f64, u64) {
-    let [w, h, depth] = image.dims;
-    let ch = image.channels;
-    let data = &image.data;
-    let offs = conn.offsets();
+    with_dist2!(image, |k| mean_sq_diff_with(&k, image.dims, conn))
+}
+
+fn mean_sq_diff_with(k: &impl Dist2, dims: [usize; 3], conn: Connectivity) -> (f64, u64) {
+    let [w, h, depth] = dims;
+    let pairs: Vec<_> = conn
+        .offsets()
+        .iter()
+        .step_by(2)
+        .map(|&off| (valid_ranges(dims, off), step_of(dims, off)))
+        .collect();
     let (sum, count) = (0..h * depth)
         .into_par_iter()
         .map(|row| {
             let (y, z) = (row % h, row / h);
-            let mut s = 0.0;
+            let mut s = 0.0f64;
             let mut c = 0u64;
-            for off in offs.iter().step_by(2) {
-                let [xr, yr, zr] = valid_ranges(image.dims, *off);
+            for ([xr, yr, zr], step) in &pairs {
                 if !yr.contains(&y) || !zr.contains(&z) {
                     continue;
                 }
-                let step =
-                    off[0] as isize + w as isize * (off[1] as isize + h as isize * off[2] as isize);
-                for x in xr {
+                let mut row_sum = 0.0f64;
+                for x in xr.clone() {
                     let v = row * w + x;
-                    let q = (v as isize + step) as usize;
-                    s += sq_diff(&data[v * ch..(v + 1) * ch], &data[q * ch..(q + 1) * ch]);
-                    c += 1;
+                    row_sum += k.dist2(v, (v as isize + step) as usize) as f64;
                 }
+                s += row_sum;
+                c += xr.len() as u64;
             }
             (s, c)
         })
         .reduce(|| (0.0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-    let _ = depth;
     (if count > 0 { sum / count as f64 } else { 0.0 }, count)
 }
 
@@ -286,6 +337,136 @@ fn check_options(image: &Image, opts: &EnergyOptions) -> Result<()> {
     Ok(())
 }
 
+/// `(min, max, all integers in `i32` range)` of `data` (the cast test avoids a `trunc` call).
+fn value_range(data: &[f32]) -> (f32, f32, bool) {
+    data.par_chunks(1 << 14)
+        .map(|c| {
+            c.iter()
+                .fold((f32::INFINITY, f32::NEG_INFINITY, true), |(l, h, i), &v| {
+                    (l.min(v), h.max(v), i && (v as i32) as f32 == v)
+                })
+        })
+        .reduce(
+            || (f32::INFINITY, f32::NEG_INFINITY, true),
+            |a, b| (a.0.min(b.0), a.1.max(b.1), a.2 && b.2),
+        )
+}
+
+/// Grey images with integer values spanning fewer than this many levels get their n-links from
+/// a table indexed by the absolute difference: exact, and a load per arc instead of an `exp`.
+pub const NLINK_TABLE_LEVELS: usize = 1 << 16;
+
+/// Integer grey data: every direction's capacities by `|I_p − I_q|` from a per-distance table.
+fn fill_nlinks_grey_integer(
+    graph: &mut GridGraph,
+    data: &[f32],
+    span: usize,
+    beta: f64,
+    dist: &[f64],
+    max_link: f64,
+) {
+    let dims = graph.dims();
+    let [w, h, _] = dims;
+    let conn = graph.connectivity();
+    let mut tables: Vec<(f64, Vec<Cap>)> = Vec::new();
+    for (d, &length) in dist.iter().enumerate().take(conn.degree()) {
+        if !tables.iter().any(|(dd, _)| *dd == length) {
+            let t = (0..=span)
+                .map(|delta| {
+                    let d2 = (delta * delta) as f64;
+                    (max_link * (-beta * d2).exp() / dist[d]).round() as Cap
+                })
+                .collect();
+            tables.push((dist[d], t));
+        }
+        let table = &tables
+            .iter()
+            .find(|(dd, _)| *dd == dist[d])
+            .expect("just added")
+            .1;
+        let off = conn.offsets()[d];
+        let [xr, yr, zr] = valid_ranges(dims, off);
+        let step = step_of(dims, off);
+        graph
+            .caps_mut(d)
+            .par_chunks_mut(w)
+            .enumerate()
+            .for_each(|(row, caps)| {
+                let (y, z) = (row % h, row / h);
+                if !yr.contains(&y) || !zr.contains(&z) {
+                    return;
+                }
+                let base = row * w;
+                for x in xr.clone() {
+                    let v = base + x;
+                    let q = (v as isize + step) as usize;
+                    caps[x] = table[(data[v] - data[q]).abs() as usize];
+                }
+            });
+    }
+}
+
+/// `top · exp(−x)` on `[0, EXP_RANGE]` by linear interpolation between tabulated points.
+struct ExpTable {
+    values: Vec<f32>,
+    end: f32,
+}
+
+impl ExpTable {
+    fn new(top: f64) -> Self {
+        let steps = (EXP_RANGE * EXP_STEPS) as usize;
+        ExpTable {
+            values: (0..=steps + 1)
+                .map(|i| (top * (-(i as f64) / EXP_STEPS).exp()) as f32)
+                .collect(),
+            end: steps as f32,
+        }
+    }
+
+    #[inline(always)]
+    fn at(&self, x: f32) -> f32 {
+        let t = x * EXP_STEPS as f32;
+        if t >= self.end {
+            return 0.0;
+        }
+        let i = t as usize;
+        let f = t - i as f32;
+        let (a, b) = (self.values[i], self.values[i + 1]);
+        a + f * (b - a)
+    }
+}
+
+/// Writes every direction's n-link capacities, rows in parallel. Both arcs of a pair are computed
+/// from the same (symmetric) distance, so they are equal without a copy between the arrays.
+fn fill_nlinks(graph: &mut GridGraph, k: &impl Dist2, beta: f32, dist: &[f64], table: &ExpTable) {
+    let dims = graph.dims();
+    let [w, h, _] = dims;
+    let conn = graph.connectivity();
+    for (d, &length) in dist.iter().enumerate().take(conn.degree()) {
+        let off = conn.offsets()[d];
+        let [xr, yr, zr] = valid_ranges(dims, off);
+        let step = step_of(dims, off);
+        let inv_dist = (1.0 / length) as f32;
+        graph
+            .caps_mut(d)
+            .par_chunks_mut(w)
+            .enumerate()
+            .for_each(|(row, caps)| {
+                let (y, z) = (row % h, row / h);
+                if !yr.contains(&y) || !zr.contains(&z) {
+                    return;
+                }
+                let base = row * w;
+                for x in xr.clone() {
+                    let v = base + x;
+                    let d2 = k.dist2(v, (v as isize + step) as usize);
+                    // Values are non-negative: truncating x + ½ rounds to nearest.
+                    caps[x] = (table.at(beta * d2) * inv_dist + 0.5) as Cap;
+                }
+            });
+    }
+}
+
 /// Builds the n-links of `image` (terminal capacities left zero) and picks the scale and `K`.
 pub fn build_nlinks(image: &Image, opts: &EnergyOptions) -> Result<Energy> {
     check_image(image)?;
@@ -309,64 +490,19 @@ pub fn build_nlinks(image: &Image, opts: &EnergyOptions) -> Result<Energy> {
         )));
     }
 
-    // exp(−x) table, scaled by λ·scale so a lookup is the capacity before the 1/dist factor.
-    let steps = (EXP_RANGE * EXP_STEPS) as usize;
-    let table: Vec<f64> = (0..=steps + 1)
-        .map(|i| max_link * (-(i as f64) / EXP_STEPS).exp())
-        .collect();
-    let lookup = |x: f64| -> f64 {
-        let t = x * EXP_STEPS;
-        if t >= steps as f64 {
-            return 0.0;
-        }
-        let i = t as usize;
-        let f = t - i as f64;
-        table[i] + f * (table[i + 1] - table[i])
-    };
-
-    let ch = image.channels;
-    let data = &image.data;
-    let mut tmp: Vec<Cap> = Vec::new();
-    for d in (0..conn.degree()).step_by(2) {
-        let off = conn.offsets()[d];
-        let [xr, yr, zr] = valid_ranges(image.dims, off);
-        let step = graph.stride(d);
-        let inv_dist = 1.0 / dist[d];
-        graph
-            .caps_mut(d)
-            .par_chunks_mut(w)
-            .enumerate()
-            .for_each(|(row, caps)| {
-                let (y, z) = (row % h, row / h);
-                if !yr.contains(&y) || !zr.contains(&z) {
-                    return;
-                }
-                for x in xr.clone() {
-                    let v = row * w + x;
-                    let q = (v as isize + step) as usize;
-                    let d2 = sq_diff(&data[v * ch..(v + 1) * ch], &data[q * ch..(q + 1) * ch]);
-                    caps[x] = (lookup(beta * d2) * inv_dist).round() as Cap;
-                }
-            });
-        // The reverse arc q → p has the same weight: copy direction d shifted by its stride.
-        tmp.clear();
-        tmp.extend_from_slice(graph.caps(d));
-        let [xr, yr, zr] = valid_ranges(image.dims, conn.offsets()[d ^ 1]);
-        let tmp = &tmp;
-        graph
-            .caps_mut(d ^ 1)
-            .par_chunks_mut(w)
-            .enumerate()
-            .for_each(|(row, caps)| {
-                let (y, z) = (row % h, row / h);
-                if !yr.contains(&y) || !zr.contains(&z) {
-                    return;
-                }
-                for x in xr.clone() {
-                    let u = row * w + x;
-                    caps[x] = tmp[(u as isize - step) as usize];
-                }
-            });
+    let (lo, hi, integral) = value_range(&image.data);
+    if image.channels == 1 && integral && ((hi - lo) as usize) < NLINK_TABLE_LEVELS {
+        let span = (hi - lo) as usize;
+        fill_nlinks_grey_integer(&mut graph, &image.data, span, beta, &dist, max_link);
+    } else {
+        let table = ExpTable::new(max_link);
+        with_dist2!(image, |k| fill_nlinks(
+            &mut graph,
+            &k,
+            beta as f32,
+            &dist,
+            &table
+        ));
     }
 
     // K = 1 + the largest n-link sum of any pixel, in i64.
@@ -403,6 +539,10 @@ pub fn build_nlinks(image: &Image, opts: &EnergyOptions) -> Result<Energy> {
 
 /// Writes the t-links of `energy` from the seeds and the two models (replacing any earlier ones):
 /// hard seeds get `(K, 0)` / `(0, K)`, every other pixel its net data cost, clamped to `K`.
+///
+/// Grey images of at least `4 ·` [`COST_TABLE_NODES`] pixels evaluate the models on a table over
+/// their value range instead of per pixel: one node per value for integer data (exact), else
+/// [`COST_TABLE_NODES`] + 1 nodes with linear interpolation.
 pub fn set_tlinks(
     energy: &mut Energy,
     image: &Image,
@@ -418,6 +558,138 @@ pub fn set_tlinks(
             image.dims
         )));
     }
+    if image.channels == 1 {
+        if let Some(table) = CostTable::new(image, fg, bg) {
+            if table.exact && table.nodes.iter().all(|c| c.0.min(c.1).is_finite()) {
+                return write_tlinks_exact(energy, image, seeds, &table);
+            }
+            return write_tlinks(energy, image, seeds, |px| table.costs(px[0]));
+        }
+    }
+    write_tlinks(energy, image, seeds, |px| {
+        (fg.neg_log_likelihood(px), bg.neg_log_likelihood(px))
+    })
+}
+
+/// Grey images: both models tabulated over the image's value range, so a volume of millions of
+/// voxels costs a table lookup per voxel instead of two mixture evaluations. Integer data whose
+/// range spans at most [`COST_TABLE_NODES`] values gets one node per value (exact); other data
+/// gets [`COST_TABLE_NODES`] evenly spaced nodes and linear interpolation, far finer than any
+/// component's standard deviation (the covariance floor keeps those above `0.03` of the image's).
+struct CostTable {
+    /// One node per integer value: pixels index the nodes directly.
+    exact: bool,
+    lo: f32,
+    inv_step: f32,
+    /// `(D_fg, D_bg)` per node.
+    nodes: Vec<(f64, f64)>,
+}
+
+/// Most nodes of the table that grey images tabulate their two models on (see [`set_tlinks`]).
+pub const COST_TABLE_NODES: usize = 1 << 16;
+
+impl CostTable {
+    /// `None` where a table would not pay (fewer pixels than nodes to evaluate).
+    fn new(image: &Image, fg: &dyn ColorModel, bg: &dyn ColorModel) -> Option<Self> {
+        if image.num_pixels() < 4 * COST_TABLE_NODES {
+            return None;
+        }
+        let (lo, hi, integral) = value_range(&image.data);
+        let span = (hi - lo) as f64;
+        let (count, step) = if integral && span < COST_TABLE_NODES as f64 {
+            (span as usize + 1, 1.0)
+        } else {
+            (
+                COST_TABLE_NODES + 1,
+                (span / COST_TABLE_NODES as f64).max(f64::MIN_POSITIVE),
+            )
+        };
+        let nodes = (0..count)
+            .into_par_iter()
+            .map(|i| {
+                let x = [(lo as f64 + i as f64 * step) as f32];
+                (fg.neg_log_likelihood(&x), bg.neg_log_likelihood(&x))
+            })
+            .collect();
+        Some(CostTable {
+            exact: step == 1.0,
+            lo,
+            inv_step: (1.0 / step) as f32,
+            nodes,
+        })
+    }
+
+    #[inline]
+    fn costs(&self, x: f32) -> (f64, f64) {
+        let last = self.nodes.len() - 1;
+        let t = ((x - self.lo) * self.inv_step).max(0.0);
+        let i = (t as usize).min(last);
+        let f = (t - i as f32) as f64;
+        let a = self.nodes[i];
+        if f == 0.0 || i == last {
+            return a;
+        }
+        let b = self.nodes[i + 1];
+        (a.0 + f * (b.0 - a.0), a.1 + f * (b.1 - a.1))
+    }
+}
+
+/// [`write_tlinks`] for an exact grey table: each node's capacities are computed once, each
+/// pixel copies its value's pair.
+fn write_tlinks_exact(
+    energy: &mut Energy,
+    image: &Image,
+    seeds: &Seeds,
+    table: &CostTable,
+) -> Result<()> {
+    let (k, scale) = (energy.hard, energy.scale);
+    let node_caps: Vec<(Cap, Cap, f64)> = table
+        .nodes
+        .iter()
+        .map(|&(dfg, dbg)| {
+            let net = (dbg - dfg) * scale;
+            let c = (net.abs().min(k as f64) + 0.5) as Cap;
+            let (s, t) = if net > 0.0 { (c, 0) } else { (0, c) };
+            (s, t, dfg.min(dbg))
+        })
+        .collect();
+    let w = image.dims[0];
+    let lo = table.lo;
+    let (data, labels) = (&image.data, &seeds.labels);
+    let (source, sink) = energy.graph.terminal_caps_mut();
+    energy.unary_constant = source
+        .par_chunks_mut(w)
+        .zip(sink.par_chunks_mut(w))
+        .enumerate()
+        .map(|(row, (src, snk))| {
+            let mut constant = 0.0;
+            let base = row * w;
+            for x in 0..src.len() {
+                let (s, t) = match labels[base + x] {
+                    Seed::Foreground => (k, 0),
+                    Seed::Background => (0, k),
+                    _ => {
+                        let (s, t, m) = node_caps[(data[base + x] - lo) as usize];
+                        constant += m;
+                        (s, t)
+                    }
+                };
+                src[x] = s;
+                snk[x] = t;
+            }
+            constant
+        })
+        .sum();
+    Ok(())
+}
+
+/// The t-link loop, rows in parallel, with `costs(pixel) = (D_fg, D_bg)`.
+fn write_tlinks(
+    energy: &mut Energy,
+    image: &Image,
+    seeds: &Seeds,
+    costs: impl Fn(&[f32]) -> (f64, f64) + Sync,
+) -> Result<()> {
     let [w, h, _] = image.dims;
     let (k, scale) = (energy.hard, energy.scale);
     let kf = k as f64;
@@ -437,8 +709,7 @@ pub fn set_tlinks(
                     Seed::Foreground => (k, 0),
                     Seed::Background => (0, k),
                     _ => {
-                        let px = &data[v * ch..(v + 1) * ch];
-                        let (dfg, dbg) = (fg.neg_log_likelihood(px), bg.neg_log_likelihood(px));
+                        let (dfg, dbg) = costs(&data[v * ch..(v + 1) * ch]);
                         let net = (dbg - dfg) * scale;
                         if net.is_nan() || !dfg.min(dbg).is_finite() {
                             return Err(Error::Input {
@@ -451,7 +722,8 @@ pub fn set_tlinks(
                             });
                         }
                         constant += dfg.min(dbg);
-                        let c = net.abs().min(kf).round() as Cap;
+                        // Non-negative: truncating c + ½ rounds to nearest.
+                        let c = (net.abs().min(kf) + 0.5) as Cap;
                         if net > 0.0 {
                             (c, 0)
                         } else {

@@ -8,7 +8,7 @@
 //!   ([`ModelParams::variance_floor`]), so a class of one flat colour, or of a single pixel, still
 //!   has a proper density.
 //! - [`Histogram`]: a joint histogram over the channels with `bins` bins per channel over the
-//!   image's value range, smoothed by one pass of a `[1, 2, 1] / 4` kernel along each channel and an
+//!   image's value range, smoothed by one pass of a `[1, 2, 1] / 4` kernel along each channel (mass-preserving at the ends) and an
 //!   additive count of [`HISTOGRAM_PRIOR`] per bin.
 //!
 //! Both answer [`ColorModel::neg_log_likelihood`], in nats; the energy uses it as a data cost.
@@ -26,7 +26,7 @@ use crate::{Error, Result};
 
 /// Fits on more samples than this use an evenly strided subset: the fit costs `O(samples)` per EM
 /// step, and a few tens of thousands of samples pin down five Gaussians in a few dimensions.
-pub const MAX_FIT_SAMPLES: usize = 40_000;
+pub const MAX_FIT_SAMPLES: usize = 12_000;
 
 /// The seed of the k-means++ initialisation: fits are deterministic.
 pub const GMM_SEED: u64 = 0x5E6C_u64;
@@ -87,19 +87,37 @@ impl ModelParams {
     /// the mean per-channel variance of the image (1 when the image is flat), the histogram
     /// range its per-channel extent.
     pub fn from_image(data: &[f32], channels: usize) -> Self {
+        use rayon::prelude::*;
         let n = data.len() / channels.max(1);
-        let mut range = vec![[f32::INFINITY, f32::NEG_INFINITY]; channels];
-        let mut sum = vec![0.0f64; channels];
-        let mut sum2 = vec![0.0f64; channels];
-        for px in data.chunks_exact(channels) {
-            for c in 0..channels {
-                let v = px[c];
-                range[c][0] = range[c][0].min(v);
-                range[c][1] = range[c][1].max(v);
-                sum[c] += v as f64;
-                sum2[c] += (v as f64) * (v as f64);
-            }
-        }
+        let ch = channels.max(1);
+        // Per channel: [min, max, Σv, Σv²], over chunks in parallel.
+        let stats = data
+            .par_chunks(ch * 4096)
+            .map(|chunk| {
+                let mut s = vec![[f64::INFINITY, f64::NEG_INFINITY, 0.0, 0.0]; ch];
+                for px in chunk.chunks_exact(ch) {
+                    for (st, &v) in s.iter_mut().zip(px) {
+                        let v = v as f64;
+                        st[0] = st[0].min(v);
+                        st[1] = st[1].max(v);
+                        st[2] += v;
+                        st[3] += v * v;
+                    }
+                }
+                s
+            })
+            .reduce(
+                || vec![[f64::INFINITY, f64::NEG_INFINITY, 0.0, 0.0]; ch],
+                |mut a, b| {
+                    for (x, y) in a.iter_mut().zip(&b) {
+                        *x = [x[0].min(y[0]), x[1].max(y[1]), x[2] + y[2], x[3] + y[3]];
+                    }
+                    a
+                },
+            );
+        let range: Vec<[f32; 2]> = stats.iter().map(|s| [s[0] as f32, s[1] as f32]).collect();
+        let sum: Vec<f64> = stats.iter().map(|s| s[2]).collect();
+        let sum2: Vec<f64> = stats.iter().map(|s| s[3]).collect();
         let mut var = 0.0;
         for c in 0..channels {
             let m = sum[c] / n.max(1) as f64;
@@ -142,7 +160,7 @@ impl Model {
         class: &str,
     ) -> Result<Self> {
         let channels = params.channels;
-        if channels == 0 || samples.len() % channels != 0 {
+        if channels == 0 || !samples.len().is_multiple_of(channels) {
             return Err(model_error(
                 class,
                 format!(
@@ -202,13 +220,16 @@ struct Component {
 pub struct Gmm {
     dim: usize,
     components: Vec<Component>,
+    /// RGB / Lab fast path: per component `[log_coef, μ0, μ1, μ2, l00, l10, l11, l20, l21, l22]`
+    /// (`l` = `L⁻¹`), so the hot loop of the t-links has fixed sizes.
+    packed3: Vec<[f64; 10]>,
 }
 
 impl Gmm {
     /// Fits up to `k` components on `samples` (`dim` values each), adding `variance_floor` to
     /// every covariance diagonal. Uses fewer components when there are fewer distinct samples.
     pub fn fit(samples: &[f32], dim: usize, k: usize, variance_floor: f64) -> Result<Self> {
-        if dim == 0 || samples.len() % dim != 0 || samples.is_empty() {
+        if dim == 0 || !samples.len().is_multiple_of(dim) || samples.is_empty() {
             return Err(Error::Input {
                 file: "GMM".into(),
                 msg: format!("cannot fit on {} values of dimension {dim}", samples.len()),
@@ -351,7 +372,7 @@ impl Gmm {
             }
             comps.push((w / n as f64, mean, cov));
         }
-        let components = comps
+        let components: Vec<Component> = comps
             .into_iter()
             .map(|(weight, mean, cov)| {
                 let (inv_chol, log_det) = inverse_cholesky(&cov, d, floor);
@@ -364,12 +385,32 @@ impl Gmm {
                 }
             })
             .collect();
-        Gmm { dim: d, components }
+        let packed3 = if d == 3 {
+            components
+                .iter()
+                .map(|c: &Component| {
+                    let (m, l) = (&c.mean, &c.inv_chol);
+                    [
+                        c.log_coef, m[0], m[1], m[2], l[0], l[3], l[4], l[6], l[7], l[8],
+                    ]
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Gmm {
+            dim: d,
+            components,
+            packed3,
+        }
     }
 }
 
 impl ColorModel for Gmm {
     fn neg_log_likelihood(&self, pixel: &[f32]) -> f64 {
+        if self.dim == 3 && self.packed3.len() <= 16 {
+            return self.nll3([pixel[0] as f64, pixel[1] as f64, pixel[2] as f64]);
+        }
         let d = self.dim;
         let mut x = [0.0f64; 8];
         let mut logs = [0.0f64; 16];
@@ -385,6 +426,26 @@ impl ColorModel for Gmm {
         let k = self.components.len();
         let m = self.component_logs(&x[..d], &mut logs[..k]);
         -(m + logs[..k].iter().map(|l| (l - m).exp()).sum::<f64>().ln())
+    }
+}
+
+impl Gmm {
+    /// [`ColorModel::neg_log_likelihood`] for 3 channels, from [`Gmm::packed3`].
+    #[inline]
+    fn nll3(&self, x: [f64; 3]) -> f64 {
+        let mut logs = [0.0f64; 16];
+        let mut best = f64::NEG_INFINITY;
+        for (c, o) in self.packed3.iter().zip(logs.iter_mut()) {
+            let (d0, d1, d2) = (x[0] - c[1], x[1] - c[2], x[2] - c[3]);
+            let y0 = c[4] * d0;
+            let y1 = c[5] * d0 + c[6] * d1;
+            let y2 = c[7] * d0 + c[8] * d1 + c[9] * d2;
+            *o = c[0] - 0.5 * (y0 * y0 + y1 * y1 + y2 * y2);
+            best = best.max(*o);
+        }
+        let k = self.packed3.len();
+        let sum: f64 = logs[..k].iter().map(|l| (l - best).exp()).sum();
+        -(best + sum.ln())
     }
 }
 
@@ -536,7 +597,7 @@ impl Histogram {
                     ),
                 )
             })?;
-        if d == 0 || samples.is_empty() || samples.len() % d != 0 {
+        if d == 0 || samples.is_empty() || !samples.len().is_multiple_of(d) {
             return Err(model_error(class, "no samples to fit the model on".into()));
         }
         let mut h = Histogram {
@@ -548,16 +609,16 @@ impl Histogram {
         for px in samples.chunks_exact(d) {
             counts[h.bin(px)] += 1.0;
         }
-        // One [1, 2, 1] / 4 pass along each channel axis (ends reflect), so that near colours
-        // share evidence.
+        // One [1, 2, 1] / 4 pass along each channel axis, so that near colours share evidence;
+        // at the ends the share that would leave the range stays in the end bin (mass is kept).
         let mut stride = 1;
         let mut tmp = counts.clone();
         for _ in 0..d {
             if bins > 1 {
                 for (i, t) in tmp.iter_mut().enumerate() {
                     let b = (i / stride) % bins;
-                    let lo = if b > 0 { i - stride } else { i + stride };
-                    let hi = if b + 1 < bins { i + stride } else { i - stride };
+                    let lo = if b > 0 { i - stride } else { i };
+                    let hi = if b + 1 < bins { i + stride } else { i };
                     *t = 0.25 * counts[lo] + 0.5 * counts[i] + 0.25 * counts[hi];
                 }
                 std::mem::swap(&mut counts, &mut tmp);

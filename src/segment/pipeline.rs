@@ -18,7 +18,7 @@
 //! ```
 
 use super::energy::{self, Energy, EnergyOptions};
-use super::model::{Model, ModelKind, ModelParams};
+use super::model::{ColorModel, Model, ModelKind, ModelParams};
 use super::{Image, Seed, Seeds};
 use crate::graph::{Connectivity, GridGraph};
 use crate::maxflow::{solver_by_name, verify};
@@ -30,8 +30,9 @@ use std::time::{Duration, Instant};
 pub enum ColorSpace {
     /// The image's own values.
     AsIs,
-    /// CIE L*a*b* (D65) for 3-channel images whose values are 8-bit or 16-bit sRGB; other images
-    /// are used as they are.
+    /// CIE L*a*b* (D65) for 3-channel images whose values are 8-bit or 16-bit sRGB (a maximum
+    /// above 255 means 16-bit); other images (grey, values outside `0..=65535`) are used as they
+    /// are.
     Lab,
 }
 
@@ -51,6 +52,9 @@ pub struct SegmentOptions {
     /// Most cuts to make: 1 is plain Boykov–Jolly; more refit the models on the last mask
     /// (GrabCut) and stop early when the mask no longer changes.
     pub iterations: usize,
+    /// Weight `w` of the seed-fitted model in the refit rounds: each class's likelihood is
+    /// `(1 − w)·p_refit + w·p_seeds`. 0 is plain GrabCut; 1 keeps the seed models throughout.
+    pub seed_weight: f64,
     /// Max-flow solver name (see [`crate::maxflow::SOLVER_NAMES`]).
     pub solver: String,
     /// Check every cut's optimality certificate with [`verify`].
@@ -64,11 +68,12 @@ impl Default for SegmentOptions {
     fn default() -> Self {
         SegmentOptions {
             connectivity: None,
-            lambda: 50.0,
+            lambda: 100.0,
             sigma: None,
             model: ModelKind::Gmm { components: 5 },
-            color_space: ColorSpace::AsIs,
-            iterations: 1,
+            color_space: ColorSpace::Lab,
+            iterations: 5,
+            seed_weight: 0.5,
             solver: "bk".into(),
             verify: true,
             keep_graph: false,
@@ -191,10 +196,11 @@ fn check_seeds(image: &Image, seeds: &Seeds) -> Result<[usize; 5]> {
     Ok(c)
 }
 
-/// The image in the working colour space.
-fn prepare(image: &Image, space: ColorSpace) -> std::borrow::Cow<'_, Image> {
+/// `image` in the colour space `space` (borrowed when nothing changes: [`ColorSpace::AsIs`], or
+/// Lab asked of an image that is not 3-channel 8/16-bit data).
+pub fn to_color_space(image: &Image, space: ColorSpace) -> std::borrow::Cow<'_, Image> {
     match space {
-        ColorSpace::Lab if image.channels == 3 => {
+        ColorSpace::Lab if image.channels == 3 && srgb_range(&image.data) => {
             let max = image.data.iter().fold(0.0f32, |m, &v| m.max(v));
             let full = if max > 255.0 { 65535.0 } else { 255.0 };
             let mut out = image.clone();
@@ -209,6 +215,11 @@ fn prepare(image: &Image, space: ColorSpace) -> std::borrow::Cow<'_, Image> {
         }
         _ => std::borrow::Cow::Borrowed(image),
     }
+}
+
+/// Whether `data` can be 8- or 16-bit sRGB: nothing below 0 or above 65535.
+fn srgb_range(data: &[f32]) -> bool {
+    data.iter().all(|&v| (0.0..=65535.0).contains(&v))
 }
 
 /// sRGB in `[0, 1]` → CIE L*a*b* (D65 white).
@@ -255,11 +266,14 @@ fn fit_models(
     bg_pixel: impl Fn(usize) -> bool,
     buf: &mut Vec<f32>,
 ) -> Result<(Model, Model)> {
+    let mut other = Vec::new();
     gather(image, fg_pixel, buf);
-    let fg = Model::fit(kind, buf, params, "foreground")?;
-    gather(image, bg_pixel, buf);
-    let bg = Model::fit(kind, buf, params, "background")?;
-    Ok((fg, bg))
+    gather(image, bg_pixel, &mut other);
+    let (fg, bg) = rayon::join(
+        || Model::fit(kind, buf, params, "foreground"),
+        || Model::fit(kind, &other, params, "background"),
+    );
+    Ok((fg?, bg?))
 }
 
 /// Fits the models on the seeds and builds the first round's graph (what `--export-graph`
@@ -267,7 +281,7 @@ fn fit_models(
 pub fn build_graph(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Energy> {
     energy::check_image(image)?;
     check_seeds(image, seeds)?;
-    let work = prepare(image, opts.color_space);
+    let work = to_color_space(image, opts.color_space);
     let params = ModelParams::from_image(&work.data, work.channels);
     let mut buf = Vec::new();
     let (fg, bg) = fit_models(
@@ -285,6 +299,12 @@ pub fn build_graph(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Resul
 pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Segmentation> {
     energy::check_image(image)?;
     let seed_counts = check_seeds(image, seeds)?;
+    if !(0.0..=1.0).contains(&opts.seed_weight) {
+        return Err(Error::Input {
+            file: "segment options".into(),
+            msg: format!("seed_weight must be in [0, 1], got {}", opts.seed_weight),
+        });
+    }
     if opts.iterations == 0 {
         return Err(Error::Input {
             file: "segment options".into(),
@@ -293,7 +313,7 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
     }
     let mut solver = solver_by_name(&opts.solver)?;
     let t = Instant::now();
-    let work = prepare(image, opts.color_space);
+    let work = to_color_space(image, opts.color_space);
     let params = ModelParams::from_image(&work.data, work.channels);
     let prepare_time = t.elapsed();
 
@@ -302,6 +322,7 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
     let mut rounds = Vec::new();
     let mut buf = Vec::new();
     let mut energy: Option<Energy> = None;
+    let mut seed_models: Option<(Model, Model)> = None;
     let (mut flow, mut value) = (0, 0.0);
     for round in 0..opts.iterations {
         let t0 = Instant::now();
@@ -324,6 +345,12 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
                 &mut buf,
             )?
         };
+        if round == 0 {
+            seed_models = Some((fg.clone(), bg.clone()));
+        }
+        let (sf, sb) = seed_models.as_ref().expect("set in round 0");
+        let w = if round > 0 { opts.seed_weight } else { 0.0 };
+        let (fg, bg) = (Blend::new(fg, sf, w), Blend::new(bg, sb, w));
         let t1 = Instant::now();
         // The n-links do not depend on the models: build them once, redo only the t-links.
         let e = match energy.as_mut() {
@@ -384,4 +411,36 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
         graph: opts.keep_graph.then_some(e.graph),
         stats,
     })
+}
+
+/// A refitted model blended with the seed-fitted one: `p = (1 − w)·p_refit + w·p_seeds`. The
+/// seeds are the only labels the user vouched for; keeping their model in the mix stops a round
+/// that drifted from pulling the next one further away.
+struct Blend<'a> {
+    refit: Model,
+    seeds: Option<&'a Model>,
+    /// `ln(1 − w)` and `ln w`.
+    log_w: [f64; 2],
+}
+
+impl<'a> Blend<'a> {
+    fn new(refit: Model, seeds: &'a Model, w: f64) -> Self {
+        Blend {
+            refit,
+            seeds: (w > 0.0).then_some(seeds),
+            log_w: [(1.0 - w).ln(), w.ln()],
+        }
+    }
+}
+
+impl ColorModel for Blend<'_> {
+    fn neg_log_likelihood(&self, p: &[f32]) -> f64 {
+        let a = self.refit.neg_log_likelihood(p);
+        let Some(seeds) = self.seeds else { return a };
+        let b = seeds.neg_log_likelihood(p);
+        // −ln((1 − w)e^{−a} + w e^{−b}), computed from the smaller cost for stability.
+        let (la, lb) = (self.log_w[0] - a, self.log_w[1] - b);
+        let m = la.max(lb);
+        -(m + ((la - m).exp() + (lb - m).exp()).ln())
+    }
 }

@@ -1,0 +1,547 @@
+//! Unit-level checks of the colour models, the energy graph and the pipeline's errors.
+
+use segcut::graph::{Connectivity, FlowNetwork};
+use segcut::maxflow::{solver_by_name, verify};
+use segcut::rng::Rng;
+use segcut::segment::energy::{beta, build_graph, build_nlinks, EnergyOptions};
+use segcut::segment::eval::{score, GroundTruth};
+use segcut::segment::model::{ColorModel, Gmm, Histogram, Model, ModelKind, ModelParams};
+use segcut::segment::{segment, Image, Seed, Seeds, SegmentOptions};
+use segcut::Error;
+
+fn grey(w: usize, h: usize, d: usize, mut f: impl FnMut(usize, usize, usize) -> f32) -> Image {
+    let mut data = Vec::with_capacity(w * h * d);
+    for z in 0..d {
+        for y in 0..h {
+            for x in 0..w {
+                data.push(f(x, y, z));
+            }
+        }
+    }
+    Image {
+        dims: [w, h, d],
+        channels: 1,
+        data,
+        spacing: [1.0; 3],
+    }
+}
+
+fn fit(kind: ModelKind, samples: &[f32], image: &Image, class: &str) -> Model {
+    let params = ModelParams::from_image(&image.data, image.channels);
+    Model::fit(kind, samples, &params, class).unwrap()
+}
+
+const GMM1: ModelKind = ModelKind::Gmm { components: 1 };
+
+#[test]
+fn beta_matches_the_formula_on_a_tiny_image() {
+    // 2x2 image [0 1; 3 7], N4 pairs: (0,1) (3,7) horizontal, (0,3) (1,7) vertical.
+    let img = grey(2, 2, 1, |x, y, _| [[0.0, 1.0], [3.0, 7.0]][y][x]);
+    let diffs = [1.0f64, 16.0, 9.0, 36.0];
+    let mean = diffs.iter().sum::<f64>() / 4.0;
+    let b = beta(&img, Connectivity::N4, None);
+    assert!((b - 1.0 / (2.0 * mean)).abs() < 1e-12, "beta {b}");
+    // N8 adds the diagonals (0,7) and (1,3).
+    let mean8 = (diffs.iter().sum::<f64>() + 49.0 + 4.0) / 6.0;
+    assert!((beta(&img, Connectivity::N8, None) - 1.0 / (2.0 * mean8)).abs() < 1e-12);
+    assert_eq!(beta(&img, Connectivity::N4, Some(2.0)), 1.0 / 8.0);
+    // A flat image has no contrast: β = 0, not infinity.
+    assert_eq!(
+        beta(&grey(3, 3, 1, |_, _, _| 5.0), Connectivity::N8, None),
+        0.0
+    );
+}
+
+#[test]
+fn nlinks_follow_lambda_exp_over_distance() {
+    let img = grey(5, 4, 1, |x, y, _| (x * 7 + y * 13) as f32);
+    let opts = EnergyOptions {
+        connectivity: Connectivity::N8,
+        lambda: 10.0,
+        sigma: Some(20.0),
+        scale: Some(100.0),
+    };
+    let e = build_nlinks(&img, &opts).unwrap();
+    let g = &e.graph;
+    for d in 0..8 {
+        let off = Connectivity::N8.offsets()[d];
+        let dist = ((off[0] * off[0] + off[1] * off[1]) as f64).sqrt();
+        for v in 0..g.num_nodes() {
+            match g.neighbor(v, d) {
+                None => assert_eq!(g.caps(d)[v], 0),
+                Some(q) => {
+                    let d2 = (img.data[v] - img.data[q]).powi(2) as f64;
+                    let want = 100.0 * 10.0 * (-d2 / 800.0).exp() / dist;
+                    assert!((g.caps(d)[v] as f64 - want).abs() <= 1.0, "{v} {d}");
+                    // Symmetric: the reverse arc has the same capacity.
+                    assert_eq!(g.caps(d)[v], g.caps(d ^ 1)[q]);
+                }
+            }
+        }
+    }
+    g.validate().unwrap();
+}
+
+#[test]
+fn hard_capacity_exceeds_every_nlink_sum_and_seeds_land_on_their_side() {
+    // Random image, seeds placed against the colour evidence: they must still win.
+    let mut rng = Rng::new(3);
+    let mut img = grey(9, 7, 1, |_, _, _| rng.below(256) as f32);
+    img.data[0] = 0.0; // the soft seed below: its colour says background
+    let mut seeds = Seeds::unknown(img.dims);
+    let fg_model = fit(GMM1, &[250.0, 240.0], &img, "foreground");
+    let bg_model = fit(GMM1, &[5.0, 10.0], &img, "background");
+    // The darkest pixel becomes a foreground seed, the brightest a background seed.
+    let dark = (1..63)
+        .min_by(|&a, &b| img.data[a].total_cmp(&img.data[b]))
+        .unwrap();
+    let bright = (1..63)
+        .max_by(|&a, &b| img.data[a].total_cmp(&img.data[b]))
+        .unwrap();
+    seeds.labels[dark] = Seed::Foreground;
+    seeds.labels[bright] = Seed::Background;
+    seeds.labels[0] = Seed::ProbablyForeground; // soft: no hard capacity
+    let e = build_graph(
+        &img,
+        &seeds,
+        &fg_model,
+        &bg_model,
+        &EnergyOptions::default(),
+    )
+    .unwrap();
+    let g = &e.graph;
+    for v in 0..g.num_nodes() {
+        let sum: i64 = (0..8).map(|d| g.caps(d)[v] as i64).sum();
+        assert!(
+            (e.hard as i64) > sum,
+            "K {} <= n-link sum {sum} at {v}",
+            e.hard
+        );
+        assert!(g.source_caps()[v] <= e.hard && g.sink_caps()[v] <= e.hard);
+    }
+    assert_eq!((g.source_caps()[dark], g.sink_caps()[dark]), (e.hard, 0));
+    assert_eq!(
+        (g.source_caps()[bright], g.sink_caps()[bright]),
+        (0, e.hard)
+    );
+    // A soft seed gets exactly the t-links of an unlabelled pixel.
+    let mut unlabelled = seeds.clone();
+    unlabelled.labels[0] = Seed::Unknown;
+    let u = build_graph(
+        &img,
+        &unlabelled,
+        &fg_model,
+        &bg_model,
+        &EnergyOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        (g.source_caps()[0], g.sink_caps()[0]),
+        (u.graph.source_caps()[0], u.graph.sink_caps()[0])
+    );
+    assert!(g.source_caps()[0] == 0 && g.sink_caps()[0] > 0);
+    let cut = solver_by_name("bk").unwrap().solve_grid(g).unwrap();
+    verify(g, &cut).unwrap();
+    assert!(
+        !cut.sink_side[dark],
+        "foreground seed must be on the source side"
+    );
+    assert!(
+        cut.sink_side[bright],
+        "background seed must be on the sink side"
+    );
+}
+
+#[test]
+fn tlinks_are_the_net_model_costs() {
+    let img = grey(4, 1, 1, |x, _, _| [0.0, 90.0, 160.0, 255.0][x]);
+    let seeds = Seeds::unknown(img.dims);
+    let fg = fit(GMM1, &[250.0, 255.0, 245.0], &img, "foreground");
+    let bg = fit(GMM1, &[0.0, 5.0, 10.0], &img, "background");
+    let opts = EnergyOptions {
+        lambda: 0.5,
+        ..Default::default()
+    };
+    let e = build_graph(&img, &seeds, &fg, &bg, &opts).unwrap();
+    for v in 0..4 {
+        let px = [img.data[v]];
+        let net = (bg.neg_log_likelihood(&px) - fg.neg_log_likelihood(&px)) * e.scale;
+        let net = net.clamp(-(e.hard as f64), e.hard as f64);
+        let (s, t) = (
+            e.graph.source_caps()[v] as f64,
+            e.graph.sink_caps()[v] as f64,
+        );
+        assert!((s - t - net).abs() <= 1.0, "pixel {v}: ({s}, {t}) vs {net}");
+        assert!(s == 0.0 || t == 0.0);
+    }
+    // Dark pixels prefer the background (sink arc), bright ones the foreground (source arc).
+    assert!(e.graph.sink_caps()[0] > 0 && e.graph.source_caps()[3] > 0);
+}
+
+#[test]
+fn spacing_changes_the_nlink_ratio() {
+    let mut img = grey(4, 4, 3, |x, y, z| (x + 2 * y + 3 * z) as f32);
+    let opts = EnergyOptions {
+        connectivity: Connectivity::N6,
+        lambda: 10.0,
+        sigma: Some(1e6), // contrast term ≈ 1: capacities are λ·scale/dist
+        scale: Some(1000.0),
+    };
+    let iso = build_nlinks(&img, &opts).unwrap();
+    let v = iso.graph.index(1, 1, 1);
+    assert_eq!(iso.graph.caps(0)[v], iso.graph.caps(4)[v]);
+    img.spacing = [0.5, 0.5, 2.0];
+    let aniso = build_nlinks(&img, &opts).unwrap();
+    let (x, z) = (aniso.graph.caps(0)[v] as f64, aniso.graph.caps(4)[v] as f64);
+    // dist normalised by the smallest spacing: x at 1, z at 4.
+    assert!((x / z - 4.0).abs() < 1e-2, "x {x} z {z}");
+    assert!((x - 10_000.0).abs() <= 1.0);
+}
+
+#[test]
+fn quantisation_overflow_is_an_error_not_a_wrap() {
+    let img = grey(3, 3, 1, |x, _, _| x as f32);
+    let opts = EnergyOptions {
+        lambda: 1e6,
+        scale: Some(1e4),
+        ..Default::default()
+    };
+    match build_nlinks(&img, &opts) {
+        Err(Error::Overflow(msg)) => assert!(msg.contains("lambda"), "{msg}"),
+        other => panic!("expected an overflow error, got {other:?}"),
+    }
+    // The automatic scale fits the same λ by lowering the resolution.
+    let auto = build_nlinks(
+        &img,
+        &EnergyOptions {
+            lambda: 1e6,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(auto.scale < 1024.0 && auto.hard > 0);
+    auto.graph.validate().unwrap();
+    // Bad numbers are refused.
+    for bad in [f64::NAN, -1.0, f64::INFINITY] {
+        let o = EnergyOptions {
+            lambda: bad,
+            ..Default::default()
+        };
+        assert!(build_nlinks(&img, &o).is_err());
+    }
+}
+
+#[test]
+fn non_finite_pixels_and_mismatched_seeds_are_errors() {
+    let mut img = grey(4, 3, 1, |_, _, _| 1.0);
+    img.data[6] = f32::NAN;
+    let err = build_nlinks(&img, &EnergyOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("x=2, y=1"), "{err}");
+    let img = grey(4, 3, 1, |x, _, _| x as f32);
+    let seeds = Seeds::unknown([3, 4, 1]);
+    let err = segment(&img, &seeds, &SegmentOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("3x4x1") && err.contains("4x3x1"), "{err}");
+}
+
+#[test]
+fn missing_seed_classes_are_errors_with_counts() {
+    let img = grey(4, 3, 1, |x, _, _| x as f32);
+    let mut seeds = Seeds::unknown(img.dims);
+    seeds.labels[0] = Seed::Background;
+    seeds.labels[1] = Seed::Background;
+    let err = segment(&img, &seeds, &SegmentOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no foreground seeds") && err.contains("2 background"),
+        "{err}"
+    );
+    let mut seeds = Seeds::unknown(img.dims);
+    seeds.labels[5] = Seed::Foreground;
+    let err = segment(&img, &seeds, &SegmentOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no background seeds") && err.contains("1 foreground"),
+        "{err}"
+    );
+}
+
+#[test]
+fn model_errors_name_the_class() {
+    let img = grey(2, 2, 1, |x, _, _| x as f32);
+    let params = ModelParams::from_image(&img.data, 1);
+    let err = Model::fit(GMM1, &[], &params, "background")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("background"), "{err}");
+    let err = Model::fit(
+        ModelKind::Gmm { components: 0 },
+        &[1.0],
+        &params,
+        "foreground",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("foreground"), "{err}");
+    let params3 = ModelParams::from_image(&[0.0, 0.0, 0.0], 3);
+    let err = Model::fit(
+        ModelKind::Histogram { bins: 1 << 10 },
+        &[1.0, 2.0, 3.0],
+        &params3,
+        "foreground",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("foreground") && err.contains("bins"), "{err}");
+}
+
+#[test]
+fn gmm_recovers_two_clusters() {
+    let mut rng = Rng::new(11);
+    let centres = [[40.0, 200.0, 90.0], [210.0, 30.0, 120.0]];
+    let mut samples = Vec::new();
+    for i in 0..3000 {
+        let c = centres[(i % 3 == 0) as usize]; // 2:1 mixture
+        for &m in &c {
+            samples.push((m + 6.0 * rng.normal()) as f32);
+        }
+    }
+    let gmm = Gmm::fit(&samples, 3, 2, 1e-3).unwrap();
+    assert_eq!(gmm.num_components(), 2);
+    let means = gmm.means();
+    let weights = gmm.weights();
+    for (c, want_w) in centres.iter().zip([2.0 / 3.0, 1.0 / 3.0]) {
+        let j = (0..2)
+            .min_by(|&a, &b| dist(&means[a], c).total_cmp(&dist(&means[b], c)))
+            .unwrap();
+        assert!(dist(&means[j], c) < 1.5, "mean {:?} vs {c:?}", means[j]);
+        assert!((weights[j] - want_w).abs() < 0.03, "weight {}", weights[j]);
+    }
+    // Density is highest near the centres.
+    let near = gmm.neg_log_likelihood(&[40.0, 200.0, 90.0]);
+    let between = gmm.neg_log_likelihood(&[125.0, 115.0, 105.0]);
+    assert!(near + 20.0 < between);
+}
+
+fn dist(a: &[f64], b: &[f64; 3]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y) * (x - y))
+        .sum::<f64>()
+        .sqrt()
+}
+
+#[test]
+fn degenerate_classes_still_fit() {
+    // A single pixel and a flat colour: fewer components, finite costs everywhere.
+    let g = Gmm::fit(&[7.0, 7.0, 7.0], 3, 5, 0.5).unwrap();
+    assert_eq!(g.num_components(), 1);
+    assert!(g.neg_log_likelihood(&[7.0, 7.0, 7.0]).is_finite());
+    assert!(g.neg_log_likelihood(&[255.0, 0.0, 0.0]).is_finite());
+    let flat: Vec<f32> = [3.0, 3.0, 9.0].repeat(100);
+    let g = Gmm::fit(&flat, 1, 5, 0.5).unwrap();
+    assert_eq!(g.num_components(), 2);
+    assert!(g.neg_log_likelihood(&[3.0]) < g.neg_log_likelihood(&[6.0]));
+}
+
+#[test]
+fn histogram_prefers_seen_colours() {
+    let range = [[0.0f32, 255.0]; 3];
+    let samples: Vec<f32> = [10.0, 20.0, 30.0].repeat(50);
+    let h = Histogram::fit(&samples, &range, 8, "foreground").unwrap();
+    let seen = h.neg_log_likelihood(&[12.0, 22.0, 28.0]);
+    let unseen = h.neg_log_likelihood(&[200.0, 200.0, 200.0]);
+    assert!(
+        seen.is_finite() && unseen.is_finite() && seen + 3.0 < unseen,
+        "{seen} {unseen}"
+    );
+}
+
+#[test]
+fn segmentation_is_deterministic_and_follows_the_seeds() {
+    // Two noisy colour regions split by a vertical edge.
+    let (w, h) = (40, 30);
+    let mut rng = Rng::new(5);
+    let mut data = Vec::new();
+    for _y in 0..h {
+        for x in 0..w {
+            let base = if x < 22 {
+                [200.0, 60.0, 50.0]
+            } else {
+                [40.0, 90.0, 190.0]
+            };
+            data.extend(base.map(|b: f64| (b + 15.0 * rng.normal()).clamp(0.0, 255.0) as f32));
+        }
+    }
+    let img = Image {
+        dims: [w, h, 1],
+        channels: 3,
+        data,
+        spacing: [1.0; 3],
+    };
+    let mut seeds = Seeds::unknown(img.dims);
+    for y in 10..20 {
+        seeds.labels[y * w + 5] = Seed::Foreground;
+        seeds.labels[y * w + 35] = Seed::Background;
+    }
+    let opts = SegmentOptions {
+        keep_graph: true,
+        ..Default::default()
+    };
+    let a = segment(&img, &seeds, &opts).unwrap();
+    let b = segment(&img, &seeds, &opts).unwrap();
+    assert_eq!(a.mask, b.mask);
+    assert_eq!(a.flow, b.flow);
+    assert!(a.verified);
+    let gt = GroundTruth {
+        dims: img.dims,
+        values: (0..w * h)
+            .map(|i| if i % w < 22 { 255 } else { 0 })
+            .collect(),
+    };
+    let s = score(&a.mask, &gt).unwrap();
+    assert!(s.error_rate < 2.0, "error {}", s.error_rate);
+    // The kept graph's cut of the mask has the reported flow as its capacity.
+    let g = a.graph.as_ref().unwrap();
+    let sink: Vec<bool> = a.mask.iter().map(|&m| !m).collect();
+    assert_eq!(g.cut_capacity(&sink), a.flow as i128);
+    assert_eq!(a.stats.seed_counts[1], 10);
+    assert!(a.stats.iterations_run() >= 1 && a.stats.iterations_run() <= 5);
+}
+
+#[test]
+fn volumes_use_3d_connectivity() {
+    let img = grey(6, 5, 4, |x, _, _| if x < 3 { 10.0 } else { 200.0 });
+    let mut seeds = Seeds::unknown(img.dims);
+    seeds.labels[0] = Seed::Foreground;
+    seeds.labels[img.num_pixels() - 1] = Seed::Background;
+    let seg = segment(&img, &seeds, &SegmentOptions::default()).unwrap();
+    assert_eq!(seg.stats.connectivity, Connectivity::N6);
+    let fg = seg.mask.iter().enumerate().filter(|(_, &m)| m).count();
+    assert_eq!(fg, 3 * 5 * 4);
+    let opts = SegmentOptions {
+        connectivity: Some(Connectivity::N8),
+        ..Default::default()
+    };
+    assert!(segment(&img, &seeds, &opts).is_err());
+}
+
+#[test]
+fn grey_cost_table_matches_direct_evaluation() {
+    // Large enough for the tabulated path; integer values (exact nodes), then fractional ones.
+    let mut rng = Rng::new(9);
+    for divisor in [1.0f32, 7.3] {
+        let img = grey(600, 450, 1, |_, _, _| rng.below(4000) as f32 / divisor);
+        let seeds = Seeds::unknown(img.dims);
+        let lo: Vec<f32> = img
+            .data
+            .iter()
+            .copied()
+            .filter(|&v| v < 1000.0 / divisor)
+            .take(500)
+            .collect();
+        let hi: Vec<f32> = img
+            .data
+            .iter()
+            .copied()
+            .filter(|&v| v > 2500.0 / divisor)
+            .take(500)
+            .collect();
+        let kind = ModelKind::Gmm { components: 3 };
+        let fg = fit(kind, &hi, &img, "foreground");
+        let bg = fit(kind, &lo, &img, "background");
+        let opts = EnergyOptions {
+            lambda: 1.0,
+            ..Default::default()
+        };
+        let e = build_graph(&img, &seeds, &fg, &bg, &opts).unwrap();
+        for v in (0..img.num_pixels()).step_by(997) {
+            let px = [img.data[v]];
+            let net = (bg.neg_log_likelihood(&px) - fg.neg_log_likelihood(&px)) * e.scale;
+            let net = net.clamp(-(e.hard as f64), e.hard as f64);
+            let got = (e.graph.source_caps()[v] - e.graph.sink_caps()[v]) as f64;
+            let tol = if divisor == 1.0 { 0.5 } else { 2.0 };
+            assert!(
+                (got - net).abs() <= tol,
+                "pixel {v} value {}: {got} vs {net}",
+                px[0]
+            );
+        }
+    }
+}
+
+#[test]
+fn one_component_gmm_is_the_regularised_gaussian() {
+    // Against the closed form: biased sample covariance plus the floor, 3x3 inverse by cofactors.
+    let mut rng = Rng::new(21);
+    let mut samples = Vec::new();
+    for _ in 0..500 {
+        let (a, b, c) = (rng.normal(), rng.normal(), rng.normal());
+        samples.extend([
+            (50.0 + 9.0 * a) as f32,
+            (80.0 + 4.0 * a + 3.0 * b) as f32,
+            (20.0 + c) as f32,
+        ]);
+    }
+    let floor = 0.7;
+    let g = Gmm::fit(&samples, 3, 1, floor).unwrap();
+    let n = 500.0;
+    let xs: Vec<[f64; 3]> = samples
+        .chunks(3)
+        .map(|p| [p[0] as f64, p[1] as f64, p[2] as f64])
+        .collect();
+    let mut m = [0.0; 3];
+    for x in &xs {
+        for i in 0..3 {
+            m[i] += x[i] / n;
+        }
+    }
+    let mut s = [[0.0; 3]; 3];
+    for x in &xs {
+        for i in 0..3 {
+            for j in 0..3 {
+                s[i][j] += (x[i] - m[i]) * (x[j] - m[j]) / n;
+            }
+        }
+    }
+    for (i, row) in s.iter_mut().enumerate() {
+        row[i] += floor;
+    }
+    let det = s[0][0] * (s[1][1] * s[2][2] - s[1][2] * s[2][1])
+        - s[0][1] * (s[1][0] * s[2][2] - s[1][2] * s[2][0])
+        + s[0][2] * (s[1][0] * s[2][1] - s[1][1] * s[2][0]);
+    let cof = |i: usize, j: usize| {
+        let r: Vec<usize> = (0..3).filter(|&k| k != j).collect();
+        let c: Vec<usize> = (0..3).filter(|&k| k != i).collect();
+        let minor = s[r[0]][c[0]] * s[r[1]][c[1]] - s[r[0]][c[1]] * s[r[1]][c[0]];
+        if (i + j).is_multiple_of(2) {
+            minor
+        } else {
+            -minor
+        }
+    };
+    for probe in [
+        [50.0f32, 80.0, 20.0],
+        [70.0, 70.0, 25.0],
+        [10.0, 200.0, 0.0],
+    ] {
+        let d: Vec<f64> = (0..3).map(|i| probe[i] as f64 - m[i]).collect();
+        let mut maha = 0.0;
+        for i in 0..3 {
+            for j in 0..3 {
+                maha += d[i] * cof(i, j) / det * d[j];
+            }
+        }
+        let want = 0.5 * (3.0 * (2.0 * std::f64::consts::PI).ln() + det.ln() + maha);
+        let got = g.neg_log_likelihood(&probe);
+        assert!(
+            (got - want).abs() < 1e-6 * want.abs().max(1.0),
+            "{probe:?}: {got} vs {want}"
+        );
+    }
+}
