@@ -107,6 +107,28 @@ impl std::fmt::Display for Connectivity {
     }
 }
 
+/// The nodes `(x, y, z)` of a grid of `dims` whose neighbour at offset `off` lies inside it, as
+/// one range per axis. Loops over this box visit every arc of a direction with no bounds test.
+///
+/// ```
+/// use segcut::graph::valid_box;
+/// assert_eq!(valid_box([4, 3, 1], [1, -1, 0]), [0..3, 1..3, 0..1]);
+/// ```
+pub fn valid_box(dims: [usize; 3], off: [i32; 3]) -> [std::ops::Range<usize>; 3] {
+    let r = |n: usize, o: i32| match o {
+        1 => 0..n.saturating_sub(1),
+        -1 => 1.min(n)..n,
+        _ => 0..n,
+    };
+    [r(dims[0], off[0]), r(dims[1], off[1]), r(dims[2], off[2])]
+}
+
+/// The signed node-index step of offset `off` in a grid of `dims` (node `x + W·(y + H·z)`).
+pub fn offset_step(dims: [usize; 3], off: [i32; 3]) -> isize {
+    let [w, h, _] = dims;
+    off[0] as isize + w as isize * (off[1] as isize + h as isize * off[2] as isize)
+}
+
 /// A W×H (2D) or W×H×D (3D) grid with per-direction capacity arrays (structure of arrays) and
 /// per-node terminal capacities.
 ///
@@ -218,25 +240,15 @@ impl GridGraph {
 
     /// The signed index step of direction `d` (valid only where [`neighbor`](Self::neighbor) is).
     pub fn stride(&self, d: usize) -> isize {
-        let [dx, dy, dz] = self.conn.offsets()[d];
-        let [w, h, _] = self.dims;
-        dx as isize + w as isize * (dy as isize + h as isize * dz as isize)
+        offset_step(self.dims, self.conn.offsets()[d])
     }
 
     /// Calls `f(v, w)` for every node `v` whose neighbour `w` in direction `d` lies inside the
     /// grid, in increasing `v`. Walks the valid box directly: no per-node coordinate division.
     #[inline]
     pub fn for_each_arc(&self, d: usize, mut f: impl FnMut(usize, usize)) {
-        let [w, h, depth] = self.dims;
-        let [dx, dy, dz] = self.conn.offsets()[d];
-        let range = |n: usize, o: i32| -> std::ops::Range<usize> {
-            match o {
-                1 => 0..n.saturating_sub(1),
-                -1 => 1.min(n)..n,
-                _ => 0..n,
-            }
-        };
-        let (xr, yr, zr) = (range(w, dx), range(h, dy), range(depth, dz));
+        let [w, h, _] = self.dims;
+        let [xr, yr, zr] = valid_box(self.dims, self.conn.offsets()[d]);
         let step = self.stride(d);
         for z in zr {
             for y in yr.clone() {

@@ -9,7 +9,7 @@ pub mod dimacs;
 mod grid;
 
 pub use csr::{CsrBuilder, CsrGraph, Vertex};
-pub use grid::{Connectivity, GridGraph};
+pub use grid::{offset_step, valid_box, Connectivity, GridGraph};
 
 /// An arc capacity.
 pub type Cap = i32;

@@ -49,7 +49,7 @@
 
 use super::model::ColorModel;
 use super::{Image, Seed, Seeds};
-use crate::graph::{Cap, Connectivity, GridGraph};
+use crate::graph::{offset_step, valid_box, Cap, Connectivity, GridGraph};
 use crate::{Error, Result};
 use rayon::prelude::*;
 
@@ -188,16 +188,6 @@ pub fn direction_distances(conn: Connectivity, spacing: [f64; 3]) -> Vec<f64> {
         .collect()
 }
 
-/// The box of rows `(y, z)` and the x range whose neighbour in direction `off` is inside.
-fn valid_ranges(dims: [usize; 3], off: [i32; 3]) -> [std::ops::Range<usize>; 3] {
-    let r = |n: usize, o: i32| match o {
-        1 => 0..n.saturating_sub(1),
-        -1 => 1.min(n)..n,
-        _ => 0..n,
-    };
-    [r(dims[0], off[0]), r(dims[1], off[1]), r(dims[2], off[2])]
-}
-
 /// Squared colour distance of pixels `v` and `q`, specialised for 1 and 3 channels (the hot
 /// loops of the n-links call it once per arc).
 trait Dist2: Sync {
@@ -249,12 +239,6 @@ macro_rules! with_dist2 {
     };
 }
 
-/// The signed index step of offset `off` in a grid of `dims`.
-fn step_of(dims: [usize; 3], off: [i32; 3]) -> isize {
-    let [w, h, _] = dims;
-    off[0] as isize + w as isize * (off[1] as isize + h as isize * off[2] as isize)
-}
-
 /// The mean of `‖I_p − I_q‖²` over all neighbour pairs of `conn` (each pair once), and how many
 /// pairs there are.
 pub fn mean_sq_diff(image: &Image, conn: Connectivity) -> (f64, u64) {
@@ -267,7 +251,7 @@ fn mean_sq_diff_with(k: &impl Dist2, dims: [usize; 3], conn: Connectivity) -> (f
         .offsets()
         .iter()
         .step_by(2)
-        .map(|&off| (valid_ranges(dims, off), step_of(dims, off)))
+        .map(|&off| (valid_box(dims, off), offset_step(dims, off)))
         .collect();
     let (sum, count) = (0..h * depth)
         .into_par_iter()
@@ -385,8 +369,8 @@ fn fill_nlinks_grey_integer(
             .expect("just added")
             .1;
         let off = conn.offsets()[d];
-        let [xr, yr, zr] = valid_ranges(dims, off);
-        let step = step_of(dims, off);
+        let [xr, yr, zr] = valid_box(dims, off);
+        let step = offset_step(dims, off);
         graph
             .caps_mut(d)
             .par_chunks_mut(w)
@@ -444,8 +428,8 @@ fn fill_nlinks(graph: &mut GridGraph, k: &impl Dist2, beta: f32, dist: &[f64], t
     let conn = graph.connectivity();
     for (d, &length) in dist.iter().enumerate().take(conn.degree()) {
         let off = conn.offsets()[d];
-        let [xr, yr, zr] = valid_ranges(dims, off);
-        let step = step_of(dims, off);
+        let [xr, yr, zr] = valid_box(dims, off);
+        let step = offset_step(dims, off);
         let inv_dist = (1.0 / length) as f32;
         graph
             .caps_mut(d)
