@@ -276,6 +276,25 @@ fn fit_models(
     Ok((fg?, bg?))
 }
 
+/// The models fitted on the seeds alone: hard and soft foreground seeds for one, background for
+/// the other (the first round's models, and the blend partner of later rounds).
+fn fit_seed_models(
+    work: &Image,
+    params: &ModelParams,
+    kind: ModelKind,
+    seeds: &Seeds,
+    buf: &mut Vec<f32>,
+) -> Result<(Model, Model)> {
+    fit_models(
+        work,
+        params,
+        kind,
+        |i| matches!(seeds.labels[i], Seed::Foreground | Seed::ProbablyForeground),
+        |i| matches!(seeds.labels[i], Seed::Background | Seed::ProbablyBackground),
+        buf,
+    )
+}
+
 /// Fits the models on the seeds and builds the first round's graph (what `--export-graph`
 /// writes).
 pub fn build_graph(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Energy> {
@@ -284,14 +303,7 @@ pub fn build_graph(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Resul
     let work = to_color_space(image, opts.color_space);
     let params = ModelParams::from_image(&work.data, work.channels);
     let mut buf = Vec::new();
-    let (fg, bg) = fit_models(
-        &work,
-        &params,
-        opts.model,
-        |i| matches!(seeds.labels[i], Seed::Foreground | Seed::ProbablyForeground),
-        |i| matches!(seeds.labels[i], Seed::Background | Seed::ProbablyBackground),
-        &mut buf,
-    )?;
+    let (fg, bg) = fit_seed_models(&work, &params, opts.model, seeds, &mut buf)?;
     energy::build_graph(&work, seeds, &fg, &bg, &opts.energy_options(&work))
 }
 
@@ -327,14 +339,7 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
     for round in 0..opts.iterations {
         let t0 = Instant::now();
         let (fg, bg) = if round == 0 {
-            fit_models(
-                &work,
-                &params,
-                opts.model,
-                |i| matches!(seeds.labels[i], Seed::Foreground | Seed::ProbablyForeground),
-                |i| matches!(seeds.labels[i], Seed::Background | Seed::ProbablyBackground),
-                &mut buf,
-            )?
+            fit_seed_models(&work, &params, opts.model, seeds, &mut buf)?
         } else {
             fit_models(
                 &work,
