@@ -140,7 +140,14 @@ fn outputs_overlay_stats_and_graph() {
     assert_eq!(s["verified"], true);
     assert_eq!(s["dims"][0], 320);
     assert_eq!(s["connectivity"], 8);
-    assert_eq!(s["solver"], "bk");
+    // The default solver is `auto`: the GPU grid solver where a GPU is usable, BK elsewhere.
+    let expected = if segcut::maxflow::cuda::gpu_available() {
+        "cuda-grid"
+    } else {
+        "bk"
+    };
+    assert_eq!(s["solver"], expected);
+    assert_eq!(s["solver_requested"], "auto");
     for key in [
         "nodes",
         "edges",

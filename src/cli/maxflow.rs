@@ -175,7 +175,11 @@ fn solve_one(
         file: inst.name.clone(),
         instance: inst.stem().to_string(),
         graph: inst.network.kind(),
-        solver: solver.name().to_string(),
+        solver: maxflow::resolved_solver_name(
+            solver.name(),
+            matches!(inst.network, segcut::graph::Network::Grid(_)),
+        )
+        .to_string(),
         nodes: inst.network.num_nodes(),
         arcs: inst.network.num_arcs(),
         flow: timed.cut.flow,

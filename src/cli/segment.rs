@@ -222,7 +222,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let fg = seg.mask.iter().filter(|&&m| m).count();
     let st = &seg.stats;
     // The solver that `auto` resolves to on this machine.
-    let solver_name = segcut::maxflow::solver_by_name(&opts.solver)?.name();
+    let solver_name = segcut::maxflow::resolved_solver_name(&opts.solver, true);
     let iterations: Vec<_> = st
         .iterations
         .iter()

@@ -118,6 +118,16 @@ pub fn solver_by_name(name: &str) -> Result<Box<dyn Solver>> {
     }
 }
 
+/// The solver that `requested` runs on this machine for a grid (`grid = true`) or a general
+/// graph: `auto` resolves to `cuda-grid` for grids when a GPU is usable, else to `bk`.
+pub fn resolved_solver_name(requested: &str, grid: bool) -> &str {
+    match requested {
+        "auto" if grid && cuda::gpu_available() => "cuda-grid",
+        "auto" => "bk",
+        other => other,
+    }
+}
+
 /// Proof of optimality: a flow value and a cut of the same capacity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Certificate {

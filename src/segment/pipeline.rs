@@ -55,7 +55,8 @@ pub struct SegmentOptions {
     /// Weight `w` of the seed-fitted model in the refit rounds: each class's likelihood is
     /// `(1 − w)·p_refit + w·p_seeds`. 0 is plain GrabCut; 1 keeps the seed models throughout.
     pub seed_weight: f64,
-    /// Max-flow solver name (see [`crate::maxflow::SOLVER_NAMES`]).
+    /// Max-flow solver name (see [`crate::maxflow::SOLVER_NAMES`]); `auto` (the default) uses the
+    /// GPU grid solver when a GPU is usable and BK otherwise.
     pub solver: String,
     /// Check every cut's optimality certificate with [`verify`].
     pub verify: bool,
@@ -74,7 +75,7 @@ impl Default for SegmentOptions {
             color_space: ColorSpace::Lab,
             iterations: 5,
             seed_weight: 0.5,
-            solver: "bk".into(),
+            solver: "auto".into(),
             verify: true,
             keep_graph: false,
         }
