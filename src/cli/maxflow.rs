@@ -29,6 +29,10 @@ pub struct Args {
     /// Print one JSON object per instance instead of the table.
     #[arg(long)]
     json: bool,
+    /// Say how each instance was loaded (a grid from the hint, a grid inferred from the arc
+    /// offsets, or a general graph and why), one line per instance on stderr.
+    #[arg(long)]
+    explain: bool,
 }
 
 /// One solved instance, as printed in the table and in `--json`.
@@ -37,6 +41,8 @@ struct Row {
     file: String,
     instance: String,
     graph: String,
+    /// How the reader laid the file out (see `MaxInstance::layout`).
+    layout: String,
     solver: String,
     nodes: usize,
     arcs: usize,
@@ -105,6 +111,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }
             row.matches = row.expected.map(|e| e == row.flow);
             all_ok &= row.matches != Some(false) && row.verified != Some(false);
+        }
+        if args.explain {
+            for row in &rows {
+                eprintln!("{}: {}", row.instance, row.layout);
+            }
         }
         let mut out = stdout.lock();
         if args.json {
@@ -175,6 +186,7 @@ fn solve_one(
         file: inst.name.clone(),
         instance: inst.stem().to_string(),
         graph: inst.network.kind(),
+        layout: inst.layout.to_string(),
         solver: maxflow::resolved_solver_name(
             solver.name(),
             matches!(inst.network, segcut::graph::Network::Grid(_)),

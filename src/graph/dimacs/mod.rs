@@ -22,7 +22,15 @@
 //! with capacity joins neighbours in the 3×3(×3) neighbourhood. The connectivity is the smallest
 //! that holds all arcs: N4 or N8 for a two-number hint, N6 or N26 when the hint gives `D` (even
 //! `D = 1`, so that any grid written by [`write_max`] comes back with its connectivity, unless
-//! all its diagonal capacities are zero). Any other file loads as a [`Network::Csr`].
+//! all its diagonal capacities are zero).
+//!
+//! A file without the hint is a grid when its arc offsets say so: the pixels must be one block
+//! of ids (source and sink 1 and 2, or the last two, or first and last), the width `W` is the
+//! smallest id offset above 1 (or that plus one, for 8-connected grids), `N - 2` must be a whole
+//! number of rows, and every arc with capacity must join grid neighbours, never across a row
+//! end. Waterloo's BVZ stereo files are such grids. When both candidate widths fit, the file
+//! stays general rather than guess. Any other file loads as a [`Network::Csr`];
+//! [`MaxInstance::layout`] says which way it went and why.
 //!
 //! ```
 //! use segcut::graph::dimacs::{read_max, write_max};
@@ -44,6 +52,7 @@
 //! ```
 
 mod archive;
+mod infer;
 mod reader;
 mod writer;
 
@@ -51,7 +60,7 @@ pub use archive::read_instances;
 pub use reader::{read_max, read_max_with, read_sol};
 pub use writer::{write_max, write_max_file};
 
-use super::Network;
+use super::{Connectivity, Network};
 
 /// A max-flow instance read from a DIMACS file.
 #[derive(Clone, Debug)]
@@ -79,6 +88,57 @@ pub struct MaxInstance {
     /// How many times an arc line was immediately followed by its reverse and the two were
     /// stored as one pair.
     pub paired_arcs: u64,
+    /// What the reader found: a grid (from the hint or inferred from the arc offsets), or why
+    /// the file loaded as a general graph.
+    pub layout: Layout,
+}
+
+/// How a file's nodes were laid out, as far as the reader could tell.
+///
+/// Its [`Display`](std::fmt::Display) form is the line `segcut maxflow --explain` prints.
+///
+/// ```
+/// let text = "p max 6 4\nn 1 s\nn 2 t\na 3 4 1\na 4 3 1\na 3 5 2\na 5 3 2\n";
+/// let inst = segcut::graph::dimacs::read_max(text.as_bytes(), "x.max").unwrap();
+/// assert_eq!(inst.layout.to_string(), "grid 2x2 N4 inferred from arc offsets");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// The network is a [`Network::Grid`].
+    Grid {
+        /// `[W, H, D]`.
+        dims: [usize; 3],
+        /// The smallest connectivity that holds every arc.
+        connectivity: Connectivity,
+        /// Whether a `c regulargrid` hint named the size (else it was inferred from the arcs).
+        from_hint: bool,
+    },
+    /// The network is a [`Network::Csr`]; the text says why it is not a grid.
+    General(String),
+}
+
+impl std::fmt::Display for Layout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Layout::Grid {
+                dims: [w, h, d],
+                connectivity,
+                from_hint,
+            } => {
+                write!(f, "grid {w}x{h}")?;
+                if connectivity.is_3d() {
+                    write!(f, "x{d}")?;
+                }
+                let how = if *from_hint {
+                    "from the regulargrid hint"
+                } else {
+                    "inferred from arc offsets"
+                };
+                write!(f, " {connectivity} {how}")
+            }
+            Layout::General(why) => write!(f, "general: {why}"),
+        }
+    }
 }
 
 impl MaxInstance {

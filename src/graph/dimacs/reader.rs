@@ -6,7 +6,7 @@
 
 use std::io::{self, BufRead, Read};
 
-use super::{MaxInstance, ReadOptions};
+use super::{infer, Layout, MaxInstance, ReadOptions};
 use crate::graph::{
     Cap, Connectivity, CsrBuilder, CsrGraph, GridGraph, Network, Vertex, MAX_NODES,
 };
@@ -638,22 +638,41 @@ impl<'a> MaxParser<'a> {
         let dropped = builder.dropped();
         let csr = builder.build().map_err(|e| self.err(e.to_string()))?;
         let hint = self.hint;
-        let network = match hint {
-            Some((dims, is_3d))
-                if source_id == 1
+        let (network, layout) = match hint {
+            Some((dims, is_3d)) => {
+                let fits = source_id == 1
                     && sink_id == 2
                     && dims
                         .iter()
                         .try_fold(1u64, |n, &x| n.checked_mul(x as u64))
                         .and_then(|n| n.checked_add(2))
-                        == Some(p.nodes) =>
-            {
-                match grid_of(&csr, dims, is_3d) {
-                    Some(g) => Network::Grid(g),
-                    None => Network::Csr(csr),
+                        == Some(p.nodes);
+                match fits.then(|| grid_of(&csr, dims, is_3d)).flatten() {
+                    Some(g) => {
+                        let connectivity = g.connectivity();
+                        let layout = Layout::Grid {
+                            dims,
+                            connectivity,
+                            from_hint: true,
+                        };
+                        (Network::Grid(g), layout)
+                    }
+                    None => {
+                        let [w, h, d] = dims;
+                        let size = if is_3d {
+                            format!("{w} {h} {d}")
+                        } else {
+                            format!("{w} {h}")
+                        };
+                        let why = format!(
+                            "the hint 'c regulargrid {size}' does not match the file's layout \
+                             (source 1, sink 2, N = pixels + 2) or arcs"
+                        );
+                        (Network::Csr(csr), Layout::General(why))
+                    }
                 }
             }
-            _ => Network::Csr(csr),
+            None => infer::infer_grid(csr, source_id, sink_id, p.nodes),
         };
         Ok(MaxInstance {
             name: self.file.to_string(),
@@ -666,6 +685,7 @@ impl<'a> MaxParser<'a> {
             grid_hint: hint.map(|(d, _)| d),
             dropped_arcs: dropped,
             paired_arcs: self.paired,
+            layout,
         })
     }
 }
@@ -673,7 +693,7 @@ impl<'a> MaxParser<'a> {
 /// The grid with the given dimensions holding exactly `csr`, if there is one: every arc with
 /// capacity joins neighbours of the 3×3(×3) neighbourhood, no direct source → sink capacity,
 /// and the summed capacities pass [`GridGraph::validate`].
-fn grid_of(csr: &CsrGraph, dims: [usize; 3], is_3d: bool) -> Option<GridGraph> {
+pub(super) fn grid_of(csr: &CsrGraph, dims: [usize; 3], is_3d: bool) -> Option<GridGraph> {
     if csr.constant_flow() != 0 {
         return None;
     }
