@@ -7,10 +7,12 @@ use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use segcut::graph::dimacs::{
-    read_instances, read_max, read_sol, stem_of, write_max, write_max_file, MaxInstance,
+    read_instances, read_max, read_sol, stem_of, write_max, write_max_file, Layout, MaxInstance,
     ReadOptions,
 };
 use segcut::graph::{Connectivity, CsrBuilder, CsrGraph, FlowNetwork, GridGraph, Network};
+use segcut::maxflow::bk::Bk;
+use segcut::maxflow::Solver;
 use segcut::rng::Rng;
 use segcut::Error;
 
@@ -549,7 +551,10 @@ fn waterloo_crops() {
         assert_eq!(inst.paired_arcs, want.adjacent_pairs);
         // Waterloo lists every n-link with its reverse: all inner arcs pair up.
         assert_eq!(2 * inst.paired_arcs, want.inner);
-        let g = csr(inst);
+        // The crops are grids without a hint (see `crops_load_as_inferred_grids`); a hint that
+        // matches nothing keeps the CSR form checked here.
+        let plain = read_max(format!("c regulargrid 1 1\n{text}").as_bytes(), "p.max").unwrap();
+        let g = csr(&plain);
         assert_eq!(g.num_nodes() as u64, want.nodes - 2);
         assert_eq!(g.num_arcs() as u64, 2 * (want.inner - inst.paired_arcs));
         let total = |c: &[i32]| c.iter().map(|&x| x as i64).sum::<i64>();
@@ -572,7 +577,7 @@ fn waterloo_crop_with_grid_hint_loads_as_grid() {
         return;
     };
     let text = std::fs::read_to_string(data.join("waterloo/tsukuba_crop_32x32.max")).unwrap();
-    let plain = read_max(text.as_bytes(), "crop.max").unwrap();
+    let plain = read_max(format!("c regulargrid 1 1\n{text}").as_bytes(), "crop.max").unwrap();
     let hinted = read_max(
         format!("c regulargrid 32 32\n{text}").as_bytes(),
         "crop.max",
@@ -1115,4 +1120,177 @@ fn arc_count(path: &Path) -> u64 {
     let mut f = std::fs::File::open(path).unwrap();
     let n = std::io::Read::read(&mut f, &mut text).unwrap();
     arc_lines_and_m(&text[..n]).1
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grids recognised without a hint
+
+/// The text of a file in the BVZ layout (s = 1, t = 2, pixel `i` is id `i + 3`) with `pixels`
+/// nodes in rows of `w`: every pixel linked to `+1` (not across a row end) and `+w` in both
+/// directions, random terminal capacities, then the `extra` arc lines.
+fn bvz_text(w: usize, pixels: usize, extra: &[(usize, usize, i32)], seed: u64) -> String {
+    let mut rng = Rng::new(seed);
+    let mut arcs = Vec::new();
+    for v in 0..pixels {
+        arcs.push((1, v + 3, rng.range_i64(0, 40) as i32));
+        arcs.push((v + 3, 2, rng.range_i64(0, 40) as i32));
+        for u in [v + 1, v + w] {
+            if u < pixels && (u == v + w || u % w != 0) {
+                arcs.push((v + 3, u + 3, rng.range_i64(1, 30) as i32));
+                arcs.push((u + 3, v + 3, rng.range_i64(1, 30) as i32));
+            }
+        }
+    }
+    arcs.extend(extra.iter().map(|&(u, v, c)| (u + 3, v + 3, c)));
+    let mut text = format!("p max {} {}\nn 1 s\nn 2 t\n", pixels + 2, arcs.len());
+    for (u, v, c) in arcs {
+        text += &format!("a {u} {v} {c}\n");
+    }
+    text
+}
+
+/// The reason of a file that must stay general.
+#[track_caller]
+fn general_reason(text: &str) -> String {
+    let inst = parse(text).unwrap();
+    csr(&inst);
+    match inst.layout {
+        Layout::General(why) => why,
+        l => panic!("expected a general layout, got {l}"),
+    }
+}
+
+/// Flow and source-side file ids of `inst` solved by BK.
+fn bk_cut(inst: &MaxInstance) -> (i64, Vec<u64>) {
+    let cut = Bk::default().solve(&inst.network).unwrap();
+    let ids = cut.source_side().map(|v| inst.dimacs_id(v)).collect();
+    (cut.flow, ids)
+}
+
+#[test]
+fn crops_load_as_inferred_grids() {
+    let Some(data) = common::shared_data() else {
+        return;
+    };
+    for (size, flow) in [(16usize, 50i64), (32, 186), (64, 590)] {
+        let path = data.join(format!("waterloo/tsukuba_crop_{size}x{size}.max"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let inst = read_max(text.as_bytes(), "crop.max").unwrap();
+        let g = grid(&inst);
+        assert_eq!(g.dims(), [size, size, 1]);
+        assert_eq!(g.connectivity(), Connectivity::N4);
+        assert_eq!(
+            inst.layout.to_string(),
+            format!("grid {size}x{size} N4 inferred from arc offsets")
+        );
+        let plain = read_max(format!("c regulargrid 1 1\n{text}").as_bytes(), "p.max").unwrap();
+        assert_eq!(canon(&g.to_csr().unwrap()), canon(csr(&plain)));
+        let (grid_flow, grid_side) = bk_cut(&inst);
+        let (csr_flow, csr_side) = bk_cut(&plain);
+        assert_eq!(grid_flow, flow);
+        assert_eq!(csr_flow, flow);
+        assert_eq!(
+            grid_side, csr_side,
+            "canonical cuts differ on {size}x{size}"
+        );
+    }
+}
+
+#[test]
+fn hinted_grid_says_so() {
+    let g = random_grid(5, 3, 1, Connectivity::N4, 4);
+    let inst = read_max(&write_to_vec(&Network::Grid(g), &[])[..], "h.max").unwrap();
+    assert_eq!(
+        inst.layout.to_string(),
+        "grid 5x3 N4 from the regulargrid hint"
+    );
+    let bad = format!("c regulargrid 4 4\n{}", bvz_text(5, 15, &[], 1));
+    assert!(general_reason(&bad).contains("regulargrid 4 4"));
+}
+
+#[test]
+fn bvz_layout_without_hint_is_a_grid() {
+    for (w, h) in [(5, 3), (3, 5), (2, 2), (7, 4)] {
+        let text = bvz_text(w, w * h, &[], (w * h) as u64);
+        let inst = parse(&text).unwrap();
+        let g = grid(&inst);
+        assert_eq!(g.dims(), [w, h, 1]);
+        assert_eq!(g.connectivity(), Connectivity::N4);
+        let plain = parse(&format!("c regulargrid 1 1\n{text}")).unwrap();
+        assert_eq!(canon(&g.to_csr().unwrap()), canon(csr(&plain)));
+        assert_eq!(bk_cut(&inst), bk_cut(&plain));
+    }
+}
+
+#[test]
+fn eight_connected_and_relocated_terminals_are_inferred() {
+    for (w, h, seed) in [(4, 4, 1), (5, 3, 2), (3, 6, 3)] {
+        let g = random_grid(w, h, 1, Connectivity::N8, seed);
+        let text = String::from_utf8(write_to_vec(&Network::Grid(g.clone()), &[])).unwrap();
+        let bare: String = text
+            .lines()
+            .filter(|l| !l.starts_with("c regulargrid"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let inst = parse(&bare).unwrap();
+        assert_eq!(grid(&inst), &g, "{w}x{h}");
+        assert_eq!(
+            inst.layout.to_string(),
+            format!("grid {w}x{h} N8 inferred from arc offsets")
+        );
+    }
+    // Source and sink as the last two ids: pixels are ids 1..=6.
+    let text = "p max 8 6\nn 7 s\nn 8 t\na 7 1 5\na 6 8 5\na 1 2 3\na 2 1 3\na 1 4 2\na 4 1 2\n";
+    let inst = parse(text).unwrap();
+    assert_eq!(grid(&inst).dims(), [3, 2, 1]);
+}
+
+#[test]
+fn near_grids_stay_general() {
+    let (w, h) = (4, 4);
+    let base = bvz_text(w, w * h, &[], 7);
+    grid(&parse(&base).unwrap());
+    // An arc wrapping a row end: node 3 (x = 3, y = 0) to node 4 (x = 0, y = 1).
+    let why = general_reason(&bvz_text(w, w * h, &[(3, 4, 9)], 7));
+    assert!(
+        why.contains("width 4") && why.contains("1 are not"),
+        "{why}"
+    );
+    // Offsets 1 and W plus one stray arc (0 -> 6: dx = 2).
+    let why = general_reason(&bvz_text(w, w * h, &[(0, 6, 9)], 7));
+    assert!(
+        why.contains("width 4") && why.contains("1 are not"),
+        "{why}"
+    );
+    // A stray arc with a small offset changes the width guess; still no grid.
+    general_reason(&bvz_text(w, w * h, &[(5, 7, 9)], 7));
+    // A missing node: 15 pixels are not whole rows of 4.
+    let why = general_reason(&bvz_text(w, w * h - 1, &[], 7));
+    assert!(why.contains("whole number of rows"), "{why}");
+    // Every arc ±1: a path, the width is unknown.
+    let why = general_reason(&bvz_text(w * h, w * h, &[], 7));
+    assert!(why.contains("consecutive"), "{why}");
+    // A tiny graph that both widths 3 (N4) and 4 (N8) hold.
+    let why = general_reason("p max 14 1\nn 1 s\nn 2 t\na 4 7 1\n");
+    assert!(why.contains("ambiguous"), "{why}");
+    // No arcs between nodes at all.
+    general_reason("p max 6 2\nn 1 s\nn 2 t\na 1 3 1\na 4 2 1\n");
+    // The source in the middle of the ids shifts the pixels after it.
+    let moved = base.replacen("n 1 s", "n 9 s", 1);
+    let why = general_reason(&moved);
+    assert!(why.contains("split"), "{why}");
+    // A direct source -> sink arc.
+    let st = base.replacen("n 2 t\n", "n 2 t\na 1 2 4\n", 1);
+    let st = st.replacen(
+        &format!(
+            "p max 18 {}",
+            st.lines().filter(|l| l.starts_with("a ")).count() - 1
+        ),
+        &format!(
+            "p max 18 {}",
+            st.lines().filter(|l| l.starts_with("a ")).count()
+        ),
+        1,
+    );
+    assert!(general_reason(&st).contains("source -> sink"));
 }
