@@ -277,3 +277,35 @@ fn bench_tiny_verifies_and_writes_json() {
         .all(|r| r["verified"] == true && r["agrees"] == true));
     assert!(stdout(&o).contains("vs bk"));
 }
+
+#[test]
+fn maxflow_explain_says_how_each_file_was_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    // A 3x2 grid in the BVZ layout (no hint), and the same file with an arc wrapping a row end.
+    let grid = "p max 8 6\nn 1 s\nn 2 t\na 1 3 5\na 8 2 5\na 3 4 2\na 4 3 2\na 3 6 4\na 6 3 4\n";
+    let wrap = grid.replace("p max 8 6", "p max 8 7") + "a 5 6 1\n";
+    let (g, w) = (dir.path().join("g.max"), dir.path().join("w.max"));
+    std::fs::write(&g, grid).unwrap();
+    std::fs::write(&w, wrap).unwrap();
+    let o = segcut(&[
+        "maxflow",
+        g.to_str().unwrap(),
+        w.to_str().unwrap(),
+        "--explain",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("g: grid 3x2 N4 inferred from arc offsets"),
+        "{err}"
+    );
+    assert!(err.contains("w: general: "), "{err}");
+    let o = segcut(&["maxflow", w.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let layout = v["layout"].as_str().unwrap();
+    assert!(
+        layout.starts_with("general: ") && layout.contains("width 3"),
+        "{layout}"
+    );
+}
