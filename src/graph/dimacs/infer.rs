@@ -64,7 +64,7 @@ fn infer(
             }
             total += 1;
             let off = (heads[a] as usize).abs_diff(v);
-            if off > 1 && min_offset.map_or(true, |m| off < m) {
+            if off > 1 && min_offset.is_none_or(|m| off < m) {
                 min_offset = Some(off);
             }
         }
@@ -78,7 +78,7 @@ fn infer(
     // W itself (N4, or N8 with no up-right diagonal) or W - 1 (N8's up-right diagonal).
     let fits: Vec<(usize, crate::graph::GridGraph)> = [w0, w0 + 1]
         .into_iter()
-        .filter(|&w| w >= 2 && n % w == 0 && n / w >= 2)
+        .filter(|&w| w >= 2 && n.is_multiple_of(w) && n / w >= 2)
         .filter_map(|w| grid_of(csr, [w, n / w, 1], false).map(|g| (w, g)))
         .collect();
     match &fits[..] {
@@ -116,11 +116,11 @@ fn describe_misfit(csr: &CsrGraph, w: usize, total: u64) -> String {
     }
     // Whole percent, rounded down, so that "100 %" never hides a misfit.
     let pct = fit * 100 / total;
-    if misfits == 0 && n % w != 0 {
+    if misfits == 0 && !n.is_multiple_of(w) {
         format!("every arc is a grid arc of width {w} but {n} nodes are not a whole number of rows")
     } else if misfits == 0 {
         format!("every arc is a grid arc of width {w} but no grid of {n} nodes holds them")
-    } else if n % w != 0 {
+    } else if !n.is_multiple_of(w) {
         format!(
             "{pct} % of arcs are grid arcs of width {w} but {misfits} are not \
              (and {n} nodes are not a whole number of rows)"
