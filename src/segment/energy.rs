@@ -349,8 +349,6 @@ fn fill_nlinks_grey_integer(
     dist: &[f64],
     max_link: f64,
 ) {
-    let dims = graph.dims();
-    let [w, h, _] = dims;
     let conn = graph.connectivity();
     let mut tables: Vec<(f64, Vec<Cap>)> = Vec::new();
     for (d, &length) in dist.iter().enumerate().take(conn.degree()) {
@@ -368,26 +366,33 @@ fn fill_nlinks_grey_integer(
             .find(|(dd, _)| *dd == dist[d])
             .expect("just added")
             .1;
-        let off = conn.offsets()[d];
-        let [xr, yr, zr] = valid_box(dims, off);
-        let step = offset_step(dims, off);
-        graph
-            .caps_mut(d)
-            .par_chunks_mut(w)
-            .enumerate()
-            .for_each(|(row, caps)| {
-                let (y, z) = (row % h, row / h);
-                if !yr.contains(&y) || !zr.contains(&z) {
-                    return;
-                }
-                let base = row * w;
-                for x in xr.clone() {
-                    let v = base + x;
-                    let q = (v as isize + step) as usize;
-                    caps[x] = table[(data[v] - data[q]).abs() as usize];
-                }
-            });
+        fill_direction(graph, d, |v, q| table[(data[v] - data[q]).abs() as usize]);
     }
+}
+
+/// Writes `link(v, q)` into direction `d`'s capacity of every node `v` whose neighbour `q` lies
+/// inside the grid, rows in parallel (each row of the array belongs to one task).
+fn fill_direction(graph: &mut GridGraph, d: usize, link: impl Fn(usize, usize) -> Cap + Sync) {
+    let dims = graph.dims();
+    let [w, h, _] = dims;
+    let off = graph.connectivity().offsets()[d];
+    let [xr, yr, zr] = valid_box(dims, off);
+    let step = offset_step(dims, off);
+    graph
+        .caps_mut(d)
+        .par_chunks_mut(w)
+        .enumerate()
+        .for_each(|(row, caps)| {
+            let (y, z) = (row % h, row / h);
+            if !yr.contains(&y) || !zr.contains(&z) {
+                return;
+            }
+            let base = row * w;
+            for x in xr.clone() {
+                let v = base + x;
+                caps[x] = link(v, (v as isize + step) as usize);
+            }
+        });
 }
 
 /// `top · exp(−x)` on `[0, EXP_RANGE]` by linear interpolation between tabulated points.
@@ -423,31 +428,13 @@ impl ExpTable {
 /// Writes every direction's n-link capacities, rows in parallel. Both arcs of a pair are computed
 /// from the same (symmetric) distance, so they are equal without a copy between the arrays.
 fn fill_nlinks(graph: &mut GridGraph, k: &impl Dist2, beta: f32, dist: &[f64], table: &ExpTable) {
-    let dims = graph.dims();
-    let [w, h, _] = dims;
     let conn = graph.connectivity();
     for (d, &length) in dist.iter().enumerate().take(conn.degree()) {
-        let off = conn.offsets()[d];
-        let [xr, yr, zr] = valid_box(dims, off);
-        let step = offset_step(dims, off);
         let inv_dist = (1.0 / length) as f32;
-        graph
-            .caps_mut(d)
-            .par_chunks_mut(w)
-            .enumerate()
-            .for_each(|(row, caps)| {
-                let (y, z) = (row % h, row / h);
-                if !yr.contains(&y) || !zr.contains(&z) {
-                    return;
-                }
-                let base = row * w;
-                for x in xr.clone() {
-                    let v = base + x;
-                    let d2 = k.dist2(v, (v as isize + step) as usize);
-                    // Values are non-negative: truncating x + ½ rounds to nearest.
-                    caps[x] = (table.at(beta * d2) * inv_dist + 0.5) as Cap;
-                }
-            });
+        // Values are non-negative: truncating x + ½ rounds to nearest.
+        fill_direction(graph, d, |v, q| {
+            (table.at(beta * k.dist2(v, q)) * inv_dist + 0.5) as Cap
+        });
     }
 }
 
