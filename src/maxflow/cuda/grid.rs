@@ -22,6 +22,7 @@ use cudarc::driver::{
     CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
 };
 
+use super::device::DeviceGrid;
 use super::runtime::{self, driver_err};
 use crate::graph::{Connectivity, CsrGraph, Flow, GridGraph};
 use crate::maxflow::{Cut, Solver};
@@ -211,6 +212,40 @@ impl Solver for CudaGrid {
             .ok_or_else(|| Error::Overflow("flow value exceeds i64".into()))?;
         let sink_side = labels.iter().map(|&l| l <= shape.n).collect();
         Ok((Cut { flow, sink_side }, build))
+    }
+}
+
+impl CudaGrid {
+    /// Solves a grid whose capacities are already on the GPU (see [`DeviceGrid`]), returning the
+    /// cut and the time spent before the solve proper began.
+    pub fn solve_device(&mut self, g: DeviceGrid) -> Result<(Cut, Duration)> {
+        // First version: bring the graph back to the host and solve it there as usual.
+        let [w, h, d] = g.dims;
+        let mut host = GridGraph::new(w, h, d, g.conn)?;
+        let n = host.num_nodes();
+        let caps = g
+            .stream
+            .clone_dtoh(&g.caps)
+            .map_err(|e| driver_err("cuMemcpyDtoH (capacities)", e))?;
+        let source = g
+            .stream
+            .clone_dtoh(&g.source)
+            .map_err(|e| driver_err("cuMemcpyDtoH (source capacities)", e))?;
+        let sink = g
+            .stream
+            .clone_dtoh(&g.sink)
+            .map_err(|e| driver_err("cuMemcpyDtoH (sink capacities)", e))?;
+        g.stream
+            .synchronize()
+            .map_err(|e| driver_err("cuStreamSynchronize", e))?;
+        for dir in 0..g.conn.degree() {
+            host.caps_mut(dir)
+                .copy_from_slice(&caps[dir * n..(dir + 1) * n]);
+        }
+        for v in 0..n {
+            host.set_terminals(v, source[v], sink[v]);
+        }
+        self.solve_grid_timed(&host)
     }
 }
 

@@ -12,9 +12,13 @@
 //! }
 //! ```
 
+mod csr;
+mod device;
 mod grid;
 pub mod runtime;
 
+pub use csr::CudaCsr;
+pub use device::DeviceGrid;
 pub use grid::{grid_bytes_per_node, CudaGrid, GridStats};
 pub use runtime::{
     compile_all_kernels_ptx, gpu, gpu_available, gpu_unavailable_reason, nvrtc_available, Gpu,

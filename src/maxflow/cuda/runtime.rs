@@ -15,7 +15,10 @@ use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
 use crate::{Error, Result};
 
 /// The CUDA C sources in `kernels/`, by name, embedded in the binary.
-pub const KERNELS: &[(&str, &str)] = &[("grid_pr", include_str!("../../../kernels/grid_pr.cu"))];
+pub const KERNELS: &[(&str, &str)] = &[
+    // cuda-grid
+    ("grid_pr", include_str!("../../../kernels/grid_pr.cu")),
+];
 
 /// The oldest architecture the kernels are compiled for in CI: CUDA 13's NVRTC supports Turing
 /// (`sm_75`) and newer.
