@@ -158,12 +158,449 @@ extern "C" __global__ void bfs_level(const Grid g, const int *rcap, unsigned *la
     }
 }
 
-// sync: active (+)
-// safe: none (read only)
-// Counts the active nodes (excess > 0 and able to reach the sink) after a global relabel.
-extern "C" __global__ void count_active(const Grid g, const i64 *excess, const unsigned *label,
-                                        unsigned *active) {
+// ---------------------------------------------------------------------------------------------
+// Tiled solver: the grid is cut into tiles (TX × TY × TZ nodes); a thread block loads one tile
+// into shared memory, runs many push/relabel sweeps there (region discharge), and writes back.
+// Only tiles on a worklist are launched. The global relabel is a breadth-first search computed as
+// tile-local fixed points (Bellman-Ford inside the tile, in shared memory) iterated over tiles
+// until no tile changes.
+//
+// Inside a tile, nodes act by colour classes in which no two nodes are neighbours (2 classes by
+// parity for N4 and N6; 4 for N8 and 8 for N26 by the parities of each coordinate), with a
+// barrier between classes. A node acting thus sees its neighbours' labels and its own arcs and
+// excess unchanging, as in the sequential algorithm; only a neighbour's excess is added to by
+// several nodes at once (shared atomics).
+//
+// Between blocks, ownership is as in the node kernels above, at tile level:
+// - an arc with both ends in the tile (interior) is touched only by this block while it runs: it
+//   lives in shared memory and is written back by value;
+// - an arc leaving the tile (boundary) is decreased only by its tail's block: the shared copy is
+//   a lower bound of the global value, and every push on it is applied to global memory at once
+//   (decrease of v -> w, atomic increase of w -> v and of w's excess);
+// - a node's excess may grow by pushes from other tiles while its tile runs, so the block writes
+//   back its net change (atomicAdd of ex - ex0), never the value.
+// Halo labels are read once per launch and may be stale; exactness rests on the host's stop test
+// (a fresh global relabel finds no active node), never on the labels.
+
+#define TILE_BLOCK 256
+
+template <int DEG> struct Tile;
+template <> struct Tile<4> { enum { X = 32, Y = 32, Z = 1, IS3D = 0, NCOL = 2 }; };
+template <> struct Tile<8> { enum { X = 32, Y = 16, Z = 1, IS3D = 0, NCOL = 4 }; };
+template <> struct Tile<6> { enum { X = 32, Y = 4, Z = 4, IS3D = 1, NCOL = 2 }; };
+template <> struct Tile<26> { enum { X = 16, Y = 4, Z = 4, IS3D = 1, NCOL = 8 }; };
+
+template <int DEG> struct TileGeom {
+    enum {
+        TX = Tile<DEG>::X, TY = Tile<DEG>::Y, TZ = Tile<DEG>::Z, IS3D = Tile<DEG>::IS3D,
+        NCOL = Tile<DEG>::NCOL,
+        T = TX * TY * TZ,
+        PERCOL = T / NCOL,                                   // nodes of one colour
+        STEPS = (PERCOL + TILE_BLOCK - 1) / TILE_BLOCK,      // of one colour, per thread
+        HX = TX + 2, HY = TY + 2, HZ = IS3D ? TZ + 2 : 1,
+        HN = HX * HY * HZ,
+    };
+    __device__ static const int *off(int d) { return IS3D ? OFFSETS_3D[d] : OFFSETS_2D[d]; }
+    // Offset of neighbour d in the halo array.
+    __device__ static int hoff(int d) {
+        const int *o = off(d);
+        return o[0] + HX * (o[1] + HY * o[2]);
+    }
+    // The q-th node of colour c, in tile coordinates.
+    __device__ static void colour_node(int c, int q, int &lx, int &ly, int &lz) {
+        if (NCOL == 2) { // parity of x + y + z
+            int m = q % (TX / 2), rest = q / (TX / 2);
+            ly = rest % TY;
+            lz = rest / TY;
+            lx = 2 * m + ((ly + lz + c) & 1);
+        } else { // parity of each coordinate
+            int m = q % (TX / 2), r = q / (TX / 2) % (TY / 2), s = q / ((TX / 2) * (TY / 2));
+            lx = 2 * m + (c & 1);
+            ly = 2 * r + ((c >> 1) & 1);
+            lz = IS3D ? 2 * s + ((c >> 2) & 1) : 0;
+        }
+    }
+    __device__ static bool inside(int x, int y, int z) {
+        return x >= 0 && y >= 0 && z >= 0 && x < TX && y < TY && z < TZ;
+    }
+    __device__ static int tidx(int x, int y, int z) { return x + TX * (y + TY * z); }
+    __device__ static int hidx(int x, int y, int z) {
+        return (x + 1) + HX * ((y + 1) + HY * (z + IS3D));
+    }
+};
+
+// The tile's origin and the number of tiles along x and y.
+struct TilePos {
+    unsigned ox, oy, oz, ntx, nty;
+};
+
+template <int DEG> __device__ __forceinline__ TilePos tile_pos(const Grid g, unsigned tile) {
+    typedef TileGeom<DEG> G;
+    TilePos p;
+    p.ntx = (g.w + G::TX - 1) / G::TX;
+    p.nty = (g.h + G::TY - 1) / G::TY;
+    p.ox = (tile % p.ntx) * G::TX;
+    p.oy = (tile / p.ntx % p.nty) * G::TY;
+    p.oz = (tile / (p.ntx * p.nty)) * G::TZ;
+    return p;
+}
+
+template <int DEG>
+__device__ __forceinline__ unsigned tile_of(const TilePos &p, unsigned x, unsigned y, unsigned z) {
+    typedef TileGeom<DEG> G;
+    return x / G::TX + p.ntx * (y / G::TY + p.nty * (z / G::TZ));
+}
+
+__device__ __forceinline__ bool in_grid(const Grid g, int x, int y, int z) {
+    return x >= 0 && y >= 0 && z >= 0 && (unsigned)x < g.w && (unsigned)y < g.h &&
+           (unsigned)z < g.d;
+}
+
+__device__ __forceinline__ size_t gidx(const Grid g, int x, int y, int z) {
+    return x + (size_t)g.w * (y + (size_t)g.h * z);
+}
+
+// Loads the labels of a tile and its one-node halo (INF outside the grid).
+template <int DEG>
+__device__ void load_halo(const Grid g, const TilePos &p, const unsigned *label, unsigned *lab) {
+    typedef TileGeom<DEG> G;
+    for (int i = threadIdx.x; i < G::HN; i += TILE_BLOCK) {
+        int x = (int)p.ox + i % G::HX - 1, y = (int)p.oy + i / G::HX % G::HY - 1;
+        int z = G::IS3D ? (int)p.oz + i / (G::HX * G::HY) - 1 : 0;
+        lab[i] = in_grid(g, x, y, z) ? label[gidx(g, x, y, z)] : g.n + 1;
+    }
+}
+
+// sync: flags (set to 1 from any thread)
+// safe: label[v]
+// Global relabel, start: distance 1 for nodes with residual capacity to the sink, INF for all
+// others; the tiles holding or touching a distance-1 node are flagged for the first pass.
+template <int DEG>
+__device__ void bfs_seed(const Grid g, const int *sink_r, unsigned *label, unsigned *flags) {
     unsigned v = blockIdx.x * blockDim.x + threadIdx.x;
     if (v >= g.n) return;
-    if (excess[v] > 0 && label[v] <= g.n) atomicAdd(active, 1u);
+    unsigned x, y, z;
+    coords(g, v, x, y, z);
+    bool seed = sink_r[v] > 0;
+    label[v] = seed ? 1u : g.n + 1;
+    if (!seed) return;
+    // The seed's tile, and the tiles next to it: a seed's label never changes in a pass, so no
+    // pass would flag them on its account.
+    const TilePos p = tile_pos<DEG>(g, 0);
+    unsigned own = tile_of<DEG>(p, x, y, z);
+    flags[own] = 1;
+    for (int d = 0; d < DEG; ++d) {
+        const int *o = TileGeom<DEG>::off(d);
+        int ax = (int)x + o[0], ay = (int)y + o[1], az = (int)z + o[2];
+        if (in_grid(g, ax, ay, az)) {
+            unsigned t = tile_of<DEG>(p, ax, ay, az);
+            if (t != own) flags[t] = 1;
+        }
+    }
 }
+
+// sync: flags (set to 1), count (atomic)
+// safe: flags[t] cleared by its own thread
+// Turns the flags into a list of tiles (in any order) and clears them; count must be zero.
+extern "C" __global__ void build_list(unsigned ntiles, unsigned *flags, unsigned *list,
+                                      unsigned *count) {
+    unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    bool f = t < ntiles && flags[t] != 0;
+    unsigned lane = threadIdx.x & 31;
+    unsigned m = __ballot_sync(0xffffffffu, f);
+    if (m == 0) return;
+    unsigned leader = __ffs(m) - 1, base = 0;
+    if (lane == leader) base = atomicAdd(count, (unsigned)__popc(m));
+    base = __shfl_sync(0xffffffffu, base, leader);
+    if (f) {
+        flags[t] = 0;
+        list[base + __popc(m & ((1u << lane) - 1))] = t;
+    }
+}
+
+// sync: label (other tiles' halo reads see old or new values; both are upper bounds of the
+//       distance, and a decrease on a tile's border flags the neighbour tile for the next pass)
+// safe: label of the tile's own nodes
+// One pass of the tile-wise global relabel over the listed tiles: each tile iterates
+// label(v) = min(label(v), 1 + label(w)) over residual arcs v -> w to a fixed point in shared
+// memory (colour by colour), with its halo fixed.
+template <int DEG>
+__device__ void bfs_tile(const Grid g, const int *rcap, unsigned *label, const unsigned *list,
+                         const unsigned *count, unsigned *flags) {
+    typedef TileGeom<DEG> G;
+    __shared__ unsigned lab[G::HN];
+    if (blockIdx.x >= *count) return;
+    const unsigned tile = list[blockIdx.x];
+    const TilePos p = tile_pos<DEG>(g, tile);
+    load_halo<DEG>(g, p, label, lab);
+    // Residual arcs of this thread's nodes, as bit masks; -1 marks a slot with no node.
+    unsigned mask[G::NCOL][G::STEPS];
+    int hix[G::NCOL][G::STEPS];
+#pragma unroll
+    for (int c = 0; c < G::NCOL; ++c) {
+#pragma unroll
+        for (int s = 0; s < G::STEPS; ++s) {
+            int q = threadIdx.x + s * TILE_BLOCK, lx, ly, lz;
+            mask[c][s] = 0;
+            hix[c][s] = -1;
+            if (q >= G::PERCOL) continue;
+            G::colour_node(c, q, lx, ly, lz);
+            int x = p.ox + lx, y = p.oy + ly, z = p.oz + lz;
+            if (!in_grid(g, x, y, z)) continue;
+            size_t v = gidx(g, x, y, z);
+            hix[c][s] = G::hidx(lx, ly, lz);
+            for (int d = 0; d < DEG; ++d) {
+                const int *o = G::off(d);
+                if (in_grid(g, x + o[0], y + o[1], z + o[2]) && rcap[(size_t)d * g.n + v] > 0)
+                    mask[c][s] |= 1u << d;
+            }
+        }
+    }
+    __syncthreads();
+    unsigned orig[G::NCOL][G::STEPS];
+#pragma unroll
+    for (int c = 0; c < G::NCOL; ++c)
+#pragma unroll
+        for (int s = 0; s < G::STEPS; ++s) orig[c][s] = hix[c][s] >= 0 ? lab[hix[c][s]] : 0;
+    for (;;) {
+        int changed = 0;
+#pragma unroll
+        for (int c = 0; c < G::NCOL; ++c) {
+#pragma unroll
+            for (int s = 0; s < G::STEPS; ++s) {
+                int hi = hix[c][s];
+                if (hi < 0) continue;
+                unsigned cur = lab[hi];
+                if (cur <= 1) continue;
+                unsigned best = cur;
+                for (unsigned m = mask[c][s]; m; m &= m - 1) {
+                    unsigned hw = lab[hi + G::hoff(__ffs(m) - 1)];
+                    if (hw + 1 < best) best = hw + 1;
+                }
+                if (best < cur) {
+                    lab[hi] = best;
+                    changed = 1;
+                }
+            }
+            if (c + 1 < G::NCOL) __syncthreads();
+        }
+        if (!__syncthreads_or(changed)) break;
+    }
+#pragma unroll
+    for (int c = 0; c < G::NCOL; ++c) {
+#pragma unroll
+        for (int s = 0; s < G::STEPS; ++s) {
+            int hi = hix[c][s];
+            if (hi < 0 || lab[hi] == orig[c][s]) continue;
+            int q = threadIdx.x + s * TILE_BLOCK, lx, ly, lz;
+            G::colour_node(c, q, lx, ly, lz);
+            int x = p.ox + lx, y = p.oy + ly, z = p.oz + lz;
+            label[gidx(g, x, y, z)] = lab[hi];
+            // A changed border node may shorten paths in the tiles next to it.
+            for (int d = 0; d < DEG; ++d) {
+                const int *o = G::off(d);
+                if (!G::inside(lx + o[0], ly + o[1], lz + o[2]) &&
+                    in_grid(g, x + o[0], y + o[1], z + o[2]))
+                    flags[tile_of<DEG>(p, x + o[0], y + o[1], z + o[2])] = 1;
+            }
+        }
+    }
+}
+
+// sync: flags (set to 1), any (set to 1)
+// safe: none (read only otherwise)
+// After a global relabel: flags the tiles holding an active node (excess > 0, reaches the sink).
+template <int DEG>
+__device__ void mark_active(const Grid g, const i64 *excess, const unsigned *label,
+                            unsigned *flags, unsigned *any) {
+    unsigned v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= g.n) return;
+    if (excess[v] > 0 && label[v] <= g.n) {
+        unsigned x, y, z;
+        coords(g, v, x, y, z);
+        flags[tile_of<DEG>(tile_pos<DEG>(g, 0), x, y, z)] = 1;
+        *any = 1;
+    }
+}
+
+// sync: rcap of boundary arcs (+ from other tiles, - by the owner, both atomic), excess (net
+//       change added atomically), flow (+), flags (set to 1)
+// safe: interior arcs, label and sink_r of the tile's own nodes
+// Region discharge of the listed tiles: up to `iters` sweeps over the colour classes, every
+// active node pushing to its lowest residual neighbour (the sink has label 0) or relabelling to
+// one above it. A tile still active at the end, and every tile that received excess, is flagged
+// for the next round.
+template <int DEG>
+__device__ void discharge(const Grid g, int *rcap, int *sink_r, i64 *excess, unsigned *label,
+                          u64 *flow, const unsigned *list, const unsigned *count,
+                          unsigned *flags, int iters) {
+    typedef TileGeom<DEG> G;
+    __shared__ int cap[DEG][G::T];
+    __shared__ i64 ex[G::T];
+    __shared__ i64 ex0[G::T];
+    __shared__ int sr[G::T];
+    __shared__ unsigned lab[G::HN];
+    __shared__ unsigned dirty[G::T]; // bit 0: arcs changed, bit 1: sink residual changed
+    if (blockIdx.x >= *count) return;
+    const unsigned tile = list[blockIdx.x];
+    const TilePos p = tile_pos<DEG>(g, tile);
+    const unsigned inf = g.n + 1;
+    load_halo<DEG>(g, p, label, lab);
+    for (int i = threadIdx.x; i < G::T; i += TILE_BLOCK) {
+        int x = p.ox + i % G::TX, y = p.oy + i / G::TX % G::TY, z = p.oz + i / (G::TX * G::TY);
+        bool ok = in_grid(g, x, y, z);
+        size_t v = gidx(g, x, y, z);
+        i64 e = ok ? excess[v] : 0;
+        ex[i] = e;
+        ex0[i] = e;
+        sr[i] = ok ? sink_r[v] : 0;
+        dirty[i] = 0;
+        for (int d = 0; d < DEG; ++d) cap[d][i] = ok ? rcap[(size_t)d * g.n + v] : 0;
+    }
+    __syncthreads();
+
+    u64 pushed = 0;
+    for (int it = 0; it < iters; ++it) {
+        int any = 0;
+#pragma unroll
+        for (int c = 0; c < G::NCOL; ++c) {
+#pragma unroll
+            for (int s = 0; s < G::STEPS; ++s) {
+                int q = threadIdx.x + s * TILE_BLOCK, lx, ly, lz;
+                if (q >= G::PERCOL) continue;
+                G::colour_node(c, q, lx, ly, lz);
+                int i = G::tidx(lx, ly, lz), hi = G::hidx(lx, ly, lz);
+                i64 e = ex[i];
+                unsigned h = lab[hi];
+                if (e <= 0 || h >= inf) continue;
+                any = 1;
+                // Discharge the node (push and relabel until it has no excess or cannot reach the
+                // sink): its neighbours do not act during this colour's turn. Pushes create no
+                // residual arc out of it, so it relabels at most once per arc.
+                for (;;) {
+                    unsigned best = sr[i] > 0 ? 0u : 0xffffffffu;
+                    int bd = -1;
+                    for (int d = 0; d < DEG && best > 0; ++d) {
+                        if (cap[d][i] <= 0) continue;
+                        unsigned hw = lab[hi + G::hoff(d)];
+                        if (hw < best) {
+                            best = hw;
+                            bd = d;
+                        }
+                    }
+                    if (best >= inf) { // no residual arc to a node that may reach the sink
+                        lab[hi] = inf;
+                        break;
+                    }
+                    if (h <= best) { // relabel, then push on at once
+                        h = best + 1;
+                        lab[hi] = h;
+                        continue;
+                    }
+                    if (bd < 0) {
+                        int delta = (int)min(e, (i64)sr[i]);
+                        sr[i] -= delta;
+                        pushed += delta;
+                        e -= delta;
+                        atomicOr(&dirty[i], 2u);
+                    } else {
+                        const int *o = G::off(bd);
+                        int ax = lx + o[0], ay = ly + o[1], az = lz + o[2];
+                        int delta = (int)min(e, (i64)cap[bd][i]);
+                        cap[bd][i] -= delta;
+                        e -= delta;
+                        if (G::inside(ax, ay, az)) {
+                            int j = G::tidx(ax, ay, az);
+                            cap[bd ^ 1][j] += delta; // this node's turn: no one else touches it
+                            atomicAdd((u64 *)&ex[j], (u64)delta);
+                            atomicOr(&dirty[i], 1u);
+                            atomicOr(&dirty[j], 1u);
+                        } else {
+                            int x = p.ox + lx, y = p.oy + ly, z = p.oz + lz;
+                            int wx = p.ox + ax, wy = p.oy + ay, wz = p.oz + az;
+                            size_t w = gidx(g, wx, wy, wz);
+                            atomicSub(rcap + (size_t)bd * g.n + gidx(g, x, y, z), delta);
+                            atomicAdd(rcap + (size_t)(bd ^ 1) * g.n + w, delta);
+                            atomicAdd((u64 *)(excess + w), (u64)delta);
+                            flags[tile_of<DEG>(p, wx, wy, wz)] = 1;
+                        }
+                    }
+                    if (e <= 0) break;
+                }
+                ex[i] = e;
+            }
+            __syncthreads();
+        }
+        if (!__syncthreads_or(any)) break;
+    }
+
+    int still = 0;
+    for (int i = threadIdx.x; i < G::T; i += TILE_BLOCK) {
+        int lx = i % G::TX, ly = i / G::TX % G::TY, lz = i / (G::TX * G::TY);
+        int x = p.ox + lx, y = p.oy + ly, z = p.oz + lz;
+        if (!in_grid(g, x, y, z)) continue;
+        size_t v = gidx(g, x, y, z);
+        unsigned h = lab[G::hidx(lx, ly, lz)];
+        label[v] = h;
+        if (dirty[i] & 2) sink_r[v] = sr[i];
+        if (ex[i] != ex0[i]) atomicAdd((u64 *)(excess + v), (u64)(ex[i] - ex0[i]));
+        if (dirty[i] & 1) {
+            for (int d = 0; d < DEG; ++d) {
+                const int *o = G::off(d);
+                if (G::inside(lx + o[0], ly + o[1], lz + o[2]))
+                    rcap[(size_t)d * g.n + v] = cap[d][i];
+            }
+        }
+        if (ex[i] > 0 && h < inf) still = 1;
+    }
+    // One atomic per warp for the flow into the sink.
+    for (int s = 16; s > 0; s >>= 1) pushed += __shfl_down_sync(0xffffffffu, pushed, s);
+    if ((threadIdx.x & 31) == 0 && pushed) atomicAdd(flow, pushed);
+    if (__syncthreads_or(still) && threadIdx.x == 0) flags[tile] = 1;
+}
+
+// sync: flow (+)
+// safe: excess[v], sink_r[v] (read and written by the node's own thread)
+// Start of a solve: saturate every source arc and send at once what can leave through the
+// node's own sink arc.
+extern "C" __global__ void init_terminals(const Grid g, const int *source, i64 *excess,
+                                          int *sink_r, u64 *flow) {
+    unsigned v = blockIdx.x * blockDim.x + threadIdx.x;
+    u64 m = 0;
+    if (v < g.n) {
+        int s = source[v], t = sink_r[v]; // sink_r holds the sink capacities on entry
+        int c = min(s, t);
+        excess[v] = s - c;
+        sink_r[v] = t - c;
+        m = (u64)c;
+    }
+    for (int s = 16; s > 0; s >>= 1) m += __shfl_down_sync(0xffffffffu, m, s);
+    if ((threadIdx.x & 31) == 0 && m) atomicAdd(flow, m);
+}
+
+#define TILE_KERNELS(DEG)                                                                       \
+    extern "C" __global__ void __launch_bounds__(TILE_BLOCK)                                    \
+        bfs_seed_n##DEG(const Grid g, const int *sink_r, unsigned *label, unsigned *flags) {    \
+        bfs_seed<DEG>(g, sink_r, label, flags);                                                 \
+    }                                                                                           \
+    extern "C" __global__ void __launch_bounds__(TILE_BLOCK)                                    \
+        bfs_tile_n##DEG(const Grid g, const int *rcap, unsigned *label, const unsigned *list,   \
+                        const unsigned *count, unsigned *flags) {                               \
+        bfs_tile<DEG>(g, rcap, label, list, count, flags);                                      \
+    }                                                                                           \
+    extern "C" __global__ void __launch_bounds__(TILE_BLOCK)                                    \
+        mark_active_n##DEG(const Grid g, const i64 *excess, const unsigned *label,              \
+                           unsigned *flags, unsigned *any) {                                    \
+        mark_active<DEG>(g, excess, label, flags, any);                                         \
+    }                                                                                           \
+    extern "C" __global__ void __launch_bounds__(TILE_BLOCK)                                    \
+        discharge_n##DEG(const Grid g, int *rcap, int *sink_r, i64 *excess, unsigned *label,    \
+                         u64 *flow, const unsigned *list, const unsigned *count,                \
+                         unsigned *flags, int iters) {                                          \
+        discharge<DEG>(g, rcap, sink_r, excess, label, flow, list, count, flags, iters);        \
+    }
+
+TILE_KERNELS(4)
+TILE_KERNELS(8)
+TILE_KERNELS(6)
+TILE_KERNELS(26)

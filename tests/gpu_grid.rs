@@ -36,7 +36,12 @@ fn gpu_or_skip() -> bool {
 /// Solves `g` with cuda-grid and BK and checks that they agree exactly and that the GPU's cut
 /// carries a certificate. Returns the flow.
 fn check_against_bk(g: &GridGraph, what: &str) -> i64 {
-    let gpu = CudaGrid::default()
+    check_with(&mut CudaGrid::default(), g, what)
+}
+
+/// [`check_against_bk`] with a given solver configuration.
+fn check_with(solver: &mut CudaGrid, g: &GridGraph, what: &str) -> i64 {
+    let gpu = solver
         .solve_grid(g)
         .unwrap_or_else(|e| panic!("{what}: cuda-grid failed: {e}"));
     let bk = Bk::default().solve_grid(g).unwrap();
@@ -148,11 +153,14 @@ fn agrees_with_bk_on_1000_random_grids() {
     for i in 0..1000u64 {
         let conn = ALL[(i % 4) as usize];
         let kind = kinds[((i / 4) % kinds.len() as u64) as usize];
-        // Sizes from 1×1 upward; 3D sides shorter to keep the node counts comparable.
+        // Sizes from 1×1 upward; 3D sides shorter to keep the node counts comparable. Every
+        // other grid spans several tiles (32×32, 32×16, 32×4×4, 16×4×4) with partial ones.
         let max_side = match (conn.is_3d(), i % 10) {
             (_, 0) => 2,
-            (false, _) => 40,
-            (true, _) => 9,
+            (false, r) if r % 2 == 1 => 40,
+            (false, _) => 120,
+            (true, r) if r % 2 == 1 => 9,
+            (true, _) => 24,
         };
         let g = random_grid(&mut rng, conn, kind, max_side);
         let what = format!("grid #{i} {conn} {:?} {kind:?}", g.dims());
@@ -163,6 +171,40 @@ fn agrees_with_bk_on_1000_random_grids() {
         count += 1;
     }
     assert_eq!(count, 1000);
+}
+
+/// Every combination of discharge (tiles, sweep) and relabel (tiles, levels) is exact.
+#[test]
+fn every_algorithm_variant_agrees_with_bk() {
+    use segcut::maxflow::cuda::{Discharge, Relabel};
+    if !gpu_or_skip() {
+        return;
+    }
+    let kinds = [Caps::Small, Caps::Saturated, Caps::NearLimits, Caps::Sparse];
+    let mut rng = Rng::new(0x7a11_0005);
+    for discharge in [Discharge::Tiles, Discharge::Sweep] {
+        for relabel in [Relabel::Tiles, Relabel::Levels] {
+            for sweeps in [1, 64] {
+                let mut solver = CudaGrid {
+                    discharge,
+                    relabel,
+                    tile_sweeps: sweeps,
+                    ..CudaGrid::default()
+                };
+                for i in 0..60u64 {
+                    let conn = ALL[(i % 4) as usize];
+                    let kind = kinds[((i / 4) % kinds.len() as u64) as usize];
+                    let side = if conn.is_3d() { 20 } else { 90 };
+                    let g = random_grid(&mut rng, conn, kind, side);
+                    let what = format!(
+                        "{discharge:?}/{relabel:?}/{sweeps} grid #{i} {conn} {:?} {kind:?}",
+                        g.dims()
+                    );
+                    check_with(&mut solver, &g, &what);
+                }
+            }
+        }
+    }
 }
 
 #[test]
@@ -206,8 +248,12 @@ fn vision_grids_2d_and_3d() {
         let bk_ms = t.elapsed().as_secs_f64() * 1e3;
         eprintln!(
             "{spec:?}: flow {} | cuda-grid {gpu_ms:.1} ms ({} rounds, {} global relabels, {} \
-             BFS levels) | bk {bk_ms:.1} ms",
-            cut.flow, solver.stats.rounds, solver.stats.global_relabels, solver.stats.bfs_levels
+             relabel launches, {} tiles) | bk {bk_ms:.1} ms",
+            cut.flow,
+            solver.stats.rounds,
+            solver.stats.global_relabels,
+            solver.stats.bfs_levels,
+            solver.stats.tiles_discharged
         );
         assert_eq!(cut.flow, bk.flow, "{spec:?}");
         assert!(cut.sink_side == bk.sink_side, "{spec:?}: canonical cut");

@@ -41,7 +41,21 @@ fn grid_kernels_are_all_in_the_ptx() {
         .expect("grid_pr is embedded");
     let ptx = runtime::compile_ptx(name, src, "sm_90").unwrap().to_src();
     // The entry points the solver loads by name (extern "C", so their names are not mangled).
-    for entry in ["pr_round", "bfs_init", "bfs_level", "count_active"] {
+    let mut entries: Vec<String> = [
+        "pr_round",
+        "bfs_init",
+        "bfs_level",
+        "init_terminals",
+        "build_list",
+    ]
+    .map(String::from)
+    .to_vec();
+    for deg in [4, 8, 6, 26] {
+        for k in ["bfs_seed", "bfs_tile", "mark_active", "discharge"] {
+            entries.push(format!("{k}_n{deg}"));
+        }
+    }
+    for entry in entries {
         assert!(
             ptx.contains(&format!(".entry {entry}(")),
             "PTX has no entry point {entry}"

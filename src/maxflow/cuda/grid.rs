@@ -4,18 +4,23 @@
 //! Phase one of push-relabel only: the flow value is everything pushed into the sink, and the
 //! canonical cut is read off the final global relabel (the breadth-first search from the sink).
 //!
-//! The algorithm, in rounds driven from the host:
-//! 1. *Init* (host): every source arc is saturated, and the part of it that can leave through the
+//! The algorithm, driven from the host:
+//! 1. *Init* (GPU): every source arc is saturated, and the part of it that can leave through the
 //!    node's own sink arc, `min(source, sink)`, is counted as flow at once.
-//! 2. *Global relabel* (GPU): a level-synchronous BFS from the sink over residual arcs gives every
-//!    node its exact distance to the sink, or `INF = n + 1` when it has none.
-//! 3. If no node with excess reaches the sink, the preflow is maximum: stop. Otherwise run as many
-//!    rounds of Hong's lock-free push-relabel as the BFS had levels (so relabelling costs at most
-//!    half of the launches), checking for quiescence every few rounds, and go to 2.
+//! 2. *Global relabel* (GPU): exact distances to the sink over residual arcs, `INF = n + 1` for
+//!    nodes with none. Tiled (default): each listed tile iterates the distance equations to a
+//!    fixed point in shared memory, and tiles whose border changed list their neighbours for the
+//!    next pass, until a pass lists no tile. Levels: one launch per BFS level over all nodes.
+//! 3. If no node with excess reaches the sink, the preflow is maximum: stop. Otherwise discharge:
+//!    tiled (default), each round launches only the tiles on the worklist (tiles with active
+//!    nodes or that received excess), each running many push/relabel sweeps in shared memory;
+//!    sweep, every node's thread does a few Hong-style operations per launch. After a number of
+//!    rounds that follows the cost of the last relabel (adaptive), go to 2.
 //!
 //! Exactness does not rest on the concurrent labels: the stop test of step 3 is the max-flow
-//! condition itself, checked on a fresh BFS.
+//! condition itself, checked on a fresh global relabel.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cudarc::driver::{
@@ -28,30 +33,64 @@ use crate::graph::{Connectivity, CsrGraph, Flow, GridGraph};
 use crate::maxflow::{Cut, Solver};
 use crate::{Error, Result};
 
-/// Threads per block of every kernel.
+/// Threads per block of every kernel (`TILE_BLOCK` in the kernels too).
 const BLOCK: u32 = 256;
-/// Fewest push-relabel launches between two global relabels.
+/// Fewest sweep-mode push-relabel launches between two global relabels.
 const MIN_ROUNDS: u32 = 16;
-/// How often (in launches) the active-node counter is read back during push-relabel.
+/// How often (in launches) the active counter is read back during sweep-mode push-relabel.
 const CHECK_EVERY: u32 = 8;
 /// BFS levels launched between two read-backs of the "reached" counter.
 const BFS_BATCH: u32 = 16;
+/// Tiled discharge rounds (or tiled BFS passes) between two read-backs of the worklist size.
+const TILE_CHECK_EVERY: u32 = 4;
 
-/// Device bytes per node of the `cuda-grid` solver for a connectivity: one `i32` residual
-/// capacity per direction, the sink residual (`i32`), the excess (`i64`) and the label (`u32`).
+/// Device bytes per node of the `cuda-grid` solver for a connectivity, at its peak: one `i32`
+/// residual capacity per direction, the source and sink capacities (`i32` each; the sink array
+/// becomes the sink residual and the source array is freed after the start), the excess (`i64`)
+/// and the label (`u32`). Tile worklists add 8 bytes per tile (a few per thousand nodes).
 ///
 /// | connectivity | N4 | N8 | N6 | N26 |
 /// |---|---|---|---|---|
-/// | bytes per node | 32 | 48 | 40 | 120 |
+/// | bytes per node | 36 | 52 | 44 | 124 |
 ///
 /// ```
 /// use segcut::graph::Connectivity;
 /// use segcut::maxflow::cuda::grid_bytes_per_node;
-/// assert_eq!(grid_bytes_per_node(Connectivity::N4), 32);
-/// assert_eq!(grid_bytes_per_node(Connectivity::N26), 120);
+/// assert_eq!(grid_bytes_per_node(Connectivity::N4), 36);
+/// assert_eq!(grid_bytes_per_node(Connectivity::N26), 124);
 /// ```
 pub fn grid_bytes_per_node(conn: Connectivity) -> usize {
-    4 * conn.degree() + 4 + 8 + 4
+    4 * conn.degree() + 4 + 4 + 8 + 4
+}
+
+/// The tile shape of the tiled kernels for a connectivity (`Tile<DEG>` in `kernels/grid_pr.cu`,
+/// which must agree).
+fn tile_shape(conn: Connectivity) -> [usize; 3] {
+    match conn {
+        Connectivity::N4 => [32, 32, 1],
+        Connectivity::N8 => [32, 16, 1],
+        Connectivity::N6 => [32, 4, 4],
+        Connectivity::N26 => [16, 4, 4],
+    }
+}
+
+/// How the solver discharges excess between global relabels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Discharge {
+    /// Region discharge of the tiles on a worklist, in shared memory (the default).
+    Tiles,
+    /// A thread per node over the whole grid, a few operations per launch (the first version,
+    /// kept to measure what the tiles buy).
+    Sweep,
+}
+
+/// How the solver computes the exact distances of a global relabel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Relabel {
+    /// Tile-local fixed points iterated over a worklist of tiles (the default).
+    Tiles,
+    /// One launch per breadth-first level over all nodes (the first version).
+    Levels,
 }
 
 /// The GPU grid solver (`--solver cuda-grid`). Solves [`GridGraph`]s only; general graphs get
@@ -70,30 +109,93 @@ pub fn grid_bytes_per_node(conn: Connectivity) -> usize {
 /// ```
 #[derive(Clone, Debug)]
 pub struct CudaGrid {
-    /// Push or relabel operations each node's thread may do per launch.
+    /// How excess is moved between global relabels.
+    pub discharge: Discharge,
+    /// How global relabels are computed.
+    pub relabel: Relabel,
+    /// Sweep mode: push or relabel operations each node's thread may do per launch.
     pub ops_per_launch: i32,
+    /// Tiled mode: sweeps over a tile's colour classes per launch.
+    pub tile_sweeps: i32,
+    /// Discharge rounds between global relabels: at least this many...
+    pub relabel_min_rounds: u32,
+    /// ... or this many times the launches the last global relabel took, whichever is more.
+    pub relabel_ratio: f64,
     /// Statistics of the last solve.
     pub stats: GridStats,
 }
 
 impl Default for CudaGrid {
+    /// The tuned defaults, which the developer variable `SEGCUT_GRID_TUNE` (e.g.
+    /// `discharge=sweep,relabel=levels,sweeps=32,min_rounds=8,ratio=1.5`) may override for
+    /// experiments.
     fn default() -> Self {
-        CudaGrid {
+        let mut s = CudaGrid {
+            discharge: Discharge::Tiles,
+            relabel: Relabel::Tiles,
             ops_per_launch: 4,
+            tile_sweeps: 2,
+            relabel_min_rounds: 8,
+            relabel_ratio: 1.0,
             stats: GridStats::default(),
+        };
+        if let Ok(tune) = std::env::var("SEGCUT_GRID_TUNE") {
+            s.tune(&tune);
+        }
+        s
+    }
+}
+
+impl CudaGrid {
+    /// Applies `key=value,...` settings (see [`Default`]); unknown keys and bad values are
+    /// ignored with a message, since this is an experimenter's knob.
+    pub fn tune(&mut self, spec: &str) {
+        for kv in spec.split(',').filter(|s| !s.is_empty()) {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            let ok: Option<()> = match (k, v) {
+                ("discharge", "tiles") => {
+                    self.discharge = Discharge::Tiles;
+                    Some(())
+                }
+                ("discharge", "sweep") => {
+                    self.discharge = Discharge::Sweep;
+                    Some(())
+                }
+                ("relabel", "tiles") => {
+                    self.relabel = Relabel::Tiles;
+                    Some(())
+                }
+                ("relabel", "levels") => {
+                    self.relabel = Relabel::Levels;
+                    Some(())
+                }
+                ("ops", _) => v.parse().ok().map(|x| self.ops_per_launch = x),
+                ("sweeps", _) => v.parse().ok().map(|x| self.tile_sweeps = x),
+                ("min_rounds", _) => v.parse().ok().map(|x| self.relabel_min_rounds = x),
+                ("ratio", _) => v.parse().ok().map(|x| self.relabel_ratio = x),
+                _ => None,
+            };
+            if ok.is_none() {
+                eprintln!("segcut: ignoring SEGCUT_GRID_TUNE setting '{kv}'");
+            }
         }
     }
 }
 
 /// What the last [`CudaGrid`] solve did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct GridStats {
-    /// Push-relabel kernel launches.
+    /// Discharge launches (rounds).
     pub rounds: u64,
-    /// Global relabels (breadth-first searches from the sink).
+    /// Tiles discharged, summed over the rounds whose worklist size was read back (every
+    /// `TILE_CHECK_EVERY`-th), times that interval: an estimate of the tiled work.
+    pub tiles_discharged: u64,
+    /// Global relabels.
     pub global_relabels: u64,
-    /// BFS level launches, over all global relabels.
+    /// Launches spent in global relabels (BFS levels or tile passes), over all of them.
     pub bfs_levels: u64,
+    /// Milliseconds in global relabels (host clock, including the read-backs).
+    pub relabel_ms: f64,
     /// Device bytes allocated for the graph.
     pub device_bytes: u64,
 }
@@ -113,15 +215,20 @@ struct GridArgs {
 // SAFETY: plain `repr(C)` struct of u32 fields, the same layout as the kernels' `struct Grid`.
 unsafe impl DeviceRepr for GridArgs {}
 
-/// The kernels of `kernels/grid_pr.cu`.
+/// The kernels of `kernels/grid_pr.cu` for one connectivity.
 struct Kernels {
     pr_round: CudaFunction,
     bfs_init: CudaFunction,
     bfs_level: CudaFunction,
-    count_active: CudaFunction,
+    init_terminals: CudaFunction,
+    build_list: CudaFunction,
+    bfs_seed: CudaFunction,
+    bfs_tile: CudaFunction,
+    mark_active: CudaFunction,
+    discharge: CudaFunction,
 }
 
-/// The graph on the device.
+/// The graph and the solver's state on the device.
 struct DeviceGraph {
     rcap: CudaSlice<i32>,
     sink_r: CudaSlice<i32>,
@@ -129,6 +236,9 @@ struct DeviceGraph {
     label: CudaSlice<u32>,
     flow: CudaSlice<u64>,
     counter: CudaSlice<u32>,
+    flags: CudaSlice<u32>,
+    list: CudaSlice<u32>,
+    ntiles: u32,
 }
 
 impl Solver for CudaGrid {
@@ -149,52 +259,104 @@ impl Solver for CudaGrid {
     fn solve_grid_timed(&mut self, g: &GridGraph) -> Result<(Cut, Duration)> {
         let t0 = Instant::now();
         g.validate()?;
-        let shape = check_shape(g)?;
+        check_shape(g.dims(), g.connectivity())?;
         let gpu = runtime::gpu()?;
-        // Test harnesses and servers solve from many threads: make the context current on this one.
         gpu.ctx
             .bind_to_thread()
             .map_err(|e| driver_err("cuCtxSetCurrent", e))?;
-        let module = gpu.module("grid_pr")?;
-        let load = |name: &str| {
-            module
-                .load_function(name)
-                .map_err(|e| driver_err(&format!("cuModuleGetFunction ({name})"), e))
-        };
-        let k = Kernels {
-            pr_round: load("pr_round")?,
-            bfs_init: load("bfs_init")?,
-            bfs_level: load("bfs_level")?,
-            count_active: load("count_active")?,
-        };
-        let n = g.num_nodes();
-        let needed = (n as u64) * grid_bytes_per_node(g.connectivity()) as u64 + 64;
-        let (free, _total) = gpu
-            .ctx
-            .mem_get_info()
-            .map_err(|e| driver_err("cuMemGetInfo", e))?;
-        if needed > free as u64 {
-            return Err(Error::Unsupported(format!(
-                "cuda-grid needs {needed} bytes of GPU memory for {n} nodes ({} bytes per {} \
-                 node) but {} has {free} free",
-                grid_bytes_per_node(g.connectivity()),
-                g.connectivity(),
-                gpu.name
-            )));
-        }
-        self.stats = GridStats {
-            device_bytes: needed,
-            ..GridStats::default()
-        };
-
-        let (base_flow, excess, sink_r) = saturate_terminals(g)?;
+        check_memory(gpu, g.num_nodes(), g.connectivity())?;
         let stream = gpu
             .ctx
             .new_stream()
             .map_err(|e| driver_err("cuStreamCreate", e))?;
-        let mut dev = upload(&stream, g, &excess, &sink_r)?;
-        drop((excess, sink_r));
+        let n = g.num_nodes();
+        let deg = g.connectivity().degree();
+        let alloc_err = |e| driver_err("cuMemAlloc (capacities)", e);
+        let mut caps = stream.alloc_zeros::<i32>(deg * n).map_err(alloc_err)?;
+        for d in 0..deg {
+            let mut dst = caps.slice_mut(d * n..(d + 1) * n);
+            stream
+                .memcpy_htod(g.caps(d), &mut dst)
+                .map_err(|e| driver_err("cuMemcpyHtoD (capacities)", e))?;
+        }
+        let upload = |what: &str, v: &[i32]| {
+            stream
+                .clone_htod(v)
+                .map_err(|e| driver_err(&format!("cuMemcpyHtoD ({what})"), e))
+        };
+        let dg = DeviceGrid {
+            dims: g.dims(),
+            conn: g.connectivity(),
+            caps,
+            source: upload("source capacities", g.source_caps())?,
+            sink: upload("sink capacities", g.sink_caps())?,
+            stream: stream.clone(),
+        };
+        // The host arrays are borrowed: finish the copies before the solve proper.
+        stream
+            .synchronize()
+            .map_err(|e| driver_err("cuStreamSynchronize (upload)", e))?;
         let build = t0.elapsed();
+        // Module load (NVRTC compile on first use) and allocation count as set-up too.
+        let (cut, setup) = self.solve_device(dg)?;
+        Ok((cut, build + setup))
+    }
+}
+
+impl CudaGrid {
+    /// Solves a grid whose capacities are already on the GPU (see [`DeviceGrid`]); nothing goes
+    /// back to the host but the cut. Returns the cut and the time spent before the solve proper
+    /// (module load and allocation).
+    pub fn solve_device(&mut self, g: DeviceGrid) -> Result<(Cut, Duration)> {
+        let t0 = Instant::now();
+        let shape = check_shape(g.dims, g.conn)?;
+        let gpu = runtime::gpu()?;
+        gpu.ctx
+            .bind_to_thread()
+            .map_err(|e| driver_err("cuCtxSetCurrent", e))?;
+        let k = load_kernels(gpu, g.conn)?;
+        let n = g.num_nodes();
+        self.stats = GridStats {
+            device_bytes: (n * grid_bytes_per_node(g.conn)) as u64,
+            ..GridStats::default()
+        };
+        let stream = g.stream.clone();
+        let [tx, ty, tz] = tile_shape(g.conn);
+        let [w, h, d] = g.dims;
+        let ntiles = w.div_ceil(tx) * h.div_ceil(ty) * d.div_ceil(tz);
+        let alloc_err =
+            |what: &'static str| move |e| driver_err(&format!("cuMemAlloc ({what})"), e);
+        let mut dev = DeviceGraph {
+            rcap: g.caps,
+            sink_r: g.sink,
+            excess: stream.alloc_zeros::<i64>(n).map_err(alloc_err("excess"))?,
+            label: stream.alloc_zeros::<u32>(n).map_err(alloc_err("labels"))?,
+            flow: stream.alloc_zeros::<u64>(1).map_err(alloc_err("flow"))?,
+            counter: stream.alloc_zeros::<u32>(1).map_err(alloc_err("counter"))?,
+            flags: stream
+                .alloc_zeros::<u32>(ntiles)
+                .map_err(alloc_err("tile flags"))?,
+            list: stream
+                .alloc_zeros::<u32>(ntiles)
+                .map_err(alloc_err("tile list"))?,
+            ntiles: ntiles as u32,
+        };
+        let cfg = node_cfg(shape.n);
+        // SAFETY: arguments match `init_terminals` in kernels/grid_pr.cu; the source and sink
+        // arrays have n entries (the sink array becomes the sink residual in place).
+        unsafe {
+            stream
+                .launch_builder(&k.init_terminals)
+                .arg(&shape)
+                .arg(&g.source)
+                .arg(&mut dev.excess)
+                .arg(&mut dev.sink_r)
+                .arg(&mut dev.flow)
+                .launch(cfg)
+        }
+        .map_err(|e| driver_err("cuLaunchKernel (init_terminals)", e))?;
+        drop(g.source);
+        let setup = t0.elapsed();
 
         self.run(&stream, &k, shape, &mut dev)?;
 
@@ -207,107 +369,64 @@ impl Solver for CudaGrid {
         stream
             .synchronize()
             .map_err(|e| driver_err("cuStreamSynchronize", e))?;
-        let flow = base_flow
-            .checked_add(pushed[0] as Flow)
-            .ok_or_else(|| Error::Overflow("flow value exceeds i64".into()))?;
+        // At most n·(2^31 - 1) < 2^63 was pushed: the sum fits.
+        let flow = pushed[0] as Flow;
         let sink_side = labels.iter().map(|&l| l <= shape.n).collect();
-        Ok((Cut { flow, sink_side }, build))
-    }
-}
-
-impl CudaGrid {
-    /// Solves a grid whose capacities are already on the GPU (see [`DeviceGrid`]), returning the
-    /// cut and the time spent before the solve proper began.
-    pub fn solve_device(&mut self, g: DeviceGrid) -> Result<(Cut, Duration)> {
-        // First version: bring the graph back to the host and solve it there as usual.
-        let [w, h, d] = g.dims;
-        let mut host = GridGraph::new(w, h, d, g.conn)?;
-        let n = host.num_nodes();
-        let caps = g
-            .stream
-            .clone_dtoh(&g.caps)
-            .map_err(|e| driver_err("cuMemcpyDtoH (capacities)", e))?;
-        let source = g
-            .stream
-            .clone_dtoh(&g.source)
-            .map_err(|e| driver_err("cuMemcpyDtoH (source capacities)", e))?;
-        let sink = g
-            .stream
-            .clone_dtoh(&g.sink)
-            .map_err(|e| driver_err("cuMemcpyDtoH (sink capacities)", e))?;
-        g.stream
-            .synchronize()
-            .map_err(|e| driver_err("cuStreamSynchronize", e))?;
-        for dir in 0..g.conn.degree() {
-            host.caps_mut(dir)
-                .copy_from_slice(&caps[dir * n..(dir + 1) * n]);
+        if std::env::var_os("SEGCUT_GRID_STATS").is_some() {
+            eprintln!("cuda-grid {:?} {:?}: {:?}", g.dims, g.conn, self.stats);
         }
-        for v in 0..n {
-            host.set_terminals(v, source[v], sink[v]);
-        }
-        self.solve_grid_timed(&host)
+        Ok((Cut { flow, sink_side }, setup))
     }
-}
 
-impl CudaGrid {
-    /// Global relabels and push-relabel rounds until no node with excess reaches the sink.
+    /// Global relabels and discharge rounds until no node with excess reaches the sink.
     fn run(
         &mut self,
-        stream: &std::sync::Arc<CudaStream>,
+        stream: &Arc<CudaStream>,
         k: &Kernels,
         shape: GridArgs,
         dev: &mut DeviceGraph,
     ) -> Result<()> {
-        let cfg = LaunchConfig {
-            grid_dim: (shape.n.div_ceil(BLOCK), 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let cfg = node_cfg(shape.n);
         // Far beyond what push-relabel with global relabels needs; a guard against a hang.
         let max_rounds = 1_000_000u64.max(64 * shape.n as u64);
         loop {
-            let levels = self.global_relabel(stream, k, shape, dev, cfg)?;
+            let t = Instant::now();
+            let launches = match self.relabel {
+                Relabel::Tiles => self.relabel_tiles(stream, k, shape, dev)?,
+                Relabel::Levels => self.relabel_levels(stream, k, shape, dev, cfg)?,
+            };
+            self.stats.global_relabels += 1;
+            self.stats.bfs_levels += launches as u64;
             set_zero(stream, &mut dev.counter)?;
-            // SAFETY: arguments match `count_active` in kernels/grid_pr.cu; arrays have n entries.
+            // SAFETY: arguments match `mark_active_nDEG` in kernels/grid_pr.cu; excess and
+            // label have n entries, flags one per tile.
             unsafe {
                 stream
-                    .launch_builder(&k.count_active)
+                    .launch_builder(&k.mark_active)
                     .arg(&shape)
                     .arg(&dev.excess)
                     .arg(&dev.label)
+                    .arg(&mut dev.flags)
                     .arg(&mut dev.counter)
                     .launch(cfg)
             }
-            .map_err(|e| driver_err("cuLaunchKernel (count_active)", e))?;
-            if read_counter(stream, &dev.counter)? == 0 {
+            .map_err(|e| driver_err("cuLaunchKernel (mark_active)", e))?;
+            let any = read_counter(stream, &dev.counter)?;
+            self.stats.relabel_ms += t.elapsed().as_secs_f64() * 1e3;
+            if any == 0 {
                 return Ok(());
             }
-            let rounds = MIN_ROUNDS.max(levels);
-            for r in 1..=rounds {
-                let count = r % CHECK_EVERY == 0 || r == rounds;
-                if count {
-                    set_zero(stream, &mut dev.counter)?;
+            let budget = (self.relabel_min_rounds.max(1) as f64)
+                .max(self.relabel_ratio * launches as f64)
+                .ceil() as u32;
+            match self.discharge {
+                Discharge::Tiles => {
+                    // The sweep kernels do not use the tile flags.
+                    self.discharge_tiles(stream, k, shape, dev, budget)?
                 }
-                // SAFETY: arguments match `pr_round` in kernels/grid_pr.cu; rcap has deg·n
-                // entries, the other arrays n, flow and counter one.
-                unsafe {
-                    stream
-                        .launch_builder(&k.pr_round)
-                        .arg(&shape)
-                        .arg(&mut dev.rcap)
-                        .arg(&mut dev.sink_r)
-                        .arg(&mut dev.excess)
-                        .arg(&mut dev.label)
-                        .arg(&mut dev.flow)
-                        .arg(&mut dev.counter)
-                        .arg(&(count as i32))
-                        .arg(&self.ops_per_launch.max(1))
-                        .launch(cfg)
-                }
-                .map_err(|e| driver_err("cuLaunchKernel (pr_round)", e))?;
-                self.stats.rounds += 1;
-                if count && read_counter(stream, &dev.counter)? == 0 {
-                    break;
+                Discharge::Sweep => {
+                    set_zero(stream, &mut dev.flags)?;
+                    self.discharge_sweep(stream, k, shape, dev, budget.max(MIN_ROUNDS), cfg)?
                 }
             }
             if self.stats.rounds > max_rounds {
@@ -319,16 +438,185 @@ impl CudaGrid {
         }
     }
 
-    /// Exact distances to the sink over residual arcs; returns the number of BFS levels.
-    fn global_relabel(
+    /// Rounds of tiled region discharge over the worklist, until it is empty or `budget`
+    /// rounds have run.
+    fn discharge_tiles(
         &mut self,
-        stream: &std::sync::Arc<CudaStream>,
+        stream: &Arc<CudaStream>,
+        k: &Kernels,
+        shape: GridArgs,
+        dev: &mut DeviceGraph,
+        budget: u32,
+    ) -> Result<()> {
+        let tiles_cfg = LaunchConfig {
+            grid_dim: (dev.ntiles, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut done = 0;
+        while done < budget {
+            for _ in 0..TILE_CHECK_EVERY {
+                self.build_list(stream, k, dev)?;
+                // SAFETY: arguments match `discharge_nDEG` in kernels/grid_pr.cu; rcap has
+                // deg·n entries, the node arrays n, list and flags one per tile; blocks past
+                // the list's length return at once.
+                unsafe {
+                    stream
+                        .launch_builder(&k.discharge)
+                        .arg(&shape)
+                        .arg(&mut dev.rcap)
+                        .arg(&mut dev.sink_r)
+                        .arg(&mut dev.excess)
+                        .arg(&mut dev.label)
+                        .arg(&mut dev.flow)
+                        .arg(&dev.list)
+                        .arg(&dev.counter)
+                        .arg(&mut dev.flags)
+                        .arg(&self.tile_sweeps.max(1))
+                        .launch(tiles_cfg)
+                }
+                .map_err(|e| driver_err("cuLaunchKernel (discharge)", e))?;
+                self.stats.rounds += 1;
+                done += 1;
+            }
+            let listed = read_counter(stream, &dev.counter)?;
+            self.stats.tiles_discharged += listed as u64 * TILE_CHECK_EVERY as u64;
+            if listed == 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Turns the tile flags into the worklist (its length in `dev.counter`).
+    fn build_list(
+        &self,
+        stream: &Arc<CudaStream>,
+        k: &Kernels,
+        dev: &mut DeviceGraph,
+    ) -> Result<()> {
+        set_zero(stream, &mut dev.counter)?;
+        // SAFETY: arguments match `build_list` in kernels/grid_pr.cu; flags and list have
+        // ntiles entries.
+        unsafe {
+            stream
+                .launch_builder(&k.build_list)
+                .arg(&dev.ntiles)
+                .arg(&mut dev.flags)
+                .arg(&mut dev.list)
+                .arg(&mut dev.counter)
+                .launch(node_cfg(dev.ntiles))
+        }
+        .map(|_| ())
+        .map_err(|e| driver_err("cuLaunchKernel (build_list)", e))
+    }
+
+    /// Sweep-mode push-relabel over all nodes, until no node is active or `budget` launches.
+    fn discharge_sweep(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        k: &Kernels,
+        shape: GridArgs,
+        dev: &mut DeviceGraph,
+        budget: u32,
+        cfg: LaunchConfig,
+    ) -> Result<()> {
+        for r in 1..=budget {
+            let count = r % CHECK_EVERY == 0 || r == budget;
+            if count {
+                set_zero(stream, &mut dev.counter)?;
+            }
+            // SAFETY: arguments match `pr_round` in kernels/grid_pr.cu; rcap has deg·n
+            // entries, the other arrays n, flow and counter one.
+            unsafe {
+                stream
+                    .launch_builder(&k.pr_round)
+                    .arg(&shape)
+                    .arg(&mut dev.rcap)
+                    .arg(&mut dev.sink_r)
+                    .arg(&mut dev.excess)
+                    .arg(&mut dev.label)
+                    .arg(&mut dev.flow)
+                    .arg(&mut dev.counter)
+                    .arg(&(count as i32))
+                    .arg(&self.ops_per_launch.max(1))
+                    .launch(cfg)
+            }
+            .map_err(|e| driver_err("cuLaunchKernel (pr_round)", e))?;
+            self.stats.rounds += 1;
+            if count && read_counter(stream, &dev.counter)? == 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Tiled global relabel; returns the number of passes.
+    fn relabel_tiles(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        k: &Kernels,
+        shape: GridArgs,
+        dev: &mut DeviceGraph,
+    ) -> Result<u32> {
+        // SAFETY: arguments match `bfs_seed_nDEG` in kernels/grid_pr.cu; sink_r and label have
+        // n entries, flags one per tile.
+        unsafe {
+            stream
+                .launch_builder(&k.bfs_seed)
+                .arg(&shape)
+                .arg(&dev.sink_r)
+                .arg(&mut dev.label)
+                .arg(&mut dev.flags)
+                .launch(node_cfg(shape.n))
+        }
+        .map_err(|e| driver_err("cuLaunchKernel (bfs_seed)", e))?;
+        let tiles_cfg = LaunchConfig {
+            grid_dim: (dev.ntiles, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut passes = 0;
+        loop {
+            for _ in 0..TILE_CHECK_EVERY {
+                self.build_list(stream, k, dev)?;
+                // SAFETY: arguments match `bfs_tile_nDEG` in kernels/grid_pr.cu; rcap has deg·n
+                // entries, label n, list and flags one per tile.
+                unsafe {
+                    stream
+                        .launch_builder(&k.bfs_tile)
+                        .arg(&shape)
+                        .arg(&dev.rcap)
+                        .arg(&mut dev.label)
+                        .arg(&dev.list)
+                        .arg(&dev.counter)
+                        .arg(&mut dev.flags)
+                        .launch(tiles_cfg)
+                }
+                .map_err(|e| driver_err("cuLaunchKernel (bfs_tile)", e))?;
+                passes += 1;
+            }
+            // An empty list means the pass before it changed nothing: the fixed point.
+            if read_counter(stream, &dev.counter)? == 0 {
+                return Ok(passes);
+            }
+            if passes as usize > 4 * shape.n as usize + 16 {
+                return Err(Error::Graph(
+                    "cuda-grid: the global relabel did not converge".into(),
+                ));
+            }
+        }
+    }
+
+    /// Level-synchronous global relabel; returns the number of BFS levels launched.
+    fn relabel_levels(
+        &mut self,
+        stream: &Arc<CudaStream>,
         k: &Kernels,
         shape: GridArgs,
         dev: &mut DeviceGraph,
         cfg: LaunchConfig,
     ) -> Result<u32> {
-        self.stats.global_relabels += 1;
         // SAFETY: arguments match `bfs_init` in kernels/grid_pr.cu; arrays have n entries.
         unsafe {
             stream
@@ -357,7 +645,6 @@ impl CudaGrid {
                 }
                 .map_err(|e| driver_err("cuLaunchKernel (bfs_level)", e))?;
                 level += 1;
-                self.stats.bfs_levels += 1;
             }
             // Levels beyond the last reached one label nothing, so a batch that reached no node
             // means the search is over.
@@ -368,10 +655,57 @@ impl CudaGrid {
     }
 }
 
+fn node_cfg(n: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (n.div_ceil(BLOCK).max(1), 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+fn load_kernels(gpu: &runtime::Gpu, conn: Connectivity) -> Result<Kernels> {
+    let module = gpu.module("grid_pr")?;
+    let deg = conn.degree();
+    let load = |name: String| {
+        module
+            .load_function(&name)
+            .map_err(|e| driver_err(&format!("cuModuleGetFunction ({name})"), e))
+    };
+    Ok(Kernels {
+        pr_round: load("pr_round".into())?,
+        bfs_init: load("bfs_init".into())?,
+        bfs_level: load("bfs_level".into())?,
+        init_terminals: load("init_terminals".into())?,
+        build_list: load("build_list".into())?,
+        bfs_seed: load(format!("bfs_seed_n{deg}"))?,
+        bfs_tile: load(format!("bfs_tile_n{deg}"))?,
+        mark_active: load(format!("mark_active_n{deg}"))?,
+        discharge: load(format!("discharge_n{deg}"))?,
+    })
+}
+
+/// An error when the grid does not fit in the GPU's free memory.
+fn check_memory(gpu: &runtime::Gpu, n: usize, conn: Connectivity) -> Result<()> {
+    let needed = (n as u64) * grid_bytes_per_node(conn) as u64 + 64;
+    let (free, _total) = gpu
+        .ctx
+        .mem_get_info()
+        .map_err(|e| driver_err("cuMemGetInfo", e))?;
+    if needed > free as u64 {
+        return Err(Error::Unsupported(format!(
+            "cuda-grid needs {needed} bytes of GPU memory for {n} nodes ({} bytes per {conn} \
+             node) but {} has {free} free",
+            grid_bytes_per_node(conn),
+            gpu.name
+        )));
+    }
+    Ok(())
+}
+
 /// The grid's shape for the kernels, or an error when it does not fit their 32-bit indices.
-fn check_shape(g: &GridGraph) -> Result<GridArgs> {
-    let [w, h, d] = g.dims();
-    let n = g.num_nodes();
+fn check_shape(dims: [usize; 3], conn: Connectivity) -> Result<GridArgs> {
+    let [w, h, d] = dims;
+    let n = w * h * d;
     // Labels go up to n + 1 and `w * h` is computed in 32 bits on the device.
     if n > (u32::MAX - 2) as usize {
         return Err(Error::Unsupported(format!(
@@ -384,21 +718,15 @@ fn check_shape(g: &GridGraph) -> Result<GridArgs> {
         h: h as u32,
         d: d as u32,
         n: n as u32,
-        deg: g.connectivity().degree() as u32,
-        is3d: g.connectivity().is_3d() as u32,
+        deg: conn.degree() as u32,
+        is3d: conn.is_3d() as u32,
     })
 }
 
 /// Saturates every source arc: returns the flow sent straight on through each node's own sink
-/// arc, and the excesses and sink residuals left. Excess is `i64` on the device, which holds any
-/// node's excess because it never exceeds the total source capacity, checked here to fit.
+/// arc, and the excesses and sink residuals left (what `init_terminals` does on the device).
+#[cfg(test)]
 fn saturate_terminals(g: &GridGraph) -> Result<(Flow, Vec<i64>, Vec<i32>)> {
-    let total_source: i128 = g.source_caps().iter().map(|&c| c as i128).sum();
-    if total_source > i64::MAX as i128 {
-        return Err(Error::Overflow(format!(
-            "total source capacity {total_source} exceeds the i64 excess of cuda-grid"
-        )));
-    }
     let mut base: Flow = 0;
     let mut excess = Vec::with_capacity(g.num_nodes());
     let mut sink_r = Vec::with_capacity(g.num_nodes());
@@ -411,54 +739,13 @@ fn saturate_terminals(g: &GridGraph) -> Result<(Flow, Vec<i64>, Vec<i32>)> {
     Ok((base, excess, sink_r))
 }
 
-/// Allocates the device graph and copies the residual capacities, excesses and sink residuals.
-fn upload(
-    stream: &std::sync::Arc<CudaStream>,
-    g: &GridGraph,
-    excess: &[i64],
-    sink_r: &[i32],
-) -> Result<DeviceGraph> {
-    let n = g.num_nodes();
-    let deg = g.connectivity().degree();
-    let alloc_err = |what: &str| {
-        let what = what.to_string();
-        move |e| driver_err(&format!("cuMemAlloc ({what})"), e)
-    };
-    let mut rcap = stream
-        .alloc_zeros::<i32>(deg * n)
-        .map_err(alloc_err("residual capacities"))?;
-    for d in 0..deg {
-        let mut dst = rcap.slice_mut(d * n..(d + 1) * n);
-        stream
-            .memcpy_htod(g.caps(d), &mut dst)
-            .map_err(|e| driver_err("cuMemcpyHtoD (capacities)", e))?;
-    }
-    let dev = DeviceGraph {
-        rcap,
-        sink_r: stream
-            .clone_htod(sink_r)
-            .map_err(|e| driver_err("cuMemcpyHtoD (sink capacities)", e))?,
-        excess: stream
-            .clone_htod(excess)
-            .map_err(|e| driver_err("cuMemcpyHtoD (excess)", e))?,
-        label: stream.alloc_zeros::<u32>(n).map_err(alloc_err("labels"))?,
-        flow: stream.alloc_zeros::<u64>(1).map_err(alloc_err("flow"))?,
-        counter: stream.alloc_zeros::<u32>(1).map_err(alloc_err("counter"))?,
-    };
-    // The host buffers are borrowed: finish the copies before they may be freed.
-    stream
-        .synchronize()
-        .map_err(|e| driver_err("cuStreamSynchronize (upload)", e))?;
-    Ok(dev)
-}
-
-fn set_zero(stream: &std::sync::Arc<CudaStream>, c: &mut CudaSlice<u32>) -> Result<()> {
+fn set_zero(stream: &Arc<CudaStream>, c: &mut CudaSlice<u32>) -> Result<()> {
     stream
         .memset_zeros(c)
         .map_err(|e| driver_err("cuMemsetD8Async", e))
 }
 
-fn read_counter(stream: &std::sync::Arc<CudaStream>, c: &CudaSlice<u32>) -> Result<u32> {
+fn read_counter(stream: &Arc<CudaStream>, c: &CudaSlice<u32>) -> Result<u32> {
     let v = stream
         .clone_dtoh(c)
         .map_err(|e| driver_err("cuMemcpyDtoH (counter)", e))?;
@@ -468,10 +755,6 @@ fn read_counter(stream: &std::sync::Arc<CudaStream>, c: &CudaSlice<u32>) -> Resu
     Ok(v[0])
 }
 
-/// A sequential emulation of `kernels/grid_pr.cu` and of [`CudaGrid::run`], for machines without a
-/// GPU: every launch runs its threads' operations in a random interleaving, optionally reading
-/// neighbour labels as they were when the launch began (the stalest a GPU thread could see). It
-/// checks the algorithm, not the CUDA code: keep it in step with the kernels.
 #[cfg(test)]
 mod emulation {
     use super::*;

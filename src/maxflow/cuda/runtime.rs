@@ -161,6 +161,12 @@ fn init_gpu() -> std::result::Result<Gpu, String> {
     }
     let ctx =
         CudaContext::new(0).map_err(|e| driver_err("cuDevicePrimaryCtxRetain", e).to_string())?;
+    // segcut uses every device buffer on one stream only (the solve's), so cudarc's per-launch
+    // event tracking between streams is pure overhead: a few microseconds on each of thousands
+    // of small launches.
+    // SAFETY: no buffer exists yet; every solver keeps its buffers on the stream it allocated
+    // them on and synchronises before host memory it copied from is released.
+    unsafe { ctx.disable_event_tracking() };
     let (major, minor) = ctx
         .compute_capability()
         .map_err(|e| driver_err("cuDeviceGetAttribute", e).to_string())?;
