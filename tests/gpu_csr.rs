@@ -5,7 +5,7 @@
 mod common;
 
 use segcut::gen::{generate, InstanceSpec};
-use segcut::graph::{Cap, Connectivity, CsrBuilder, CsrGraph, GridGraph, Vertex};
+use segcut::graph::{Cap, Connectivity, CsrBuilder, CsrGraph, GridGraph, Network, Vertex};
 use segcut::maxflow::bk::Bk;
 use segcut::maxflow::cuda::{self, CudaCsr};
 use segcut::maxflow::{solve_timed, solver_by_name, verify, Solver, SOLVER_NAMES};
@@ -370,7 +370,8 @@ fn registered_by_name_and_errors_without_a_gpu() {
 }
 
 /// Timings at about a million nodes against BK (one thread), for docs/gpu.md. Run on the GPU
-/// machine with `--ignored --nocapture`; `SEGCUT_CSR_SWEEP=1` also tries other settings.
+/// machine with `--ignored --nocapture`; `SEGCUT_CSR_TIMINGS` names the instances (a comma list of
+/// `segcut gen` specs or `random:LOG2`), `SEGCUT_CSR_SWEEP=1` also tries other settings.
 #[test]
 #[ignore]
 fn timings_at_scale() {
@@ -378,46 +379,31 @@ fn timings_at_scale() {
         return;
     }
     let sweep = std::env::var_os("SEGCUT_CSR_SWEEP").is_some();
-    let mut rng = Rng::new(99);
-    let random = {
-        let n = 1 << 21;
-        let mut b = CsrBuilder::with_capacity(n, 3 * n);
-        for _ in 0..3 * n {
-            let (u, v) = (rng.below(n as u64) as u32, rng.below(n as u64) as u32);
-            b.add_edge(u, v, rng.below(100) as Cap, rng.below(100) as Cap)
-                .unwrap();
-        }
-        for v in 0..n as u32 {
-            match rng.below(10) {
-                0 => b.add_terminals(v, 1 + rng.below(500) as Cap, 0).unwrap(),
-                1 => b.add_terminals(v, 0, 1 + rng.below(500) as Cap).unwrap(),
-                _ => {}
-            }
-        }
-        b.build().unwrap()
-    };
-    let mut instances = vec![("random-sparse:21".to_string(), random)];
-    for text in [
-        "genrmf-long:21:s1",
-        "genrmf-wide:21:s1",
-        "rlg-long:21:s1",
-        "rlg-wide:21:s1",
-        "2d:1448x1448:n4:c10:s1",
-        "2d:1448x1448:n8:c100:s1",
-        "3d:128x128x128:n6:c10:s1",
-    ] {
-        let net = generate(&text.parse().unwrap()).unwrap();
-        instances.push((text.to_string(), net.to_csr().unwrap().into_owned()));
-    }
-    for (name, g) in &instances {
-        let net = segcut::graph::Network::Csr(g.clone());
-        let bk = solve_timed(&mut Bk::default(), &net).unwrap();
+    let list = std::env::var("SEGCUT_CSR_TIMINGS").unwrap_or_else(|_| {
+        "random:20,genrmf-long:20:s1,genrmf-wide:20:s1,rlg-long:20:s1,rlg-wide:20:s1,\
+         2d:1024x1024:n4:c10:s1,2d:1024x1024:n8:c100:s1,3d:128x128x64:n6:c10:s1"
+            .into()
+    });
+    for name in list.split(',').map(str::trim) {
+        let g = match name.strip_prefix("random:") {
+            Some(log2) => random_sparse(1 << log2.parse::<u32>().unwrap(), 3),
+            None => generate(&name.parse().unwrap())
+                .unwrap()
+                .to_csr()
+                .unwrap()
+                .into_owned(),
+        };
+        let net = Network::Csr(g);
+        let Network::Csr(g) = &net else {
+            unreachable!()
+        };
         let mut settings = vec![(0u32, 0u32, 4i32)];
         if sweep {
             let ecl = (100u64.max((g.num_nodes() as u64).pow(2) / (1000 * g.num_arcs() as u64)))
                 .min(1 << 20) as u32;
-            settings.extend([(ecl, 0, 4), (0, 32, 4), (0, 0, 1), (0, 0, 16)]);
+            settings.extend([(ecl, 0, 4), (0, 32, 4), (0, 4, 4), (0, 0, 1), (0, 0, 16)]);
         }
+        let mut gpu = Vec::new();
         for (every, group, ops) in settings {
             let mut solver = CudaCsr {
                 relabel_every: every,
@@ -426,10 +412,13 @@ fn timings_at_scale() {
                 ..CudaCsr::default()
             };
             let t = solve_timed(&mut solver, &net).unwrap();
+            verify(g, &t.cut).unwrap();
+            gpu.push((every, ops, t, solver.stats));
+        }
+        let bk = solve_timed(&mut Bk::default(), &net).unwrap();
+        for (every, ops, t, s) in gpu {
             assert_eq!(t.cut.flow, bk.cut.flow, "{name}");
             assert!(t.cut.sink_side == bk.cut.sink_side, "{name}: canonical cut");
-            verify(g, &t.cut).unwrap();
-            let s = &solver.stats;
             eprintln!(
                 "{name}: n={} arcs={} flow={} | bk {:.1} ms | cuda-csr every={every} group={} \
                  ops={ops}: {:.1} ms (+{:.1} ms layout), {} rounds, {} global relabels, {} BFS \
@@ -448,4 +437,24 @@ fn timings_at_scale() {
             );
         }
     }
+}
+
+/// A random sparse graph: `n` nodes, `k·n` random pairs, a tenth of the nodes tied to the source
+/// and a tenth to the sink.
+fn random_sparse(n: usize, k: usize) -> CsrGraph {
+    let mut rng = Rng::new(99);
+    let mut b = CsrBuilder::with_capacity(n, k * n);
+    for _ in 0..k * n {
+        let (u, v) = (rng.below(n as u64) as u32, rng.below(n as u64) as u32);
+        b.add_edge(u, v, rng.below(100) as Cap, rng.below(100) as Cap)
+            .unwrap();
+    }
+    for v in 0..n as u32 {
+        match rng.below(10) {
+            0 => b.add_terminals(v, 1 + rng.below(500) as Cap, 0).unwrap(),
+            1 => b.add_terminals(v, 0, 1 + rng.below(500) as Cap).unwrap(),
+            _ => {}
+        }
+    }
+    b.build().unwrap()
 }

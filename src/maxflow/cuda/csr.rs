@@ -92,7 +92,8 @@ pub struct CsrStats {
     pub group: u32,
     /// Device bytes allocated for the graph.
     pub device_bytes: u64,
-    /// Host time spent building the forward/reverse layout and the initial preflow.
+    /// Host time spent building the forward/reverse layout and the initial preflow (and the CSR
+    /// form of a grid), as [`solve_timed`](crate::maxflow::solve_timed) reports it in `build`.
     pub layout: Duration,
 }
 
@@ -299,7 +300,9 @@ impl Solver for CudaCsr {
         let t0 = Instant::now();
         let layout = CsrLayout::new(g)?;
         let build = t0.elapsed();
-        Ok((self.solve_layout(&layout)?, build))
+        let cut = self.solve_layout(&layout)?;
+        self.stats.layout = build;
+        Ok((cut, build))
     }
 
     fn solve_grid_timed(&mut self, g: &GridGraph) -> Result<(Cut, Duration)> {
@@ -307,7 +310,9 @@ impl Solver for CudaCsr {
         let csr = g.to_csr()?;
         let layout = CsrLayout::new(&csr)?;
         let build = t0.elapsed();
-        Ok((self.solve_layout(&layout)?, build))
+        let cut = self.solve_layout(&layout)?;
+        self.stats.layout = build;
+        Ok((cut, build))
     }
 }
 
