@@ -413,6 +413,13 @@ fn timings_at_scale() {
             };
             let t = solve_timed(&mut solver, &net).unwrap();
             verify(g, &t.cut).unwrap();
+            // Printed before BK runs, so that a slow BK still leaves the GPU's numbers.
+            eprintln!(
+                "{name}: cuda-csr every={every} group={} ops={ops}: {:.1} ms, {:?}",
+                solver.stats.group,
+                t.solve.as_secs_f64() * 1e3,
+                solver.stats
+            );
             gpu.push((every, ops, t, solver.stats));
         }
         let bk = solve_timed(&mut Bk::default(), &net).unwrap();
