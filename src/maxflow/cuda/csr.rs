@@ -457,7 +457,7 @@ impl CudaCsr {
             };
             for r in 1..=rounds {
                 let [list, next] = &mut dev.lists;
-                let (list, next) = if ep % 2 == 0 {
+                let (list, next) = if ep.is_multiple_of(2) {
                     (&*list, next)
                 } else {
                     (&*next, list)
@@ -538,7 +538,7 @@ impl CudaCsr {
         loop {
             for _ in 0..BFS_BATCH {
                 let [even, odd] = &mut dev.lists;
-                let (frontier, next) = if level % 2 == 0 {
+                let (frontier, next) = if level.is_multiple_of(2) {
                     (&*even, odd)
                 } else {
                     (&*odd, even)
@@ -869,9 +869,9 @@ mod emulation {
                 .map(|v| g.source_caps()[v].min(g.sink_caps()[v]) as i64)
                 .collect();
             assert_eq!(l.base_flow, g.constant_flow() + m.iter().sum::<i64>());
-            for v in 0..g.num_nodes() {
-                assert_eq!(l.excess[v], g.source_caps()[v] as i64 - m[v]);
-                assert_eq!(l.sink_r[v] as i64, g.sink_caps()[v] as i64 - m[v]);
+            for (v, &mv) in m.iter().enumerate() {
+                assert_eq!(l.excess[v], g.source_caps()[v] as i64 - mv);
+                assert_eq!(l.sink_r[v] as i64, g.sink_caps()[v] as i64 - mv);
             }
         }
     }
