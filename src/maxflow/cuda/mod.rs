@@ -17,7 +17,7 @@ mod device;
 mod grid;
 pub mod runtime;
 
-pub use csr::CudaCsr;
+pub use csr::{CsrLayout, CsrStats, CudaCsr};
 pub use device::DeviceGrid;
 pub use grid::{grid_bytes_per_node, CudaGrid, Discharge, GridStats, Relabel};
 pub use runtime::{

@@ -18,6 +18,8 @@ use crate::{Error, Result};
 pub const KERNELS: &[(&str, &str)] = &[
     // cuda-grid
     ("grid_pr", include_str!("../../../kernels/grid_pr.cu")),
+    // cuda-csr
+    ("csr_pr", include_str!("../../../kernels/csr_pr.cu")),
 ];
 
 /// The oldest architecture the kernels are compiled for in CI: CUDA 13's NVRTC supports Turing

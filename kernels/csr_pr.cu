@@ -1,0 +1,235 @@
+// csr_pr.cu: phase one of push-relabel (the minimum cut) on a general graph, launched only from
+// src/maxflow/cuda/csr.rs, which owns the argument order of every kernel below.
+//
+// Layout (built on the host from a CsrGraph). Every arc pair is stored once, as a forward arc
+// p = u -> v in a CSR by tail (fwd_first, fwd_head), with rf[p], the residual capacity of u -> v,
+// and tot[p], the pair's total capacity cap(u -> v) + cap(v -> u). The residual of the reverse
+// arc v -> u is tot[p] - rf[p]. A second CSR by head (rev_first, rev_tail, rev_arc) lists for
+// every node v the forward arcs entering it: rev_tail[q] = u and rev_arc[q] = p. A node's
+// neighbour slots are 0..dfwd (its forward arcs) followed by dfwd..dfwd+drev (its reverse ones).
+//
+// Why one word per pair is enough without locks (Hong 2008, extended to a shared pair word):
+// - the residual of u -> v is rf[p], and only u decreases it (u's pushes on p: atomicSub);
+//   v's pushes on v -> u increase it (atomicAdd);
+// - the residual of v -> u is tot[p] - rf[p], and only v decreases it (v's pushes raise rf[p]);
+//   u's pushes increase it.
+// So each residual has one owner that decreases it; every other change increases it. When the
+// owner reads a residual r and later pushes delta <= r, the current residual is at least r (only
+// the owner itself could have lowered it), hence rf[p] stays within [0, tot[p]] and the push is
+// always legal. Excesses follow the same rule (only the owner decreases its own, with atomics
+// because others add to it concurrently), and sink residuals are only ever decreased by their
+// owner. The amounts are exact; only the labels seen by concurrent groups may be stale, and the
+// host's stop test does not trust labels: it stops only after a fresh BFS from the sink finds no
+// node with excess that reaches the sink.
+//
+// The sink is implicit with label 0 (sink_r[v] is the residual of v -> t); labels 1..=n are
+// distances (lower bounds), INF = n + 1 marks a node that cannot reach the sink.
+//
+// Threads work in groups of G = 2^log_g lanes (4..32, chosen on the host from the mean degree);
+// a group takes one worklist item, its lanes scan the neighbour slots in strides of G, a shuffle
+// minimum picks the lowest residual neighbour, and lane 0 pushes or relabels.
+
+typedef long long i64;
+typedef unsigned long long u64;
+
+#define NO_SLOT 0xffffffffu
+
+// Reads of values other groups may change (the compiler must not keep them in registers).
+__device__ __forceinline__ i64 vload(const i64 *p) { return *(volatile const i64 *)p; }
+__device__ __forceinline__ int vload(const int *p) { return *(volatile const int *)p; }
+__device__ __forceinline__ unsigned vload(const unsigned *p) {
+    return *(volatile const unsigned *)p;
+}
+
+// The lanes of this thread's group inside its warp, for the *_sync intrinsics.
+__device__ __forceinline__ unsigned group_mask(unsigned g) {
+    if (g == 32) return 0xffffffffu;
+    unsigned base = (threadIdx.x & 31u) & ~(g - 1u);
+    return ((1u << g) - 1u) << base;
+}
+
+// Adds w to the worklist of epoch `ep` unless it is already there (one slot per node and epoch).
+__device__ __forceinline__ void enlist(unsigned w, unsigned ep, unsigned *stamp, unsigned *list,
+                                       unsigned *count) {
+    if (atomicExch(stamp + w, ep) != ep) list[atomicAdd(count, 1u)] = w;
+}
+
+// The neighbour slot `i` of v: its node and the residual capacity of v -> node.
+__device__ __forceinline__ void slot(unsigned i, unsigned f0, unsigned df, unsigned r0,
+                                     const unsigned *fwd_head, const unsigned *rev_tail,
+                                     const unsigned *rev_arc, const int *rf, const int *tot,
+                                     unsigned &w, int &res) {
+    if (i < df) {
+        unsigned p = f0 + i;
+        w = fwd_head[p];
+        res = vload(rf + p);
+    } else {
+        unsigned q = r0 + (i - df);
+        unsigned p = rev_arc[q];
+        w = rev_tail[q];
+        res = tot[p] - vload(rf + p);
+    }
+}
+
+// sync: label (others read it), stamp, list count (+)
+// safe: list (own slot)
+// Global relabel, first level: nodes with residual capacity to the sink are at distance 1 and
+// form the first frontier; all others are unreached (INF).
+extern "C" __global__ void bfs_init(unsigned n, const int *sink_r, unsigned *label,
+                                    unsigned *frontier, unsigned *count) {
+    unsigned v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    if (sink_r[v] > 0) {
+        label[v] = 1;
+        frontier[atomicAdd(count, 1u)] = v;
+    } else {
+        label[v] = n + 1;
+    }
+}
+
+// sync: label (atomicCAS from INF), counts[(level + 1) % 3] (+)
+// safe: counts[(level + 2) % 3] (zeroed by thread 0: no group of this launch touches it), next
+//       (own slots)
+// Global relabel, one level of the breadth-first search from the sink over residual arcs (push
+// form, a group per frontier node): every unreached u with a residual arc u -> w into a frontier
+// node w gets distance level + 1 and joins the next frontier. The frontier size is read from
+// counts[level % 3] on the device, so the host launches levels without reading anything back.
+extern "C" __global__ void bfs_level(unsigned n, const unsigned *fwd_first,
+                                     const unsigned *fwd_head, const unsigned *rev_first,
+                                     const unsigned *rev_tail, const unsigned *rev_arc,
+                                     const int *rf, const int *tot, unsigned *label,
+                                     const unsigned *frontier, unsigned *next, unsigned *counts,
+                                     unsigned level, unsigned log_g) {
+    const unsigned g = 1u << log_g;
+    const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid == 0) counts[(level + 2) % 3] = 0;
+    const unsigned size = counts[level % 3];
+    unsigned *next_count = counts + (level + 1) % 3;
+    const unsigned lane = tid & (g - 1u);
+    const unsigned groups = (gridDim.x * blockDim.x) >> log_g;
+    const unsigned inf = n + 1;
+    for (unsigned k = tid >> log_g; k < size; k += groups) {
+        unsigned w = frontier[k];
+        unsigned f0 = fwd_first[w], df = fwd_first[w + 1] - f0;
+        unsigned r0 = rev_first[w], deg = df + rev_first[w + 1] - r0;
+        for (unsigned i = lane; i < deg; i += g) {
+            unsigned u;
+            int res_in; // residual of u -> w
+            if (i < df) {
+                unsigned p = f0 + i;
+                u = fwd_head[p];
+                res_in = tot[p] - rf[p];
+            } else {
+                unsigned q = r0 + (i - df);
+                u = rev_tail[q];
+                res_in = rf[rev_arc[q]];
+            }
+            if (res_in > 0 && vload(label + u) == inf &&
+                atomicCAS(label + u, inf, level + 1) == inf)
+                next[atomicAdd(next_count, 1u)] = u;
+        }
+    }
+}
+
+// sync: stamp, count (+)
+// safe: list (own slots)
+// After a global relabel: the worklist of epoch `ep`, every node with excess that reaches the
+// sink.
+extern "C" __global__ void compact_active(unsigned n, const i64 *excess, const unsigned *label,
+                                          unsigned *stamp, unsigned *list, unsigned *count,
+                                          unsigned ep) {
+    unsigned v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    if (excess[v] > 0 && label[v] <= n) enlist(v, ep, stamp, list, count);
+}
+
+// sync: rf (pair words, see the header), excess (neighbours +, own -), label (read by others),
+//       stamp, flow (+), counts[(ep + 1) % 3] (+)
+// safe: sink_r[v] and label[v] of the group's own node; counts[(ep + 2) % 3] (zeroed by thread 0)
+// One round of Hong's lock-free push-relabel over the worklist of epoch `ep` (a group per active
+// node, up to max_ops operations each): push to the lowest residual neighbour (the sink counts as
+// label 0) while the node is higher, else relabel to one above it. Nodes that receive excess,
+// and the node itself while still active, form the worklist of epoch ep + 1.
+extern "C" __global__ void pr_round(unsigned n, const unsigned *fwd_first,
+                                    const unsigned *fwd_head, const unsigned *rev_first,
+                                    const unsigned *rev_tail, const unsigned *rev_arc, int *rf,
+                                    const int *tot, int *sink_r, i64 *excess, unsigned *label,
+                                    unsigned *stamp, u64 *flow, const unsigned *list,
+                                    unsigned *next, unsigned *counts, unsigned ep,
+                                    unsigned log_g, int max_ops) {
+    const unsigned g = 1u << log_g;
+    const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid == 0) counts[(ep + 2) % 3] = 0;
+    const unsigned size = counts[ep % 3];
+    unsigned *next_count = counts + (ep + 1) % 3;
+    const unsigned lane = tid & (g - 1u);
+    const unsigned mask = group_mask(g);
+    const unsigned groups = (gridDim.x * blockDim.x) >> log_g;
+    const unsigned inf = n + 1;
+    for (unsigned k = tid >> log_g; k < size; k += groups) {
+        const unsigned v = list[k];
+        const unsigned f0 = fwd_first[v], df = fwd_first[v + 1] - f0;
+        const unsigned r0 = rev_first[v], deg = df + rev_first[v + 1] - r0;
+        for (int op = 0; op < max_ops; ++op) {
+            // Lane 0 reads the node's state so that the whole group takes the same branch.
+            i64 e = 0;
+            unsigned h = 0;
+            if (lane == 0) {
+                e = vload(excess + v);
+                h = label[v];
+            }
+            e = __shfl_sync(mask, e, 0, g);
+            h = __shfl_sync(mask, h, 0, g);
+            if (e <= 0 || h >= inf) break;
+
+            // The lowest residual neighbour, as (label << 32 | slot); the sink is (0, NO_SLOT).
+            u64 best = (lane == 0 && sink_r[v] > 0) ? (u64)NO_SLOT : ~0ull;
+            for (unsigned i = lane; i < deg; i += g) {
+                unsigned w;
+                int res;
+                slot(i, f0, df, r0, fwd_head, rev_tail, rev_arc, rf, tot, w, res);
+                if (res > 0) {
+                    u64 key = ((u64)vload(label + w) << 32) | i;
+                    best = key < best ? key : best;
+                }
+            }
+            for (unsigned off = g >> 1; off > 0; off >>= 1) {
+                u64 other = __shfl_xor_sync(mask, best, off, g);
+                best = other < best ? other : best;
+            }
+            if (best == ~0ull) { // no residual arc at all: v cannot reach the sink
+                if (lane == 0) label[v] = inf;
+                break;
+            }
+            const unsigned best_h = (unsigned)(best >> 32);
+            if (h <= best_h) { // relabel
+                if (lane == 0) label[v] = best_h + 1 < inf ? best_h + 1 : inf;
+                continue;
+            }
+            if (lane == 0) {
+                const unsigned i = (unsigned)best;
+                if (i == NO_SLOT) { // push to the sink: sink_r[v] is v's alone
+                    int delta = (int)min(e, (i64)sink_r[v]);
+                    sink_r[v] -= delta;
+                    atomicAdd((u64 *)(excess + v), (u64)(-(i64)delta));
+                    atomicAdd(flow, (u64)delta);
+                } else {
+                    unsigned w;
+                    int res;
+                    // Only v lowers this residual, so it still holds at least what the scan saw.
+                    slot(i, f0, df, r0, fwd_head, rev_tail, rev_arc, rf, tot, w, res);
+                    int delta = (int)min(e, (i64)res);
+                    if (i < df)
+                        atomicSub(rf + f0 + i, delta);
+                    else
+                        atomicAdd(rf + rev_arc[r0 + (i - df)], delta);
+                    atomicAdd((u64 *)(excess + w), (u64)delta);
+                    atomicAdd((u64 *)(excess + v), (u64)(-(i64)delta));
+                    enlist(w, ep + 1, stamp, next, next_count);
+                }
+            }
+        }
+        if (lane == 0 && vload(excess + v) > 0 && label[v] < inf)
+            enlist(v, ep + 1, stamp, next, next_count);
+    }
+}

@@ -1,0 +1,467 @@
+//! The `cuda-csr` solver against BK: the same flow value and the same canonical cut, and a
+//! certificate on every solve. Without a usable GPU each test says so and returns, unless
+//! `SEGCUT_REQUIRE_GPU=1` is set (on the GPU machine): then it fails.
+
+mod common;
+
+use segcut::gen::{generate, InstanceSpec};
+use segcut::graph::{Cap, Connectivity, CsrBuilder, CsrGraph, GridGraph, Network, Vertex};
+use segcut::maxflow::bk::Bk;
+use segcut::maxflow::cuda::{self, CudaCsr};
+use segcut::maxflow::{solve_timed, solver_by_name, verify, Solver, SOLVER_NAMES};
+use segcut::rng::Rng;
+use segcut::Error;
+
+/// Whether a GPU is usable; false (skip) only when none is and none is required.
+fn gpu_or_skip() -> bool {
+    match cuda::gpu_unavailable_reason() {
+        None => true,
+        Some(why) if std::env::var_os("SEGCUT_REQUIRE_GPU").is_some_and(|v| v != "0") => {
+            panic!("SEGCUT_REQUIRE_GPU is set but no GPU is usable: {why}")
+        }
+        Some(why) => {
+            eprintln!("skipped: no usable GPU ({why}); set SEGCUT_REQUIRE_GPU=1 to require one");
+            false
+        }
+    }
+}
+
+/// Solves `g` with `solver` and BK and checks that they agree exactly and that the GPU's cut
+/// carries a certificate. Returns the flow.
+fn check_with(solver: &mut CudaCsr, g: &CsrGraph, what: &str) -> i64 {
+    let gpu = solver
+        .solve_csr(g)
+        .unwrap_or_else(|e| panic!("{what}: cuda-csr failed: {e}"));
+    let bk = Bk::default().solve_csr(g).unwrap();
+    assert_eq!(gpu.flow, bk.flow, "{what}: flow value");
+    if gpu.sink_side != bk.sink_side {
+        let v = (0..bk.sink_side.len())
+            .find(|&v| gpu.sink_side[v] != bk.sink_side[v])
+            .unwrap();
+        panic!(
+            "{what}: canonical cuts differ first at node {v} (gpu {}, bk {})",
+            gpu.sink_side[v], bk.sink_side[v]
+        );
+    }
+    verify(g, &gpu).unwrap_or_else(|e| panic!("{what}: certificate: {e}"));
+    gpu.flow
+}
+
+fn check(g: &CsrGraph, what: &str) -> i64 {
+    check_with(&mut CudaCsr::default(), g, what)
+}
+
+/// Kinds of random general graph.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    /// Small capacities, many zero, random terminals.
+    Small,
+    /// Arcs only, no terminal arcs: the flow is the constant alone.
+    NoTerminals,
+    /// Weak source arcs, strong everything else: every source arc is saturated.
+    Saturated,
+    /// Pair sums and terminal capacities near `i32::MAX`.
+    NearLimits,
+    /// Many parallel and antiparallel arcs between few node pairs.
+    MultiArcs,
+    /// A long path with a few shortcuts: flow must travel far.
+    Long,
+    /// One hub joined to every node (a high-degree vertex).
+    Star,
+}
+
+const KINDS: [Kind; 7] = [
+    Kind::Small,
+    Kind::NoTerminals,
+    Kind::Saturated,
+    Kind::NearLimits,
+    Kind::MultiArcs,
+    Kind::Long,
+    Kind::Star,
+];
+
+fn random_graph(rng: &mut Rng, kind: Kind, max_n: u64) -> CsrGraph {
+    let n = 1 + rng.below(max_n) as usize;
+    let mut b = CsrBuilder::new(n).unwrap();
+    let node = |rng: &mut Rng| rng.below(n as u64) as u32;
+    let small = |rng: &mut Rng, hi: u64| -> Cap {
+        if rng.below(3) == 0 {
+            0
+        } else {
+            rng.below(hi + 1) as Cap
+        }
+    };
+    let pairs = rng.below(3 * n as u64 + 1) as usize;
+    match kind {
+        Kind::Small | Kind::NoTerminals => {
+            for _ in 0..pairs {
+                let (u, v) = (node(rng), node(rng));
+                let (c, r) = (small(rng, 9), small(rng, 9));
+                b.add_edge(u, v, c, r).unwrap();
+            }
+        }
+        Kind::Saturated => {
+            for _ in 0..pairs {
+                let (u, v) = (node(rng), node(rng));
+                b.add_edge(u, v, 500 + rng.below(50) as Cap, 500).unwrap();
+            }
+        }
+        Kind::NearLimits => {
+            for _ in 0..pairs {
+                let (u, v) = (node(rng), node(rng));
+                let c = Cap::MAX - rng.below(1000) as Cap;
+                let r = rng.below((Cap::MAX - c) as u64 + 1) as Cap;
+                b.add_edge(u, v, c, r).unwrap();
+            }
+        }
+        Kind::MultiArcs => {
+            let few = 1 + rng.below(4) as u32;
+            for _ in 0..pairs.max(4) {
+                let u = rng.below(few as u64) as u32 % n as u32;
+                let v = rng.below(few as u64 + 1) as u32 % n as u32;
+                b.add_edge(u, v, small(rng, 20), small(rng, 5)).unwrap();
+            }
+        }
+        Kind::Long => {
+            for v in 1..n as u32 {
+                b.add_edge(v - 1, v, 1 + rng.below(20) as Cap, rng.below(3) as Cap)
+                    .unwrap();
+            }
+            for _ in 0..rng.below(4) {
+                let (u, v) = (node(rng), node(rng));
+                b.add_edge(u, v, rng.below(5) as Cap, 0).unwrap();
+            }
+        }
+        Kind::Star => {
+            for v in 1..n as u32 {
+                if rng.below(4) != 0 {
+                    b.add_edge(0, v, small(rng, 30), small(rng, 30)).unwrap();
+                }
+            }
+        }
+    }
+    for v in 0..n as u32 {
+        let (s, t) = match kind {
+            Kind::NoTerminals => (0, 0),
+            Kind::Saturated => (rng.below(3) as Cap, 10_000),
+            Kind::NearLimits => match rng.below(3) {
+                0 => (Cap::MAX - rng.below(100) as Cap, 0),
+                1 => (0, Cap::MAX - rng.below(100) as Cap),
+                _ => (0, 0),
+            },
+            Kind::Long => match (v, rng.below(10)) {
+                (0, _) => (1000, 0),
+                (_, 0) => (0, rng.below(30) as Cap),
+                _ => (0, 0),
+            },
+            _ => (small(rng, 25), small(rng, 25)),
+        };
+        b.add_terminals(v, s, t).unwrap();
+    }
+    if rng.below(5) == 0 {
+        b.add_arc(Vertex::Source, Vertex::Sink, rng.below(7) as Cap)
+            .unwrap();
+    }
+    b.build().unwrap()
+}
+
+#[test]
+fn agrees_with_bk_on_1200_random_graphs() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng::new(0xc5c5_0005);
+    let mut solver = CudaCsr::default();
+    let mut count = 0;
+    for i in 0..1200u64 {
+        let kind = KINDS[(i % KINDS.len() as u64) as usize];
+        let max_n = match i % 10 {
+            0 => 3,
+            9 => 2000,
+            _ => 120,
+        };
+        let g = random_graph(&mut rng, kind, max_n);
+        // Every few graphs, exercise the other group sizes and a short relabel interval.
+        solver.group = [0, 4, 8, 16, 32][(i % 5) as usize];
+        solver.relabel_every = if i % 7 == 0 { 1 + (i % 3) as u32 } else { 0 };
+        let what = format!(
+            "graph #{i} {kind:?} n={} arcs={} group={} every={}",
+            g.num_nodes(),
+            g.num_arcs(),
+            solver.group,
+            solver.relabel_every
+        );
+        let flow = check_with(&mut solver, &g, &what);
+        if matches!(kind, Kind::NoTerminals) {
+            assert_eq!(flow, g.constant_flow(), "{what}");
+        }
+        count += 1;
+    }
+    assert_eq!(count, 1200);
+}
+
+#[test]
+fn tiny_and_degenerate_graphs() {
+    if !gpu_or_skip() {
+        return;
+    }
+    for (s, t) in [(0, 0), (5, 0), (0, 5), (3, 7), (7, 3), (Cap::MAX, Cap::MAX)] {
+        let mut b = CsrBuilder::new(1).unwrap();
+        b.add_terminals(0, s, t).unwrap();
+        let flow = check(&b.build().unwrap(), &format!("1 node s={s} t={t}"));
+        assert_eq!(flow, s.min(t) as i64);
+    }
+    // No nodes at all: only the constant flow.
+    let mut b = CsrBuilder::new(0).unwrap();
+    b.add_arc(Vertex::Source, Vertex::Sink, 9).unwrap();
+    let g = b.build().unwrap();
+    assert_eq!(CudaCsr::default().solve_csr(&g).unwrap().flow, 9);
+    // Two nodes joined by a saturated pair at the i32 limit.
+    let mut b = CsrBuilder::new(2).unwrap();
+    b.add_terminals(0, Cap::MAX, 0).unwrap();
+    b.add_terminals(1, 0, Cap::MAX).unwrap();
+    b.add_edge(0, 1, Cap::MAX - 1, 1).unwrap();
+    assert_eq!(
+        check(&b.build().unwrap(), "limit pair"),
+        Cap::MAX as i64 - 1
+    );
+}
+
+#[test]
+fn genrmf_and_washington_families() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut solver = CudaCsr::default();
+    for text in [
+        "genrmf-long:10:s1",
+        "genrmf-wide:10:s2",
+        "genrmf-long:14:s3",
+        "genrmf-wide:14:s4",
+        "rlg-long:10:s1",
+        "rlg-wide:10:s2",
+        "rlg-long:14:s3",
+        "rlg-wide:14:s4",
+    ] {
+        let spec: InstanceSpec = text.parse().unwrap();
+        let net = generate(&spec).unwrap();
+        let g = net.to_csr().unwrap();
+        check_with(&mut solver, &g, text);
+        eprintln!("{text}: {:?}", solver.stats);
+    }
+}
+
+#[test]
+fn grids_as_general_graphs() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng::new(21);
+    let conns = [
+        Connectivity::N4,
+        Connectivity::N8,
+        Connectivity::N6,
+        Connectivity::N26,
+    ];
+    for i in 0..40u64 {
+        let conn = conns[(i % 4) as usize];
+        let side = |rng: &mut Rng| 1 + rng.below(if conn.is_3d() { 7 } else { 30 }) as usize;
+        let (w, h) = (side(&mut rng), side(&mut rng));
+        let d = if conn.is_3d() { side(&mut rng) } else { 1 };
+        let mut g = GridGraph::new(w, h, d, conn).unwrap();
+        // Only arcs inside the grid may have capacity (validate checks it).
+        for dir in 0..conn.degree() {
+            let mut tails = Vec::new();
+            g.for_each_arc(dir, |v, _| tails.push(v));
+            for v in tails {
+                g.caps_mut(dir)[v] = rng.below(8) as Cap;
+            }
+        }
+        for v in 0..g.num_nodes() {
+            let (s, t) = (rng.below(30) as Cap, rng.below(30) as Cap);
+            g.set_terminals(v, s, t);
+        }
+        let csr = g.to_csr().unwrap();
+        let what = format!("grid #{i} {conn} {w}x{h}x{d}");
+        check(&csr, &what);
+        // The grid path (to_csr inside the solver) gives the same answer.
+        let via_grid = CudaCsr::default().solve_grid(&g).unwrap();
+        assert_eq!(via_grid, Bk::default().solve_grid(&g).unwrap(), "{what}");
+    }
+    for text in [
+        "2d:256x256:n4:c10:s1",
+        "2d:192x192:n8:c100:s2",
+        "3d:40x40x40:n6:c10:s3",
+    ] {
+        let net = generate(&text.parse().unwrap()).unwrap();
+        check(&net.to_csr().unwrap(), text);
+    }
+}
+
+/// The Waterloo crops as general graphs (node id k is node k - 3), read independently of
+/// segcut's DIMACS reader.
+#[test]
+fn waterloo_crops() {
+    if !gpu_or_skip() {
+        return;
+    }
+    for (path, expected) in common::waterloo_crops() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (s, t, arcs) = common::raw_arcs(&text);
+        let n = arcs.iter().map(|a| a.0.max(a.1)).max().unwrap() as usize - 2;
+        let mut b = CsrBuilder::new(n).unwrap();
+        let vertex = |id: u64| match id {
+            _ if id == s => Vertex::Source,
+            _ if id == t => Vertex::Sink,
+            _ => Vertex::Node(id as u32 - 3),
+        };
+        for (u, v, cap) in arcs {
+            b.add_arc(vertex(u), vertex(v), cap as Cap).unwrap();
+        }
+        let flow = check(&b.build().unwrap(), &path.display().to_string());
+        assert_eq!(flow, expected, "{}", path.display());
+    }
+}
+
+#[test]
+fn repeated_solves_give_identical_cuts() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let g = generate(&"rlg-wide:12:s5".parse().unwrap())
+        .unwrap()
+        .to_csr()
+        .unwrap()
+        .into_owned();
+    let mut solver = CudaCsr::default();
+    let first = solver.solve_csr(&g).unwrap();
+    verify(&g, &first).unwrap();
+    for _ in 0..4 {
+        assert_eq!(solver.solve_csr(&g).unwrap(), first);
+    }
+}
+
+#[test]
+fn registered_by_name_and_errors_without_a_gpu() {
+    assert!(SOLVER_NAMES.contains(&"cuda-csr"));
+    let mut s = solver_by_name("cuda-csr").unwrap();
+    assert_eq!(s.name(), "cuda-csr");
+    let mut b = CsrBuilder::new(2).unwrap();
+    b.add_terminals(0, 4, 0).unwrap();
+    b.add_terminals(1, 0, 4).unwrap();
+    b.add_edge(0, 1, 3, 0).unwrap();
+    let g = b.build().unwrap();
+    match s.solve_csr(&g) {
+        Ok(cut) => {
+            assert!(cuda::gpu_available());
+            assert_eq!(cut.flow, 3);
+        }
+        Err(e) => {
+            assert!(!cuda::gpu_available(), "{e}");
+            assert!(matches!(e, Error::Unsupported(_)), "{e}");
+        }
+    }
+    let bad = CudaCsr {
+        group: 6,
+        ..CudaCsr::default()
+    };
+    let err = { bad }.solve_csr(&g).unwrap_err();
+    assert!(matches!(err, Error::Unsupported(_)), "{err}");
+}
+
+/// Timings at about a million nodes against BK (one thread), for docs/gpu.md. Run on the GPU
+/// machine with `--ignored --nocapture`; `SEGCUT_CSR_TIMINGS` names the instances (a comma list of
+/// `segcut gen` specs or `random:LOG2`), `SEGCUT_CSR_SWEEP=1` also tries other settings.
+#[test]
+#[ignore]
+fn timings_at_scale() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let sweep = std::env::var_os("SEGCUT_CSR_SWEEP").is_some();
+    let list = std::env::var("SEGCUT_CSR_TIMINGS").unwrap_or_else(|_| {
+        "random:20,genrmf-long:20:s1,genrmf-wide:20:s1,rlg-long:20:s1,rlg-wide:20:s1,\
+         2d:1024x1024:n4:c10:s1,2d:1024x1024:n8:c100:s1,3d:128x128x64:n6:c10:s1"
+            .into()
+    });
+    for name in list.split(',').map(str::trim) {
+        let g = match name.strip_prefix("random:") {
+            Some(log2) => random_sparse(1 << log2.parse::<u32>().unwrap(), 3),
+            None => generate(&name.parse().unwrap())
+                .unwrap()
+                .to_csr()
+                .unwrap()
+                .into_owned(),
+        };
+        let net = Network::Csr(g);
+        let Network::Csr(g) = &net else {
+            unreachable!()
+        };
+        let mut settings = vec![(0u32, 0u32, 4i32)];
+        if sweep {
+            let ecl = (100u64.max((g.num_nodes() as u64).pow(2) / (1000 * g.num_arcs() as u64)))
+                .min(1 << 20) as u32;
+            settings.extend([(ecl, 0, 4), (0, 32, 4), (0, 4, 4), (0, 0, 1), (0, 0, 16)]);
+        }
+        let mut gpu = Vec::new();
+        for (every, group, ops) in settings {
+            let mut solver = CudaCsr {
+                relabel_every: every,
+                group,
+                ops_per_round: ops,
+                ..CudaCsr::default()
+            };
+            let t = solve_timed(&mut solver, &net).unwrap();
+            verify(g, &t.cut).unwrap();
+            // Printed before BK runs, so that a slow BK still leaves the GPU's numbers.
+            eprintln!(
+                "{name}: cuda-csr every={every} group={} ops={ops}: {:.1} ms, {:?}",
+                solver.stats.group,
+                t.solve.as_secs_f64() * 1e3,
+                solver.stats
+            );
+            gpu.push((every, ops, t, solver.stats));
+        }
+        let bk = solve_timed(&mut Bk::default(), &net).unwrap();
+        for (every, ops, t, s) in gpu {
+            assert_eq!(t.cut.flow, bk.cut.flow, "{name}");
+            assert!(t.cut.sink_side == bk.cut.sink_side, "{name}: canonical cut");
+            eprintln!(
+                "{name}: n={} arcs={} flow={} | bk {:.1} ms | cuda-csr every={every} group={} \
+                 ops={ops}: {:.1} ms (+{:.1} ms layout), {} rounds, {} global relabels, {} BFS \
+                 levels | speed-up {:.2}",
+                g.num_nodes(),
+                g.num_arcs(),
+                bk.cut.flow,
+                bk.solve.as_secs_f64() * 1e3,
+                s.group,
+                t.solve.as_secs_f64() * 1e3,
+                t.build.as_secs_f64() * 1e3,
+                s.rounds,
+                s.global_relabels,
+                s.bfs_levels,
+                bk.solve.as_secs_f64() / t.solve.as_secs_f64()
+            );
+        }
+    }
+}
+
+/// A random sparse graph: `n` nodes, `k·n` random pairs, a tenth of the nodes tied to the source
+/// and a tenth to the sink.
+fn random_sparse(n: usize, k: usize) -> CsrGraph {
+    let mut rng = Rng::new(99);
+    let mut b = CsrBuilder::with_capacity(n, k * n);
+    for _ in 0..k * n {
+        let (u, v) = (rng.below(n as u64) as u32, rng.below(n as u64) as u32);
+        b.add_edge(u, v, rng.below(100) as Cap, rng.below(100) as Cap)
+            .unwrap();
+    }
+    for v in 0..n as u32 {
+        match rng.below(10) {
+            0 => b.add_terminals(v, 1 + rng.below(500) as Cap, 0).unwrap(),
+            1 => b.add_terminals(v, 0, 1 + rng.below(500) as Cap).unwrap(),
+            _ => {}
+        }
+    }
+    b.build().unwrap()
+}
