@@ -207,6 +207,45 @@ fn every_algorithm_variant_agrees_with_bk() {
     }
 }
 
+/// A few multi-tile grids of each connectivity with every variant: small enough to run under
+/// compute-sanitizer (`sanitizer_sized` in the test name filter).
+#[test]
+fn sanitizer_sized_grids_every_variant() {
+    use segcut::maxflow::cuda::{Discharge, Relabel};
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng::new(0x5a71_0001);
+    let shapes = [
+        (Connectivity::N4, [70, 40, 1]),
+        (Connectivity::N8, [70, 40, 1]),
+        (Connectivity::N6, [40, 10, 10]),
+        (Connectivity::N26, [20, 10, 10]),
+    ];
+    for (conn, [w, h, d]) in shapes {
+        let spec = if conn.is_3d() {
+            GridSpec::new_3d(w, h, d, conn)
+        } else {
+            GridSpec::new_2d(w, h, conn)
+        };
+        let vision = vision_grid(&spec.with_scale(100)).unwrap();
+        let random = random_grid(&mut rng, conn, Caps::Sparse, 30);
+        for discharge in [Discharge::Tiles, Discharge::Sweep] {
+            for relabel in [Relabel::Tiles, Relabel::Levels] {
+                let mut solver = CudaGrid {
+                    discharge,
+                    relabel,
+                    ..CudaGrid::default()
+                };
+                for g in [&vision, &random] {
+                    let what = format!("{discharge:?}/{relabel:?} {conn} {:?}", g.dims());
+                    check_with(&mut solver, g, &what);
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn single_node_grids() {
     if !gpu_or_skip() {

@@ -77,6 +77,10 @@ fn tile_shape(conn: Connectivity) -> [usize; 3] {
 /// How the solver discharges excess between global relabels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Discharge {
+    /// [`Discharge::Tiles`], except for 26-connected grids, where a tile's 8 colour classes
+    /// leave most of a block idle and [`Discharge::Sweep`] is faster (the default; on an H100,
+    /// 128³ N26: 25 ms against 49 ms).
+    Auto,
     /// Region discharge of the tiles on a worklist, in shared memory (the default).
     Tiles,
     /// A thread per node over the whole grid, a few operations per launch (the first version,
@@ -131,7 +135,7 @@ impl Default for CudaGrid {
     /// experiments.
     fn default() -> Self {
         let mut s = CudaGrid {
-            discharge: Discharge::Tiles,
+            discharge: Discharge::Auto,
             relabel: Relabel::Tiles,
             ops_per_launch: 4,
             tile_sweeps: 2,
@@ -153,6 +157,10 @@ impl CudaGrid {
         for kv in spec.split(',').filter(|s| !s.is_empty()) {
             let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
             let ok: Option<()> = match (k, v) {
+                ("discharge", "auto") => {
+                    self.discharge = Discharge::Auto;
+                    Some(())
+                }
                 ("discharge", "tiles") => {
                     self.discharge = Discharge::Tiles;
                     Some(())
@@ -419,8 +427,13 @@ impl CudaGrid {
             let budget = (self.relabel_min_rounds.max(1) as f64)
                 .max(self.relabel_ratio * launches as f64)
                 .ceil() as u32;
-            match self.discharge {
-                Discharge::Tiles => {
+            let discharge = match self.discharge {
+                Discharge::Auto if shape.deg == 26 => Discharge::Sweep,
+                Discharge::Auto => Discharge::Tiles,
+                other => other,
+            };
+            match discharge {
+                Discharge::Auto | Discharge::Tiles => {
                     // The sweep kernels do not use the tile flags.
                     self.discharge_tiles(stream, k, shape, dev, budget)?
                 }
