@@ -6,7 +6,7 @@
 // --fmad=false (no fused multiply-add contraction, which Rust never does either), every float
 // expression keeps the CPU's evaluation order, and the tables (exp, sRGB linearisation, grey
 // costs) are computed on the host by the same Rust code the CPU path runs. What remains different
-// is the device's cbrt/exp/log, which may round differently in the last bit.
+// is the device's exp/log (double), which may round differently in the last bit.
 //
 // Layout (the GridGraph layout): node v = x + W*(y + H*z); caps[d*n + v] is the capacity of
 // v -> neighbour(v, d), zero where the neighbour lies outside the grid; d ^ 1 is the reverse.
@@ -107,9 +107,12 @@ __device__ i64 block_max_i64(i64 x, i64 *sh) {
 }
 
 // sRGB (already linearised through the host's table) -> CIE L*a*b*, as srgb_to_lab in
-// src/segment/pipeline.rs.
+// src/segment/pipeline.rs. The cube root goes through double precision: rounded to float it is
+// the correctly rounded cbrtf, which is what the host's libm gives (glibc's cbrtf agrees with it on
+// every float in [0.008, 1.2], all Lab needs); the device's cbrtf is only faithful, and moved 1-3 %
+// of the capacities by one unit.
 __device__ __forceinline__ float lab_f(float t) {
-    return t > 0.008856f ? cbrtf(t) : 7.787f * t + 16.0f / 116.0f;
+    return t > 0.008856f ? (float)cbrt((double)t) : 7.787f * t + 16.0f / 116.0f;
 }
 
 __device__ __forceinline__ void lab_store(float r, float g, float b, float *out) {

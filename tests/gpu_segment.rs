@@ -254,10 +254,6 @@ fn run_case(case: &Case) -> (u64, u64) {
         cpu.hard,
         gpu.hard
     );
-    assert!(
-        off as f64 <= MAX_DIFF_FRACTION * total as f64,
-        "{what}: {off} of {total} capacities differ"
-    );
     (total, off)
 }
 
@@ -410,12 +406,17 @@ fn gpu_capacities_equal_the_cpu_ones_on_synthetic_images() {
         0.5,
     );
     let (mut total, mut off) = (0, 0);
+    let mut over = Vec::new();
     for case in &cases {
         let (t, o) = run_case(case);
         total += t;
         off += o;
+        if o as f64 > MAX_DIFF_FRACTION * t as f64 {
+            over.push(format!("{}: {o} of {t}", case.name));
+        }
     }
     eprintln!("all synthetic cases: {off} of {total} capacities differ by 1");
+    assert!(over.is_empty(), "too many capacities differ: {over:?}");
 }
 
 #[test]
@@ -432,7 +433,7 @@ fn gpu_capacities_equal_the_cpu_ones_on_the_sample_photo() {
     )
     .unwrap();
     for conn in [Connectivity::N4, Connectivity::N8] {
-        run_case(&Case {
+        let (total, off) = run_case(&Case {
             name: format!("balloon {conn}"),
             image: image.clone(),
             seeds: seeds.clone(),
@@ -441,6 +442,10 @@ fn gpu_capacities_equal_the_cpu_ones_on_the_sample_photo() {
             kind: ModelKind::Gmm { components: 5 },
             blend: 0.5,
         });
+        assert!(
+            off as f64 <= MAX_DIFF_FRACTION * total as f64,
+            "balloon {conn}: {off} of {total} capacities differ"
+        );
     }
 }
 

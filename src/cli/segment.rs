@@ -240,11 +240,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
         })
         .collect();
     let [w, h, d] = image.dims;
-    // The GPU build's stages: upload (host pass + copies), colour conversion and statistics,
-    // then beta, n-links and K; each round's t-links are its graph_ms.
+    // The GPU build's stages: the host's pass over the image, kernel loading, allocation and
+    // copies, colour conversion and statistics, then beta, n-links and K; each round's t-links
+    // are its graph_ms.
     let graph_build = match &st.gpu {
-        Some(g) => json!({ "on": "gpu", "upload_ms": super::ms(g.upload),
-                           "convert_ms": super::ms(g.convert), "nlinks_ms": super::ms(g.nlinks) }),
+        Some(g) => {
+            json!({ "on": "gpu", "host_ms": super::ms(g.host), "setup_ms": super::ms(g.setup),
+                           "upload_ms": super::ms(g.upload),
+                           "convert_ms": super::ms(g.convert), "nlinks_ms": super::ms(g.nlinks) })
+        }
         None => json!({ "on": "cpu" }),
     };
     let stats = json!({

