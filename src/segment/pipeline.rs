@@ -400,7 +400,7 @@ fn note_cpu_build(reason: &str) {
 /// The graph being cut: on the host, or on the GPU.
 enum Graph {
     Host(Energy),
-    Device(GpuEnergy),
+    Device(Box<GpuEnergy>),
 }
 
 /// Segments `image` given `seeds`.
@@ -441,7 +441,7 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
             (Work::Host(work), params)
         }
     };
-    let mut graph = device.map(Graph::Device);
+    let mut graph = device.map(|d| Graph::Device(Box::new(d)));
     let gpu_times = match &graph {
         Some(Graph::Device(d)) => Some(d.times.clone()),
         _ => None,
