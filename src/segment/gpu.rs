@@ -79,7 +79,8 @@ pub fn supported(image: &Image, kind: ModelKind) -> std::result::Result<(), Stri
 pub struct GpuTimes {
     /// The host's pass over the image before the upload: checks, value range, 8-bit packing.
     pub host: Duration,
-    /// Loading the kernels (from the process or disk cache, else NVRTC), the memory check.
+    /// Loading the kernels (from the process or disk cache, else NVRTC), the memory check; done
+    /// while the host pass runs, so it is part of `host` unless longer.
     pub setup: Duration,
     /// Device allocation and the copies of the image and the seeds.
     pub upload: Duration,
@@ -268,10 +269,21 @@ impl GpuEnergy {
         if n == 0 || image.data.len() != n * image.channels {
             energy::check_image(image)?;
         }
-        let pass = host_pass(&image.data);
+        let conn = opts.connectivity;
+        let ch = image.channels;
+        // The kernels load (from the disk cache, at worst NVRTC) while the host reads the image.
+        let (pass, setup) = std::thread::scope(|scope| {
+            let setup = scope.spawn(|| device_setup(n, ch, conn));
+            let pass = host_pass(&image.data);
+            let setup = setup.join().unwrap_or_else(|_| {
+                Err(Error::Unsupported("the GPU set-up thread panicked".into()))
+            });
+            (pass, setup)
+        });
         if !pass.finite || image.spacing.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
             energy::check_image(image)?;
         }
+        let (k, stream, setup_time) = setup?;
         let bytes = pass.bytes;
         let ws = WorkSpace::of(image.channels, pass.lo, pass.hi, space);
         // Lab on the device needs integer values (a table index); others are converted here.
@@ -287,56 +299,9 @@ impl GpuEnergy {
             Some(lab) => (lab, WorkSpace::AsIs),
             None => (image, ws),
         };
-
-        let t_host = Instant::now();
-        let g = gpu()?;
-        g.ctx
-            .bind_to_thread()
-            .map_err(|e| driver_err("cuCtxSetCurrent", e))?;
-        let conn = opts.connectivity;
         let deg = conn.degree();
-        let ch = image.channels;
-        // Device bytes: working image, raw upload, seeds, n-links, terminals, and the solver's
-        // copy of the graph next to its own state (cuda-grid's bytes per node).
-        let per_node = 4 * ch
-            + 4 * ch
-            + 1
-            + 2 * (4 * deg + 8)
-            + crate::maxflow::cuda::grid_bytes_per_node(conn);
-        let needed = (n * per_node) as u64;
-        let (free, _) = g
-            .ctx
-            .mem_get_info()
-            .map_err(|e| driver_err("cuMemGetInfo", e))?;
-        if needed > free as u64 {
-            return Err(Error::Unsupported(format!(
-                "building the energy on the GPU needs about {needed} bytes, {} has {free} free",
-                g.name
-            )));
-        }
-        let module = g.module("seg_energy")?;
-        let load = |name: &str| {
-            module
-                .load_function(name)
-                .map_err(|e| driver_err(&format!("cuModuleGetFunction ({name})"), e))
-        };
-        let k = Kernels {
-            lab_from_u8: load("lab_from_u8")?,
-            lab_from_f32: load("lab_from_f32")?,
-            widen_u8: load("widen_u8")?,
-            channel_stats: load("channel_stats")?,
-            pair_sum: load("pair_sum")?,
-            nlinks: load("nlinks")?,
-            nlinks_grey_table: load("nlinks_grey_table")?,
-            tlinks_gmm: load("tlinks_gmm")?,
-            tlinks_grey_table: load("tlinks_grey_table")?,
-            cut_capacity: load("cut_capacity")?,
-        };
-        let stream = g
-            .ctx
-            .new_stream()
-            .map_err(|e| driver_err("cuStreamCreate", e))?;
-        let t_setup = Instant::now();
+        let t_host = Instant::now();
+        let t_setup = t_host;
         let alloc = |what: &'static str| move |e| driver_err(&format!("cuMemAlloc ({what})"), e);
         let htod = |what: &'static str| move |e| driver_err(&format!("cuMemcpyHtoD ({what})"), e);
 
@@ -600,7 +565,7 @@ impl GpuEnergy {
             unary_constant: 0.0,
             times: GpuTimes {
                 host: t_host - t0,
-                setup: t_setup - t_host,
+                setup: setup_time,
                 upload: t1 - t_setup,
                 convert: t2 - t1,
                 nlinks: t3 - t2,
@@ -790,6 +755,59 @@ impl GpuEnergy {
     pub fn energy_of_flow(&self, flow: i64) -> f64 {
         flow as f64 / self.scale + self.unary_constant
     }
+}
+
+/// The GPU side of [`GpuEnergy::new`]'s start: context, memory check, kernels, stream; and how
+/// long it took.
+fn device_setup(
+    n: usize,
+    ch: usize,
+    conn: Connectivity,
+) -> Result<(Kernels, Arc<CudaStream>, Duration)> {
+    let t = Instant::now();
+    let g = gpu()?;
+    g.ctx
+        .bind_to_thread()
+        .map_err(|e| driver_err("cuCtxSetCurrent", e))?;
+    // Device bytes: working image, raw upload, seeds, n-links, terminals, and the solver's copy
+    // of the graph next to its own state (cuda-grid's bytes per node).
+    let deg = conn.degree();
+    let per_node =
+        4 * ch + 4 * ch + 1 + 2 * (4 * deg + 8) + crate::maxflow::cuda::grid_bytes_per_node(conn);
+    let needed = (n * per_node) as u64;
+    let (free, _) = g
+        .ctx
+        .mem_get_info()
+        .map_err(|e| driver_err("cuMemGetInfo", e))?;
+    if needed > free as u64 {
+        return Err(Error::Unsupported(format!(
+            "building the energy on the GPU needs about {needed} bytes, {} has {free} free",
+            g.name
+        )));
+    }
+    let module = g.module("seg_energy")?;
+    let load = |name: &str| {
+        module
+            .load_function(name)
+            .map_err(|e| driver_err(&format!("cuModuleGetFunction ({name})"), e))
+    };
+    let k = Kernels {
+        lab_from_u8: load("lab_from_u8")?,
+        lab_from_f32: load("lab_from_f32")?,
+        widen_u8: load("widen_u8")?,
+        channel_stats: load("channel_stats")?,
+        pair_sum: load("pair_sum")?,
+        nlinks: load("nlinks")?,
+        nlinks_grey_table: load("nlinks_grey_table")?,
+        tlinks_gmm: load("tlinks_gmm")?,
+        tlinks_grey_table: load("tlinks_grey_table")?,
+        cut_capacity: load("cut_capacity")?,
+    };
+    let stream = g
+        .ctx
+        .new_stream()
+        .map_err(|e| driver_err("cuStreamCreate", e))?;
+    Ok((k, stream, t.elapsed()))
 }
 
 fn sync(s: &Arc<CudaStream>) -> Result<()> {
