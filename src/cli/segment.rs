@@ -44,6 +44,10 @@ pub struct EnergyArgs {
     /// Max-flow solver (`auto`: the best available).
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(SOLVER_NAMES))]
     solver: Option<String>,
+    /// Build the graph on the CPU even when it is solved on the GPU (by default a GPU solver
+    /// builds it on the GPU; also `SEGCUT_CPU_BUILD=1`).
+    #[arg(long)]
+    cpu_build: bool,
 }
 
 impl EnergyArgs {
@@ -93,6 +97,7 @@ impl EnergyArgs {
         if let Some(s) = &self.solver {
             o.solver = s.clone();
         }
+        o.gpu_build = !self.cpu_build;
         Ok(o)
     }
 }
@@ -229,12 +234,23 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .map(|it| {
             json!({
                 "models_ms": super::ms(it.models), "graph_ms": super::ms(it.graph),
-                "solve_ms": super::ms(it.solve), "flow": it.flow, "energy": it.energy,
+                "solve_ms": super::ms(it.solve), "verify_ms": super::ms(it.verify), "flow": it.flow, "energy": it.energy,
                 "foreground": it.foreground, "changed": it.changed,
             })
         })
         .collect();
     let [w, h, d] = image.dims;
+    // The GPU build's stages: the host's pass over the image, kernel loading, allocation and
+    // copies, colour conversion and statistics, then beta, n-links and K; each round's t-links
+    // are its graph_ms.
+    let graph_build = match &st.gpu {
+        Some(g) => {
+            json!({ "on": "gpu", "host_ms": super::ms(g.host), "setup_ms": super::ms(g.setup),
+                           "upload_ms": super::ms(g.upload),
+                           "convert_ms": super::ms(g.convert), "nlinks_ms": super::ms(g.nlinks) })
+        }
+        None => json!({ "on": "cpu" }),
+    };
     let stats = json!({
         "image": args.image.display().to_string(),
         "dims": image.dims, "channels": image.channels, "spacing": image.spacing,
@@ -248,6 +264,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "foreground_pixels": fg, "foreground_fraction": fg as f64 / image.num_pixels() as f64,
         "times_ms": { "load_image": load_ms, "load_seeds": seeds_ms, "prepare": super::ms(st.prepare),
                       "save": save_ms, "total": super::ms(t_all.elapsed()) },
+        "graph_build": graph_build,
         "iterations": iterations,
     });
     if let Some(p) = &args.stats_json {

@@ -293,7 +293,8 @@ pub fn beta(image: &Image, conn: Connectivity, sigma: Option<f64>) -> f64 {
     }
 }
 
-fn check_options(image: &Image, opts: &EnergyOptions) -> Result<()> {
+/// Checks `opts` against `image` (λ, σ, scale, a 2D connectivity on a volume).
+pub(crate) fn check_options(image: &Image, opts: &EnergyOptions) -> Result<()> {
     let bad = |msg: String| Error::Input {
         file: "segment options".into(),
         msg,

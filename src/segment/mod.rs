@@ -3,10 +3,12 @@
 //!
 //! The data path: [`io`] loads an [`Image`] (2D image or 3D volume) and [`Seeds`]; [`model`]
 //! fits colour models on the seeds; [`energy`] builds the grid graph; a solver cuts it; the mask goes
-//! back out through [`io`]. [`eval`] scores masks against ground truth.
+//! back out through [`io`]. [`eval`] scores masks against ground truth. With a GPU solver and a
+//! usable GPU, [`gpu`] builds the graph where it is solved.
 
 pub mod energy;
 pub mod eval;
+pub mod gpu;
 pub mod io;
 pub mod model;
 pub mod overlay;

@@ -275,6 +275,21 @@ impl Gmm {
         self.components.iter().map(|c| c.mean.clone()).collect()
     }
 
+    /// Values per sample.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Each component as `(log_coef, mean, inv_chol)`: `log_coef = ln w − ½(d ln 2π + ln det Σ)`
+    /// and `inv_chol` the row-major `d×d` lower-triangular `L⁻¹` with `Σ = L·Lᵀ`, so that
+    /// `ln(w·N(x)) = log_coef − ½‖L⁻¹(x − μ)‖²`. For evaluating the mixture elsewhere (the GPU
+    /// energy builder).
+    pub fn components(&self) -> impl Iterator<Item = (f64, &[f64], &[f64])> + '_ {
+        self.components
+            .iter()
+            .map(|c| (c.log_coef, &c.mean[..], &c.inv_chol[..]))
+    }
+
     /// The component weights (summing to 1).
     pub fn weights(&self) -> Vec<f64> {
         let w: Vec<f64> = self.components.iter().map(|c| self.log_weight(c)).collect();

@@ -18,11 +18,15 @@
 //! ```
 
 use super::energy::{self, Energy, EnergyOptions};
-use super::model::{ColorModel, Model, ModelKind, ModelParams};
+use super::gpu::{GpuEnergy, GpuTimes, WorkSpace};
+use super::model::{ColorModel, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
 use super::{Image, Seed, Seeds};
 use crate::graph::{Connectivity, GridGraph};
-use crate::maxflow::{solver_by_name, verify};
+use crate::maxflow::cuda::{self, CudaGrid};
+use crate::maxflow::{solver_by_name, verify, Cut};
 use crate::{Error, Result};
+use rayon::prelude::*;
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 /// Colour space the models and the contrast term work in.
@@ -62,6 +66,10 @@ pub struct SegmentOptions {
     pub verify: bool,
     /// Keep the last iteration's graph in [`Segmentation::graph`].
     pub keep_graph: bool,
+    /// Build the graph on the GPU when the solver is `auto` or `cuda-grid`, a GPU is usable and
+    /// the input is covered ([`gpu::supported`](super::gpu::supported)); false, or the
+    /// environment variable `SEGCUT_CPU_BUILD=1`, builds on the CPU.
+    pub gpu_build: bool,
 }
 
 impl Default for SegmentOptions {
@@ -78,6 +86,7 @@ impl Default for SegmentOptions {
             solver: "auto".into(),
             verify: true,
             keep_graph: false,
+            gpu_build: true,
         }
     }
 }
@@ -109,8 +118,10 @@ pub struct IterationStats {
     pub models: Duration,
     /// Building (or updating) the graph.
     pub graph: Duration,
-    /// The solve, certificate included.
+    /// The solve (the cut's download from the GPU included).
     pub solve: Duration,
+    /// Checking the cut's certificate (zero when not asked).
+    pub verify: Duration,
     /// Maximum flow (capacity units).
     pub flow: i64,
     /// Energy of the mask, in nats.
@@ -140,8 +151,11 @@ pub struct SegmentStats {
     pub scale: f64,
     /// Hard-seed capacity `K`.
     pub hard: i32,
-    /// Converting the image (colour space), before the first round.
+    /// Converting the image (colour space), before the first round; with the GPU build, the
+    /// upload, the conversion and the n-links (see [`SegmentStats::gpu`]).
     pub prepare: Duration,
+    /// Where the graph was built, with the GPU build's stage times; `None`: on the CPU.
+    pub gpu: Option<GpuTimes>,
     /// One entry per round run.
     pub iterations: Vec<IterationStats>,
 }
@@ -223,17 +237,19 @@ fn srgb_range(data: &[f32]) -> bool {
     data.iter().all(|&v| (0.0..=65535.0).contains(&v))
 }
 
+/// The sRGB transfer function inverted: a channel in `[0, 1]` → linear light.
+pub(crate) fn srgb_linear(c: f32) -> f32 {
+    let c = c.clamp(0.0, 1.0);
+    if c <= 0.04045 {
+        c / 12.92
+    } else {
+        ((c + 0.055) / 1.055).powf(2.4)
+    }
+}
+
 /// sRGB in `[0, 1]` → CIE L*a*b* (D65 white).
-fn srgb_to_lab(rgb: [f32; 3]) -> [f32; 3] {
-    let lin = |c: f32| {
-        let c = c.clamp(0.0, 1.0);
-        if c <= 0.04045 {
-            c / 12.92
-        } else {
-            ((c + 0.055) / 1.055).powf(2.4)
-        }
-    };
-    let [r, g, b] = rgb.map(lin);
+pub(crate) fn srgb_to_lab(rgb: [f32; 3]) -> [f32; 3] {
+    let [r, g, b] = rgb.map(srgb_linear);
     let x = (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047;
     let y = 0.2126 * r + 0.7152 * g + 0.0722 * b;
     let z = (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883;
@@ -248,28 +264,85 @@ fn srgb_to_lab(rgb: [f32; 3]) -> [f32; 3] {
     [116.0 * fy - 16.0, 500.0 * (fx - fy), 200.0 * (fy - fz)]
 }
 
-/// Collects the pixel values of class `want` (per `label`) into `out`.
-fn gather(image: &Image, label: impl Fn(usize) -> bool, out: &mut Vec<f32>) {
+/// The image in the models' colour space: converted in full (the CPU build), or pixel by pixel
+/// from the original when asked (the GPU build converts the whole image on the device; the host
+/// only needs the pixels the models are fitted on).
+enum Work<'a> {
+    Host(Cow<'a, Image>),
+    Lazy(&'a Image, WorkSpace),
+}
+
+impl Work<'_> {
+    fn image(&self) -> &Image {
+        match self {
+            Work::Host(i) => i,
+            Work::Lazy(i, _) => i,
+        }
+    }
+}
+
+/// Collects the values of the pixels of one class (per `label`) into `out`. A mixture is fitted
+/// on every `step`-th sample of at most [`MAX_FIT_SAMPLES`] (see [`Gmm::fit`](super::model::Gmm)),
+/// so for one only those pixels are collected: the same samples, without copying the rest.
+fn gather(work: &Work, kind: ModelKind, label: impl Fn(usize) -> bool + Sync, out: &mut Vec<f32>) {
+    const CHUNK: usize = 1 << 16;
     out.clear();
-    let ch = image.channels;
-    for i in 0..image.num_pixels() {
-        if label(i) {
-            out.extend_from_slice(&image.data[i * ch..(i + 1) * ch]);
+    let n = work.image().num_pixels();
+    let counts: Vec<usize> = (0..n.div_ceil(CHUNK))
+        .into_par_iter()
+        .map(|c| {
+            (c * CHUNK..n.min((c + 1) * CHUNK))
+                .filter(|&i| label(i))
+                .count()
+        })
+        .collect();
+    let total: usize = counts.iter().sum();
+    let step = match kind {
+        ModelKind::Gmm { .. } => total.div_ceil(MAX_FIT_SAMPLES).max(1),
+        ModelKind::Histogram { .. } => 1,
+    };
+    let mut first = Vec::with_capacity(counts.len());
+    let mut seen = 0;
+    for c in &counts {
+        first.push(seen);
+        seen += c;
+    }
+    let picked: Vec<Vec<usize>> = first
+        .par_iter()
+        .enumerate()
+        .map(|(c, &ordinal)| {
+            let mut k = ordinal;
+            let mut v = Vec::new();
+            for i in c * CHUNK..n.min((c + 1) * CHUNK) {
+                if label(i) {
+                    if k % step == 0 {
+                        v.push(i);
+                    }
+                    k += 1;
+                }
+            }
+            v
+        })
+        .collect();
+    for i in picked.into_iter().flatten() {
+        match work {
+            Work::Host(image) => out.extend_from_slice(image.pixel(i)),
+            Work::Lazy(image, space) => space.push_pixel(image, i, out),
         }
     }
 }
 
 fn fit_models(
-    image: &Image,
+    work: &Work,
     params: &ModelParams,
     kind: ModelKind,
-    fg_pixel: impl Fn(usize) -> bool,
-    bg_pixel: impl Fn(usize) -> bool,
+    fg_pixel: impl Fn(usize) -> bool + Sync,
+    bg_pixel: impl Fn(usize) -> bool + Sync,
     buf: &mut Vec<f32>,
 ) -> Result<(Model, Model)> {
     let mut other = Vec::new();
-    gather(image, fg_pixel, buf);
-    gather(image, bg_pixel, &mut other);
+    gather(work, kind, fg_pixel, buf);
+    gather(work, kind, bg_pixel, &mut other);
     let (fg, bg) = rayon::join(
         || Model::fit(kind, buf, params, "foreground"),
         || Model::fit(kind, &other, params, "background"),
@@ -280,7 +353,7 @@ fn fit_models(
 /// The models fitted on the seeds alone: hard and soft foreground seeds for one, background for
 /// the other (the first round's models, and the blend partner of later rounds).
 fn fit_seed_models(
-    work: &Image,
+    work: &Work,
     params: &ModelParams,
     kind: ModelKind,
     seeds: &Seeds,
@@ -301,16 +374,37 @@ fn fit_seed_models(
 pub fn build_graph(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Energy> {
     energy::check_image(image)?;
     check_seeds(image, seeds)?;
-    let work = to_color_space(image, opts.color_space);
-    let params = ModelParams::from_image(&work.data, work.channels);
+    let work = Work::Host(to_color_space(image, opts.color_space));
+    let w = work.image();
+    let params = ModelParams::from_image(&w.data, w.channels);
     let mut buf = Vec::new();
     let (fg, bg) = fit_seed_models(&work, &params, opts.model, seeds, &mut buf)?;
-    energy::build_graph(&work, seeds, &fg, &bg, &opts.energy_options(&work))
+    energy::build_graph(w, seeds, &fg, &bg, &opts.energy_options(w))
+}
+
+/// Whether to build on the GPU: a GPU solver, a usable GPU, a covered input, and not turned off.
+fn gpu_build_wanted(image: &Image, opts: &SegmentOptions) -> bool {
+    let forced_cpu = std::env::var_os("SEGCUT_CPU_BUILD").is_some_and(|v| v != "0");
+    opts.gpu_build
+        && !forced_cpu
+        && matches!(opts.solver.as_str(), "auto" | "cuda-grid")
+        && super::gpu::supported(image, opts.model).is_ok()
+        && cuda::gpu_available()
+}
+
+fn note_cpu_build(reason: &str) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| eprintln!("segcut: graph built on the CPU ({reason})"));
+}
+
+/// The graph being cut: on the host, or on the GPU.
+enum Graph {
+    Host(Energy),
+    Device(Box<GpuEnergy>),
 }
 
 /// Segments `image` given `seeds`.
 pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Segmentation> {
-    energy::check_image(image)?;
     let seed_counts = check_seeds(image, seeds)?;
     if !(0.0..=1.0).contains(&opts.seed_weight) {
         return Err(Error::Input {
@@ -325,16 +419,40 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
         });
     }
     let mut solver = solver_by_name(&opts.solver)?;
+    // Asked first: creating the GPU context is process start-up, not preparation.
+    let on_gpu = gpu_build_wanted(image, opts);
     let t = Instant::now();
-    let work = to_color_space(image, opts.color_space);
-    let params = ModelParams::from_image(&work.data, work.channels);
+    let eopts = opts.energy_options(image);
+    // The GPU build checks the image in its own (parallel) pass over it.
+    let mut device = None;
+    if on_gpu {
+        match GpuEnergy::new(image, seeds, opts.color_space, &eopts) {
+            Ok(e) => device = Some(e),
+            Err(Error::Unsupported(reason)) => note_cpu_build(&reason),
+            Err(e) => return Err(e),
+        }
+    }
+    let (work, params) = match &device {
+        Some(d) => (Work::Lazy(image, d.space), d.params.clone()),
+        None => {
+            energy::check_image(image)?;
+            let work = to_color_space(image, opts.color_space);
+            let params = ModelParams::from_image(&work.data, work.channels);
+            (Work::Host(work), params)
+        }
+    };
+    let mut graph = device.map(|d| Graph::Device(Box::new(d)));
+    let gpu_times = match &graph {
+        Some(Graph::Device(d)) => Some(d.times.clone()),
+        _ => None,
+    };
+    let mut cuda_grid = CudaGrid::default();
     let prepare_time = t.elapsed();
 
     let n = image.num_pixels();
     let mut mask = vec![false; n];
     let mut rounds = Vec::new();
     let mut buf = Vec::new();
-    let mut energy: Option<Energy> = None;
     let mut seed_models: Option<(Model, Model)> = None;
     let (mut flow, mut value) = (0, 0.0);
     for round in 0..opts.iterations {
@@ -359,17 +477,40 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
         let (fg, bg) = (Blend::new(fg, sf, w), Blend::new(bg, sb, w));
         let t1 = Instant::now();
         // The n-links do not depend on the models: build them once, redo only the t-links.
-        let e = match energy.as_mut() {
-            Some(e) => e,
-            None => energy.insert(energy::build_nlinks(&work, &opts.energy_options(&work))?),
+        let g = match graph.as_mut() {
+            Some(g) => g,
+            None => graph.insert(Graph::Host(energy::build_nlinks(work.image(), &eopts)?)),
         };
-        energy::set_tlinks(e, &work, seeds, &fg, &bg)?;
-        let t2 = Instant::now();
-        let cut = solver.solve_grid(&e.graph)?;
-        if opts.verify {
-            verify(&e.graph, &cut)?;
-        }
-        let t3 = Instant::now();
+        let (cut, t2, t3): (Cut, Instant, Instant) = match g {
+            Graph::Host(e) => {
+                energy::set_tlinks(e, work.image(), seeds, &fg, &bg)?;
+                let t2 = Instant::now();
+                let cut = solver.solve_grid(&e.graph)?;
+                let t3 = Instant::now();
+                if opts.verify {
+                    verify(&e.graph, &cut)?;
+                }
+                (cut, t2, t3)
+            }
+            Graph::Device(d) => {
+                d.set_tlinks(image, &fg, &bg)?;
+                let t2 = Instant::now();
+                let cut = match cuda_grid.solve_device(d.device_grid()?) {
+                    Ok((cut, _)) => cut,
+                    // Out of GPU memory for the solver, say: `auto` may still solve on the CPU.
+                    Err(Error::Unsupported(_)) if opts.solver == "auto" => {
+                        solver.solve_grid(&d.download()?)?
+                    }
+                    Err(e) => return Err(e),
+                };
+                let t3 = Instant::now();
+                if opts.verify {
+                    d.verify(&cut)?;
+                }
+                (cut, t2, t3)
+            }
+        };
+        let t4 = Instant::now();
         let mut changed = 0;
         let mut foreground = 0;
         for (m, &s) in mask.iter_mut().zip(&cut.sink_side) {
@@ -378,11 +519,15 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
             foreground += *m as usize;
         }
         flow = cut.flow;
-        value = e.energy_of_flow(cut.flow);
+        value = match g {
+            Graph::Host(e) => e.energy_of_flow(cut.flow),
+            Graph::Device(d) => d.energy_of_flow(cut.flow),
+        };
         rounds.push(IterationStats {
             models: t1 - t0,
             graph: t2 - t1,
             solve: t3 - t2,
+            verify: t4 - t3,
             flow,
             energy: value,
             foreground,
@@ -396,17 +541,40 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
             break;
         }
     }
-    let e = energy.expect("at least one round ran");
+    let (connectivity, edges, beta, scale, hard, kept) =
+        match graph.expect("at least one round ran") {
+            Graph::Host(e) => (
+                e.graph.connectivity(),
+                e.graph.num_edges(),
+                e.beta,
+                e.scale,
+                e.hard,
+                opts.keep_graph.then_some(e.graph),
+            ),
+            Graph::Device(d) => (
+                d.connectivity(),
+                d.num_edges(),
+                d.beta,
+                d.scale,
+                d.hard,
+                if opts.keep_graph {
+                    Some(d.download()?)
+                } else {
+                    None
+                },
+            ),
+        };
     let stats = SegmentStats {
         dims: image.dims,
-        connectivity: e.graph.connectivity(),
+        connectivity,
         nodes: n,
-        edges: e.graph.num_edges(),
+        edges,
         seed_counts,
-        beta: e.beta,
-        scale: e.scale,
-        hard: e.hard,
+        beta,
+        scale,
+        hard,
         prepare: prepare_time,
+        gpu: gpu_times,
         iterations: rounds,
     };
     Ok(Segmentation {
@@ -414,7 +582,7 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
         flow,
         energy: value,
         verified: opts.verify,
-        graph: opts.keep_graph.then_some(e.graph),
+        graph: kept,
         stats,
     })
 }
@@ -422,15 +590,16 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
 /// A refitted model blended with the seed-fitted one: `p = (1 − w)·p_refit + w·p_seeds`. The
 /// seeds are the only labels the user vouched for; keeping their model in the mix stops a round
 /// that drifted from pulling the next one further away.
-struct Blend<'a> {
-    refit: Model,
-    seeds: Option<&'a Model>,
+pub struct Blend<'a> {
+    pub(crate) refit: Model,
+    pub(crate) seeds: Option<&'a Model>,
     /// `ln(1 − w)` and `ln w`.
-    log_w: [f64; 2],
+    pub(crate) log_w: [f64; 2],
 }
 
 impl<'a> Blend<'a> {
-    fn new(refit: Model, seeds: &'a Model, w: f64) -> Self {
+    /// `refit` blended with `seeds` at weight `w` (0: `refit` alone).
+    pub fn new(refit: Model, seeds: &'a Model, w: f64) -> Self {
         Blend {
             refit,
             seeds: (w > 0.0).then_some(seeds),
