@@ -28,9 +28,9 @@ fn maxflow_on_crop_prints_flow_and_verified() {
         let out = stdout(&o);
         let row = out.lines().nth(1).expect("a row under the header");
         let cols: Vec<&str> = row.split_whitespace().collect();
-        assert_eq!(cols[3], expected.to_string(), "flow column: {row}");
-        assert_eq!(cols[4], expected.to_string(), "expected column: {row}");
-        assert_eq!(cols[5], "yes", "match column: {row}");
+        assert_eq!(cols[4], expected.to_string(), "flow column: {row}");
+        assert_eq!(cols[5], expected.to_string(), "expected column: {row}");
+        assert_eq!(cols[6], "yes", "match column: {row}");
         assert_eq!(*cols.last().unwrap(), "yes", "verified column: {row}");
     }
 }
@@ -131,7 +131,7 @@ fn archive_gives_one_row_per_instance_with_sol_match() {
         assert_eq!(rows.len(), 3, "{out}");
         for row in rows {
             let cols: Vec<&str> = row.split_whitespace().collect();
-            assert_eq!(cols[5], "yes", "{row}");
+            assert_eq!(cols[6], "yes", "{row}");
         }
         assert!(out.contains("3 instances, total solve"), "{out}");
         assert!(out.contains("3/3 match"), "{out}");
