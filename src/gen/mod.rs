@@ -69,6 +69,17 @@ impl InstanceSpec {
             InstanceSpec::Sparse(s) => s.num_nodes(),
         }
     }
+
+    /// Checks the parameters without generating anything (vision grids: without the memory
+    /// limit, which depends on the machine).
+    pub fn check(&self) -> Result<()> {
+        match self {
+            InstanceSpec::Vision(s) => s.check(u64::MAX),
+            InstanceSpec::Genrmf(s) => s.check(),
+            InstanceSpec::Washington(s) => s.check(),
+            InstanceSpec::Sparse(s) => s.check(),
+        }
+    }
 }
 
 impl fmt::Display for InstanceSpec {

@@ -10,7 +10,8 @@
 //! plane sizes it implies are tried. A grid is only ever built when it holds exactly the file's
 //! arcs, so a wrong guess can cost the grid form but never the answer.
 //!
-//! When no candidate holds every arc, the reason names the candidate that holds the most and
+//! A volume that holds every arc but whose arc slots are mostly empty is refused too (see
+//! [`dense_enough`]). When no candidate holds every arc, the reason names the candidate that holds the most and
 //! counts the arcs it misses: a grid with a few extra arcs, or KZ2's two grids joined by sparse
 //! links, shows up as "97 % of arcs are grid arcs ... but 1234 are not".
 
@@ -92,7 +93,7 @@ fn infer(
         0 => Err(describe_misfit(csr, w0, &volumes, total)),
         1 => {
             let (dims, g) = fits.remove(0);
-            Ok((g, dims))
+            dense_enough(g, dims, total)
         }
         _ => {
             let sizes: Vec<String> = fits.iter().map(|(d, _)| size_text(*d, true)).collect();
@@ -102,6 +103,28 @@ fn infer(
             ))
         }
     }
+}
+
+/// The volume, unless fewer than half of its arc slots carry capacity: then the arcs only happen
+/// to fit (the arcs of a small 2D grid with one stray can fit a 2×2×D 26-connected volume), and
+/// the grid would store, and a grid solver sweep, many times the arcs the file has. (2D grids
+/// are not held to this: their shape is read off the row offset and cannot arise this way.)
+fn dense_enough(
+    g: GridGraph,
+    dims: [usize; 3],
+    arcs: u64,
+) -> Result<(GridGraph, [usize; 3]), String> {
+    use crate::graph::FlowNetwork;
+    let slots = g.num_arcs() as u64;
+    if 2 * arcs >= slots {
+        return Ok((g, dims));
+    }
+    Err(format!(
+        "a {} {} grid holds every arc, but only {arcs} of its {slots} arc slots would carry \
+         capacity: too sparse to be that grid",
+        size_text(dims, g.connectivity().is_3d()),
+        g.connectivity()
+    ))
 }
 
 /// The candidates (at most two are needed to call it ambiguous) whose grid holds every arc.
@@ -120,32 +143,57 @@ fn fitting(csr: &CsrGraph, candidates: &[[usize; 3]], is_3d: bool) -> Vec<([usiz
 
 /// `W × H × D` volumes (`H, D ≥ 2`) that the offsets suggest for each candidate width: the
 /// smallest offset beyond the 2D neighbourhood is `W·H + dy·W + dx` for some `dx, dy ∈ {-1,
-/// 0, 1}` (only `W·H` itself when 6-connected), so each of the nine plane sizes it implies is a
-/// candidate when it is a whole number of rows and the nodes a whole number of planes.
+/// 0, 1}` (only `W·H` itself when 6-connected).
 fn volume_candidates(csr: &CsrGraph, widths: &[usize], n: usize) -> Vec<[usize; 3]> {
     let mut out: Vec<[usize; 3]> = Vec::new();
     for &w in widths {
-        let Some(p0) = min_offset_above(csr, w + 1) else {
-            continue;
-        };
-        for dy in -1i64..=1 {
-            for dx in -1i64..=1 {
-                let plane = p0 as i64 - dy * w as i64 - dx;
-                if plane <= 0 {
-                    continue;
-                }
-                let plane = plane as usize;
-                if !plane.is_multiple_of(w) || !n.is_multiple_of(plane) {
-                    continue;
-                }
-                let dims = [w, plane / w, n / plane];
-                if dims[1] >= 2 && dims[2] >= 2 && !out.contains(&dims) {
+        if let Some(p0) = min_offset_above(csr, w + 1) {
+            for dims in planes_around(p0, w, n) {
+                if !out.contains(&dims) {
                     out.push(dims);
                 }
             }
         }
     }
     out
+}
+
+/// The volumes of width `w` whose plane size is `offset - dy·W - dx` for some `dx, dy ∈ {-1, 0,
+/// 1}` (`offset` being a step to the next plane), a whole number of rows, with the `n` nodes a
+/// whole number of planes.
+fn planes_around(offset: usize, w: usize, n: usize) -> Vec<[usize; 3]> {
+    let mut out = Vec::new();
+    for dy in -1i64..=1 {
+        for dx in -1i64..=1 {
+            let plane = offset as i64 - dy * w as i64 - dx;
+            if plane <= 0 {
+                continue;
+            }
+            let plane = plane as usize;
+            if !plane.is_multiple_of(w) || !n.is_multiple_of(plane) {
+                continue;
+            }
+            let dims = [w, plane / w, n / plane];
+            if dims[1] >= 2 && dims[2] >= 2 && !out.contains(&dims) {
+                out.push(dims);
+            }
+        }
+    }
+    out
+}
+
+/// How many arcs with capacity have each id offset `|u - v|`.
+fn offset_counts(csr: &CsrGraph) -> std::collections::HashMap<usize, u64> {
+    let (heads, caps) = (csr.heads(), csr.caps());
+    let mut counts = std::collections::HashMap::new();
+    for v in 0..csr.num_nodes() {
+        for a in csr.arcs_of(v) {
+            if caps[a] > 0 {
+                *counts.entry((heads[a] as usize).abs_diff(v)).or_insert(0) += 1;
+            }
+        }
+    }
+    counts
 }
 
 /// Arcs with capacity between non-terminal nodes.
@@ -198,19 +246,48 @@ fn size_text([w, h, d]: [usize; 3], is_3d: bool) -> String {
     }
 }
 
-/// Why no grid holds the arcs: the candidate that holds the most (width `w`, the best guess in
-/// 2D, or one of the `volumes`), how many arcs it holds and how many it misses.
+/// Why no grid holds the arcs: the candidate that holds the most, how many arcs it holds and
+/// how many it misses. Candidates: the width `w` read off the smallest offset, the `volumes`
+/// tried, and, because one stray short arc spoils the smallest offset, the sizes suggested by
+/// the most frequent offsets.
 fn describe_misfit(csr: &CsrGraph, w: usize, volumes: &[[usize; 3]], total: u64) -> String {
     let n = csr.num_nodes();
-    // 2D rows of `w`, the last one partial when `n` is not a whole number of rows.
-    let mut best = (grid_arcs(csr, [w, n.div_ceil(w), 1]), None);
-    for &dims in volumes {
-        let fit = grid_arcs(csr, dims);
-        if fit > best.0 {
-            best = (fit, Some(dims));
+    // The candidates detection tried first; the ones from frequent offsets may win only when
+    // they miss an arc: one that holds every arc is a shape detection does not try (e.g. a
+    // tiny graph that fits some 8-connected grid), and naming it would contradict the answer.
+    let mut cands: Vec<([usize; 3], bool, bool)> = vec![([w, n.div_ceil(w), 1], false, true)];
+    cands.extend(volumes.iter().map(|&d| (d, true, true)));
+    let counts = offset_counts(csr);
+    let mode_above = |k: usize| {
+        counts
+            .iter()
+            .filter(|(&off, _)| off > k)
+            .max_by_key(|(&off, &c)| (c, std::cmp::Reverse(off)))
+            .map(|(&off, _)| off)
+    };
+    if let Some(wm) = mode_above(1) {
+        // The most frequent offset is W, or W ± 1 for 8-connected grids.
+        for cand in [wm - 1, wm, wm + 1] {
+            if cand >= 2 {
+                cands.push(([cand, n.div_ceil(cand), 1], false, false));
+            }
+            if let Some(pm) = mode_above(cand + 1) {
+                cands.extend(
+                    planes_around(pm, cand, n)
+                        .into_iter()
+                        .map(|d| (d, true, false)),
+                );
+            }
         }
     }
-    let (fit, volume) = best;
+    let mut best: (u64, usize, Option<[usize; 3]>) = (0, w, None);
+    for (dims, is_3d, tried) in cands {
+        let fit = grid_arcs(csr, dims);
+        if fit > best.0 && (tried || fit < total) {
+            best = (fit, dims[0], is_3d.then_some(dims));
+        }
+    }
+    let (fit, w, volume) = best;
     let misfits = total - fit;
     if 2 * fit < total {
         return "no grid structure".into();
