@@ -7,7 +7,8 @@ use segcut::graph::{Connectivity, GridGraph, Network};
 use segcut::maxflow::bk::Bk;
 use segcut::maxflow::cuda::{self, Auto};
 use segcut::maxflow::{
-    choose_solver, choose_solver_for, Choice, GraphSize, Solver, AUTO_MIN_GPU_NODES,
+    auto_min_gpu_nodes, choose_solver, choose_solver_for, Choice, GraphSize, Solver,
+    AUTO_MIN_GPU_NODES,
 };
 
 const GRID: bool = true;
@@ -98,8 +99,10 @@ fn named_solvers_are_themselves() {
 fn this_machine_decides_consistently() {
     let tiny = Network::Grid(GridGraph::new_2d(16, 16, Connectivity::N4).unwrap());
     let c = choose_solver("auto", &tiny);
-    assert_eq!(c.solver, "bk", "{}", c.reason);
-    assert!(AUTO_MIN_GPU_NODES > 256);
+    // Unless SEGCUT_AUTO_MIN_GPU_NODES lowers the threshold for this run.
+    if auto_min_gpu_nodes() > 256 {
+        assert_eq!(c.solver, "bk", "{}", c.reason);
+    }
     let big = Network::Grid(GridGraph::new_2d(512, 512, Connectivity::N4).unwrap());
     let c = choose_solver("auto", &big);
     match cuda::gpu_unavailable_reason() {
