@@ -28,9 +28,9 @@ fn maxflow_on_crop_prints_flow_and_verified() {
         let out = stdout(&o);
         let row = out.lines().nth(1).expect("a row under the header");
         let cols: Vec<&str> = row.split_whitespace().collect();
-        assert_eq!(cols[3], expected.to_string(), "flow column: {row}");
-        assert_eq!(cols[4], expected.to_string(), "expected column: {row}");
-        assert_eq!(cols[5], "yes", "match column: {row}");
+        assert_eq!(cols[4], expected.to_string(), "flow column: {row}");
+        assert_eq!(cols[5], expected.to_string(), "expected column: {row}");
+        assert_eq!(cols[6], "yes", "match column: {row}");
         assert_eq!(*cols.last().unwrap(), "yes", "verified column: {row}");
     }
 }
@@ -131,7 +131,7 @@ fn archive_gives_one_row_per_instance_with_sol_match() {
         assert_eq!(rows.len(), 3, "{out}");
         for row in rows {
             let cols: Vec<&str> = row.split_whitespace().collect();
-            assert_eq!(cols[5], "yes", "{row}");
+            assert_eq!(cols[6], "yes", "{row}");
         }
         assert!(out.contains("3 instances, total solve"), "{out}");
         assert!(out.contains("3/3 match"), "{out}");
@@ -271,7 +271,10 @@ fn bench_tiny_verifies_and_writes_json() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let recs = v.as_array().unwrap();
-    assert_eq!(recs.len(), 12);
+    let instances = segcut::bench::suite("tiny", &Default::default())
+        .unwrap()
+        .instances;
+    assert_eq!(recs.len(), 2 * instances.len());
     assert!(recs
         .iter()
         .all(|r| r["verified"] == true && r["agrees"] == true));
@@ -308,4 +311,86 @@ fn maxflow_explain_says_how_each_file_was_loaded() {
         layout.starts_with("general: ") && layout.contains("width 3"),
         "{layout}"
     );
+}
+
+#[test]
+fn maxflow_reports_the_solver_choice_and_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("g.max");
+    let grid = "p max 8 6\nn 1 s\nn 2 t\na 1 3 5\na 8 2 5\na 3 4 2\na 4 3 2\na 3 6 4\na 6 3 4\n";
+    std::fs::write(&g, grid).unwrap();
+    let json = |envs: &[(&str, &str)], extra: &[&str]| {
+        let o = Command::new(common::segcut_bin())
+            .args(["maxflow", g.to_str().unwrap(), "--json"])
+            .args(extra)
+            .envs(envs.iter().copied())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_str::<serde_json::Value>(stdout(&o).trim()).unwrap()
+    };
+    // Six nodes: under the default threshold, BK, and the reason says so.
+    let v = json(&[], &[]);
+    assert_eq!(v["solver"], "bk");
+    let why = v["solver_reason"].as_str().unwrap();
+    assert!(
+        why.contains("grid of 6 nodes") && why.contains("threshold"),
+        "{why}"
+    );
+    // The threshold lowered to 4: the GPU is considered, and used only if there is one.
+    let v = json(&[("SEGCUT_AUTO_MIN_GPU_NODES", "4")], &[]);
+    let why = v["solver_reason"].as_str().unwrap();
+    match v["solver"].as_str().unwrap() {
+        "bk" => assert!(
+            why.contains("no usable GPU") || why.contains("declined"),
+            "{why}"
+        ),
+        "cuda-grid" => assert!(why.contains("threshold 4"), "{why}"),
+        other => panic!("unexpected solver {other}: {why}"),
+    }
+    // A named solver is itself.
+    let v = json(&[], &["--solver", "dinic"]);
+    assert_eq!(v["solver"], "dinic");
+    assert!(v["solver_reason"].as_str().unwrap().contains("requested"));
+    // The table names the solver in a column and the reason under the rows; --explain too.
+    let o = segcut(&["maxflow", g.to_str().unwrap(), "--explain"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let row = out.lines().nth(1).unwrap();
+    assert_eq!(row.split_whitespace().nth(1), Some("bk"), "{out}");
+    assert!(out.contains("  solver bk: auto: grid of 6 nodes"), "{out}");
+    assert!(
+        stderr(&o).contains("g: solver bk: auto: grid of 6 nodes"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn bench_marks_grid_only_solvers_n_a_on_general_graphs() {
+    let o = segcut(&[
+        "bench",
+        "--instances",
+        "rlg:6x5:s1,csr:2d:9x7:n4:c10:s2",
+        "--solvers",
+        "bk,cuda-grid",
+        "--runs",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    let rlg_grid = out
+        .lines()
+        .find(|l| l.starts_with("rlg:") && l.contains("cuda-grid"))
+        .expect("a cuda-grid row for the rlg instance");
+    assert!(
+        rlg_grid.contains("n/a") && rlg_grid.contains("takes grids only"),
+        "{out}"
+    );
+    assert!(out.contains("total ms"), "{out}");
+    let csr_bk = out
+        .lines()
+        .find(|l| l.starts_with("csr:2d:9x7") && l.contains(" bk "))
+        .expect("a bk row for the csr instance");
+    assert!(csr_bk.trim_end().ends_with("yes"), "{csr_bk}");
 }

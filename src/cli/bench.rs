@@ -1,24 +1,30 @@
 //! `segcut bench`: a table of solve times on a named suite, every result verified.
 
 use anyhow::{Context, Result};
-use segcut::bench::{self, BenchOptions, BenchRecord, Event};
-use segcut::gen::InstanceSpec;
+use segcut::bench::{self, BenchInstance, BenchOptions, BenchRecord, Event, SuiteOptions};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Named suite: tiny, quick, cpu or standard (see docs/benchmarks.md).
+    /// Named suite: tiny, quick, cpu, standard, generic, generic-large, photo or crossover (see
+    /// docs/benchmarks.md).
     #[arg(long, default_value = "quick", value_parser = clap::builder::PossibleValuesParser::new(bench::SUITES))]
     suite: String,
     /// Instances to run instead of a suite, as spec texts (e.g. `2d:1024x1024:n4:c10:s1`,
-    /// `genrmf-long:20:s1`, `rlg:64x64:s2`; see docs/generators.md).
+    /// `genrmf-long:20:s1`, `rlg:64x64:s2`, `sparse:1048576:d6`; see docs/generators.md);
+    /// `csr:SPEC` solves a grid as a general graph.
     #[arg(long, value_delimiter = ',', value_name = "SPEC")]
-    instances: Vec<InstanceSpec>,
-    /// Solvers, comma-separated; speed-ups are relative to the first.
-    #[arg(long, value_delimiter = ',', default_value = "bk")]
+    instances: Vec<BenchInstance>,
+    /// Solvers, comma-separated; speed-ups are relative to the first. Default: bk; for the
+    /// generic suite bk,cuda-csr,cuda-grid; for generic-large cuda-csr,cuda-grid (BK would take
+    /// hours on its GENRMF and RLG graphs).
+    #[arg(long, value_delimiter = ',')]
     solvers: Vec<String>,
+    /// The GrabCut-BSDS dev set, for the photo suite and the 4K photos of the standard suite.
+    #[arg(long, value_name = "DIR", default_value = bench::DEFAULT_PHOTO_DATA)]
+    data: PathBuf,
     /// Timed runs per solver and instance (the median is reported).
     #[arg(long, default_value_t = 3)]
     runs: usize,
@@ -32,11 +38,28 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let instances = if args.instances.is_empty() {
-        bench::suite(&args.suite)?
+        let suite = bench::suite(
+            &args.suite,
+            &SuiteOptions {
+                photo_data: args.data.clone(),
+            },
+        )?;
+        for note in &suite.notes {
+            eprintln!("segcut: {note}");
+        }
+        suite.instances
     } else {
         args.instances.clone()
     };
-    let solvers: Vec<&str> = args.solvers.iter().map(String::as_str).collect();
+    let solvers: Vec<&str> = if !args.solvers.is_empty() {
+        args.solvers.iter().map(String::as_str).collect()
+    } else if args.instances.is_empty() && args.suite == "generic" {
+        vec!["bk", "cuda-csr", "cuda-grid"]
+    } else if args.instances.is_empty() && args.suite == "generic-large" {
+        vec!["cuda-csr", "cuda-grid"]
+    } else {
+        vec!["bk"]
+    };
     let opts = BenchOptions {
         runs: args.runs,
         max_nodes: args.max_nodes,
@@ -80,28 +103,39 @@ pub fn run(args: Args) -> Result<ExitCode> {
 fn print_header(out: &mut impl Write, first: &str) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:<28} {:>10} {:>11} {:>8} {:>14} {:>11} {:>10} {:>8}",
+        "{:<32} {:>10} {:>11} {:>9} {:>14} {:>10} {:>10} {:>10} {:>10} {:>8}",
         "instance",
         "nodes",
         "arcs",
         "solver",
         "flow",
+        "build ms",
         "solve ms",
+        "total ms",
         format!("vs {first}"),
         "verified"
     )
 }
 
 fn print_row(out: &mut impl Write, r: &BenchRecord) -> std::io::Result<()> {
+    if let Some(why) = &r.not_run {
+        return writeln!(
+            out,
+            "{:<32} {:>10} {:>11} {:>9} {:>14} {:>10} {:>10} {:>10} {:>10} {:>8}  ({why})",
+            r.instance, r.nodes, r.arcs, r.solver, "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"
+        );
+    }
     writeln!(
         out,
-        "{:<28} {:>10} {:>11} {:>8} {:>14} {:>11.1} {:>9.2}x {:>8}",
+        "{:<32} {:>10} {:>11} {:>9} {:>14} {:>10.1} {:>10.1} {:>10.1} {:>9.2}x {:>8}",
         r.instance,
         r.nodes,
         r.arcs,
         r.solver,
         r.flow,
+        r.build_ms,
         r.solve_ms,
+        r.total_ms,
         r.speedup_vs_first,
         match (r.verified, r.agrees) {
             (true, true) => "yes",

@@ -30,7 +30,7 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Say how each instance was loaded (a grid from the hint, a grid inferred from the arc
-    /// offsets, or a general graph and why), one line per instance on stderr.
+    /// offsets, or a general graph and why) and which solver ran and why, on stderr.
     #[arg(long)]
     explain: bool,
 }
@@ -43,7 +43,10 @@ struct Row {
     graph: String,
     /// How the reader laid the file out (see `MaxInstance::layout`).
     layout: String,
+    /// The solver that ran (what `auto` resolved to).
     solver: String,
+    /// Why that solver: requested, or `auto`'s reason (size, GPU, fallback).
+    solver_reason: String,
     nodes: usize,
     arcs: usize,
     flow: i64,
@@ -115,6 +118,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         if args.explain {
             for row in &rows {
                 eprintln!("{}: {}", row.instance, row.layout);
+                eprintln!(
+                    "{}: solver {}: {}",
+                    row.instance, row.solver, row.solver_reason
+                );
             }
         }
         let mut out = stdout.lock();
@@ -129,6 +136,24 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }
             for row in &rows {
                 print_row(&mut out, row)?;
+            }
+            // The reasons are long for a column: each distinct one once, under its rows.
+            let mut reasons: Vec<(&str, &str)> = Vec::new();
+            for row in &rows {
+                let r = (row.solver.as_str(), row.solver_reason.as_str());
+                if !reasons.contains(&r) {
+                    reasons.push(r);
+                }
+            }
+            for (solver, reason) in reasons.iter().take(MAX_REASONS) {
+                writeln!(out, "  solver {solver}: {reason}")?;
+            }
+            if reasons.len() > MAX_REASONS {
+                writeln!(
+                    out,
+                    "  ({} more solver reasons in --json)",
+                    reasons.len() - MAX_REASONS
+                )?;
             }
             if rows.len() > 1 {
                 let total: f64 = rows.iter().map(|r| r.solve_ms).sum();
@@ -161,6 +186,10 @@ fn solve_one(
     cuts_written: &mut usize,
 ) -> segcut::Result<Row> {
     let timed = maxflow::solve_timed(solver, &inst.network)?;
+    // `auto` knows what it ran (fallbacks included); a named solver is itself.
+    let choice = solver
+        .last_choice()
+        .unwrap_or_else(|| maxflow::choose_solver(&args.solver, &inst.network));
     let verified = if args.verify {
         Some(verify(&inst.network, &timed.cut).is_ok())
     } else {
@@ -187,11 +216,8 @@ fn solve_one(
         instance: inst.stem().to_string(),
         graph: inst.network.kind(),
         layout: inst.layout.to_string(),
-        solver: maxflow::resolved_solver_name(
-            solver.name(),
-            matches!(inst.network, segcut::graph::Network::Grid(_)),
-        )
-        .to_string(),
+        solver: choice.solver.to_string(),
+        solver_reason: choice.reason,
         nodes: inst.network.num_nodes(),
         arcs: inst.network.num_arcs(),
         flow: timed.cut.flow,
@@ -217,11 +243,15 @@ fn write_cut(path: &Path, inst: &MaxInstance, cut: &maxflow::Cut) -> std::io::Re
     w.flush()
 }
 
+/// Distinct solver reasons printed under a file's rows.
+const MAX_REASONS: usize = 4;
+
 fn print_header(out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:<28} {:>10} {:>11} {:>12} {:>12} {:>5} {:>9} {:>9} {:>9} {:>8}",
+        "{:<28} {:>9} {:>10} {:>11} {:>12} {:>12} {:>5} {:>9} {:>9} {:>9} {:>8}",
         "instance",
+        "solver",
         "nodes",
         "arcs",
         "flow",
@@ -243,8 +273,9 @@ fn print_row(out: &mut impl Write, r: &Row) -> std::io::Result<()> {
     };
     writeln!(
         out,
-        "{:<28} {:>10} {:>11} {:>12} {:>12} {:>5} {:>9.1} {:>9.1} {:>9.1} {:>8}",
+        "{:<28} {:>9} {:>10} {:>11} {:>12} {:>12} {:>5} {:>9.1} {:>9.1} {:>9.1} {:>8}",
         r.instance,
+        r.solver,
         r.nodes,
         r.arcs,
         r.flow,

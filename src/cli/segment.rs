@@ -226,8 +226,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
     let fg = seg.mask.iter().filter(|&&m| m).count();
     let st = &seg.stats;
-    // The solver that `auto` resolves to on this machine.
-    let solver_name = segcut::maxflow::resolved_solver_name(&opts.solver, true);
+    // The solver that `auto` resolves to for this graph on this machine, and why.
+    let choice = {
+        use segcut::maxflow::{self as mf, GraphSize};
+        let size = GraphSize {
+            grid: true,
+            nodes: st.nodes,
+            arcs: 2 * st.edges,
+        };
+        let c = mf::choose_solver_for(
+            &opts.solver,
+            size,
+            mf::auto_min_gpu_nodes(),
+            mf::cuda::gpu_unavailable_reason,
+        );
+        (c.solver, c.reason)
+    };
     let iterations: Vec<_> = st
         .iterations
         .iter()
@@ -260,7 +274,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "options": { "lambda": opts.lambda, "sigma": opts.sigma, "beta": st.beta,
                      "model": format!("{:?}", opts.model), "color_space": format!("{:?}", opts.color_space),
                      "quantisation_scale": st.scale, "hard_constraint": st.hard },
-        "solver": solver_name, "solver_requested": opts.solver.clone(), "flow": seg.flow, "energy": seg.energy, "verified": seg.verified,
+        "solver": choice.0, "solver_reason": choice.1, "solver_requested": opts.solver.clone(), "flow": seg.flow, "energy": seg.energy, "verified": seg.verified,
         "foreground_pixels": fg, "foreground_fraction": fg as f64 / image.num_pixels() as f64,
         "times_ms": { "load_image": load_ms, "load_seeds": seeds_ms, "prepare": super::ms(st.prepare),
                       "save": save_ms, "total": super::ms(t_all.elapsed()) },

@@ -1,5 +1,5 @@
-//! Deterministic instance generators: vision-like grids, GENRMF and Washington random level
-//! graphs.
+//! Deterministic instance generators: vision-like grids, GENRMF, Washington random level
+//! graphs and random sparse graphs.
 //!
 //! Every generator draws from [`crate::rng::Rng`] only, so the same spec gives the same graph on
 //! every platform and crate version, and every one checks its parameters and returns a
@@ -13,9 +13,10 @@
 //! | `genrmf-long:20:s1`, `genrmf-wide:20:s1` | [`GenrmfSpec::long`], [`GenrmfSpec::wide`] (`2^20` nodes) |
 //! | `rlg:64x1024:d3:m10000:s1` | [`washington_rlg`] ([`WashingtonSpec`]) |
 //! | `rlg-long:20:s1`, `rlg-wide:20:s1` | [`WashingtonSpec::long`], [`WashingtonSpec::wide`] |
+//! | `sparse:1048576:d6:m1000:s1` | [`random_sparse`] ([`SparseSpec`]) |
 //!
 //! The construction of each family is described in its module: [`grid`], [`mod@genrmf`],
-//! [`washington`].
+//! [`washington`], [`sparse`].
 //!
 //! ```
 //! use segcut::gen::{generate, InstanceSpec};
@@ -28,6 +29,7 @@
 
 pub mod genrmf;
 pub mod grid;
+pub mod sparse;
 pub mod washington;
 
 use std::fmt;
@@ -38,6 +40,7 @@ pub use grid::{
     grid_from_scene, vision_grid, vision_grid_with, vision_scene, GridSpec, Scene, VisionOptions,
     DEFAULT_HARD_SEEDS, DEFAULT_MEMORY_LIMIT, MAX_NOISE, MAX_SCALE,
 };
+pub use sparse::{random_sparse, SparseSpec};
 pub use washington::{washington_rlg, WashingtonSpec};
 
 use crate::graph::Network;
@@ -52,6 +55,31 @@ pub enum InstanceSpec {
     Genrmf(GenrmfSpec),
     /// A Washington random level graph.
     Washington(WashingtonSpec),
+    /// A random sparse graph.
+    Sparse(SparseSpec),
+}
+
+impl InstanceSpec {
+    /// The number of non-terminal nodes it generates, when that fits `usize`.
+    pub fn num_nodes(&self) -> Option<usize> {
+        match self {
+            InstanceSpec::Vision(s) => s.num_nodes(),
+            InstanceSpec::Genrmf(s) => s.num_nodes(),
+            InstanceSpec::Washington(s) => s.num_nodes(),
+            InstanceSpec::Sparse(s) => s.num_nodes(),
+        }
+    }
+
+    /// Checks the parameters without generating anything (vision grids: without the memory
+    /// limit, which depends on the machine).
+    pub fn check(&self) -> Result<()> {
+        match self {
+            InstanceSpec::Vision(s) => s.check(u64::MAX),
+            InstanceSpec::Genrmf(s) => s.check(),
+            InstanceSpec::Washington(s) => s.check(),
+            InstanceSpec::Sparse(s) => s.check(),
+        }
+    }
 }
 
 impl fmt::Display for InstanceSpec {
@@ -61,6 +89,7 @@ impl fmt::Display for InstanceSpec {
             InstanceSpec::Vision(s) => s.fmt(f),
             InstanceSpec::Genrmf(s) => s.fmt(f),
             InstanceSpec::Washington(s) => s.fmt(f),
+            InstanceSpec::Sparse(s) => s.fmt(f),
         }
     }
 }
@@ -75,6 +104,7 @@ impl FromStr for InstanceSpec {
             "2d" | "3d" => Ok(InstanceSpec::Vision(text.parse()?)),
             "genrmf" => Ok(InstanceSpec::Genrmf(text.parse()?)),
             "rlg" => Ok(InstanceSpec::Washington(text.parse()?)),
+            "sparse" => Ok(InstanceSpec::Sparse(text.parse()?)),
             "genrmf-long" | "genrmf-wide" | "rlg-long" | "rlg-wide" => {
                 let (x, seed) = parse_preset(text)?;
                 Ok(match family {
@@ -88,7 +118,7 @@ impl FromStr for InstanceSpec {
                 file: format!("instance spec '{text}'"),
                 msg: format!(
                     "unknown family '{other}' (expected 2d, 3d, genrmf, genrmf-long, genrmf-wide, \
-                     rlg, rlg-long or rlg-wide)"
+                     rlg, rlg-long, rlg-wide or sparse)"
                 ),
             }),
         }
@@ -127,5 +157,6 @@ pub fn generate(spec: &InstanceSpec) -> Result<Network> {
         InstanceSpec::Vision(s) => Ok(Network::Grid(vision_grid(s)?)),
         InstanceSpec::Genrmf(s) => Ok(Network::Csr(genrmf(s)?)),
         InstanceSpec::Washington(s) => Ok(Network::Csr(washington_rlg(s)?)),
+        InstanceSpec::Sparse(s) => Ok(Network::Csr(random_sparse(s)?)),
     }
 }

@@ -73,6 +73,12 @@ pub trait Solver {
         Ok((self.solve_csr(&csr)?, build))
     }
 
+    /// For a solver that delegates (`auto`): the solver its last solve ran, and why. Other
+    /// solvers return `None`: they are what ran.
+    fn last_choice(&self) -> Option<Choice> {
+        None
+    }
+
     /// Solves either kind of graph.
     fn solve(&mut self, net: &Network) -> Result<Cut> {
         match net {
@@ -126,13 +132,167 @@ pub fn solver_by_name(name: &str) -> Result<Box<dyn Solver>> {
     }
 }
 
-/// The solver that `requested` runs on this machine for a grid (`grid = true`) or a general
-/// graph: `auto` resolves to `cuda-grid` for grids when a GPU is usable, else to `bk`.
+/// Graphs with fewer nodes than this are solved by BK even when `auto` could use a GPU: below it
+/// the GPU's fixed costs (context, kernel compilation on first use, uploads, launches) outweigh
+/// its speed. Placeholder until measured with `segcut bench --suite crossover` (total time,
+/// build + solve, of `bk` against `cuda-grid` / `cuda-csr`); overridden at run time by the
+/// environment variable `SEGCUT_AUTO_MIN_GPU_NODES`.
+pub const AUTO_MIN_GPU_NODES: usize = 1 << 16;
+
+/// The environment variable that overrides [`AUTO_MIN_GPU_NODES`].
+pub const AUTO_MIN_GPU_NODES_ENV: &str = "SEGCUT_AUTO_MIN_GPU_NODES";
+
+/// The GPU threshold in force: `SEGCUT_AUTO_MIN_GPU_NODES` when it holds a number, else
+/// [`AUTO_MIN_GPU_NODES`]. A value that is not a number is ignored (with one note on stderr).
+pub fn auto_min_gpu_nodes() -> usize {
+    static VALUE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *VALUE.get_or_init(|| match std::env::var(AUTO_MIN_GPU_NODES_ENV) {
+        Ok(text) => text.trim().parse().unwrap_or_else(|_| {
+            eprintln!(
+                "segcut: {AUTO_MIN_GPU_NODES_ENV}='{text}' is not a node count; using \
+                 {AUTO_MIN_GPU_NODES}"
+            );
+            AUTO_MIN_GPU_NODES
+        }),
+        Err(_) => AUTO_MIN_GPU_NODES,
+    })
+}
+
+/// Which solver runs and why: what [`choose_solver`] decides, and what `segcut maxflow` and
+/// `segcut segment --stats-json` report (`solver`, `solver_reason`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Choice {
+    /// The solver that runs: a name of [`SOLVER_NAMES`] other than `auto` (`unknown` for a
+    /// requested name that [`solver_by_name`] would reject).
+    pub solver: &'static str,
+    /// One line for the user, e.g. `auto: grid of 4194304 nodes and a GPU (NVIDIA H100)`.
+    pub reason: String,
+}
+
+/// The shape of a graph as far as the solver choice cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GraphSize {
+    /// A [`Network::Grid`] (else a general graph).
+    pub grid: bool,
+    /// Non-terminal nodes.
+    pub nodes: usize,
+    /// Arcs between non-terminal nodes.
+    pub arcs: usize,
+}
+
+impl GraphSize {
+    /// The size of `net`.
+    pub fn of(net: &Network) -> Self {
+        use crate::graph::FlowNetwork;
+        GraphSize {
+            grid: matches!(net, Network::Grid(_)),
+            nodes: net.num_nodes(),
+            arcs: net.num_arcs(),
+        }
+    }
+}
+
+/// The solver that `requested` runs on `net` on this machine, and why.
+///
+/// A named solver is itself. `auto` takes BK for graphs under [`auto_min_gpu_nodes`] nodes
+/// (without touching the GPU), else `cuda-grid` for grids and `cuda-csr` for general graphs when
+/// a GPU is usable, else BK. When the GPU solver then declines the graph (out of memory, or
+/// `cuda-csr` not available yet), [`cuda::Auto`] solves with BK and says so; its
+/// [`Solver::last_choice`] reports what actually ran.
+///
+/// ```
+/// use segcut::graph::{GridGraph, Connectivity, Network};
+/// use segcut::maxflow::choose_solver;
+/// let net = Network::Grid(GridGraph::new_2d(8, 8, Connectivity::N4).unwrap());
+/// let c = choose_solver("auto", &net);
+/// assert_eq!(c.solver, "bk"); // 64 nodes: GPU fixed costs would dominate
+/// assert!(c.reason.contains("64 nodes"));
+/// assert_eq!(choose_solver("dinic", &net).solver, "dinic");
+/// ```
+pub fn choose_solver(requested: &str, net: &Network) -> Choice {
+    choose_solver_for(
+        requested,
+        GraphSize::of(net),
+        auto_min_gpu_nodes(),
+        cuda::gpu_unavailable_reason,
+    )
+}
+
+/// [`choose_solver`] as a pure function of the graph's size, the GPU threshold and the GPU's
+/// state: `gpu_unavailable` says why no GPU is usable (`None` when one is) and is only called
+/// for `auto` on graphs at or above `min_gpu_nodes`, so small graphs never initialise CUDA.
+///
+/// ```
+/// use segcut::maxflow::{choose_solver_for, GraphSize};
+/// let big = GraphSize { grid: false, nodes: 1 << 20, arcs: 1 << 22 };
+/// assert_eq!(choose_solver_for("auto", big, 1000, || None).solver, "cuda-csr");
+/// let no_gpu = choose_solver_for("auto", big, 1000, || Some("no CUDA driver".into()));
+/// assert_eq!(no_gpu.solver, "bk");
+/// assert!(no_gpu.reason.contains("no CUDA driver"));
+/// ```
+pub fn choose_solver_for(
+    requested: &str,
+    size: GraphSize,
+    min_gpu_nodes: usize,
+    gpu_unavailable: impl FnOnce() -> Option<String>,
+) -> Choice {
+    if requested != "auto" {
+        // `cuda-csr` is what `auto` itself may pick, so it is known here in any case.
+        let solver = SOLVER_NAMES
+            .iter()
+            .chain(&["cuda-csr"])
+            .copied()
+            .find(|&s| s == requested)
+            .unwrap_or("unknown");
+        return Choice {
+            solver,
+            reason: format!("requested with --solver {requested}"),
+        };
+    }
+    let what = if size.grid { "grid" } else { "general graph" };
+    let nodes = size.nodes;
+    if nodes < min_gpu_nodes {
+        return Choice {
+            solver: "bk",
+            reason: format!(
+                "auto: {what} of {nodes} nodes, under the GPU threshold of {min_gpu_nodes} \
+                 ({AUTO_MIN_GPU_NODES_ENV}), where GPU fixed costs dominate"
+            ),
+        };
+    }
+    if let Some(why) = gpu_unavailable() {
+        return Choice {
+            solver: "bk",
+            reason: format!("auto: {what} of {nodes} nodes, no usable GPU ({why})"),
+        };
+    }
+    let solver = if size.grid { "cuda-grid" } else { "cuda-csr" };
+    Choice {
+        solver,
+        reason: format!(
+            "auto: {what} of {nodes} nodes (threshold {min_gpu_nodes}) and a usable GPU"
+        ),
+    }
+}
+
+/// The solver that `requested` runs on this machine for a large grid (`grid = true`) or a large
+/// general graph; see [`choose_solver`], which also knows the graph's size.
 pub fn resolved_solver_name(requested: &str, grid: bool) -> &str {
-    match requested {
-        "auto" if grid && cuda::gpu_available() => "cuda-grid",
-        "auto" => "bk",
-        other => other,
+    let size = GraphSize {
+        grid,
+        nodes: usize::MAX,
+        arcs: 0,
+    };
+    match choose_solver_for(
+        requested,
+        size,
+        auto_min_gpu_nodes(),
+        cuda::gpu_unavailable_reason,
+    )
+    .solver
+    {
+        "unknown" => requested,
+        s => s,
     }
 }
 

@@ -3,12 +3,21 @@
 //! Waterloo's stereo files number pixel `(x, y)` as `3 + x + W·y` and link it to `+1` and `+W`,
 //! but say nothing about `W`. The width is read off the arcs: the smallest id offset above 1 is
 //! `W` (4-connected) or `W - 1` (8-connected, the up-right diagonal), so both are tried, and
-//! [`grid_of`] then checks every arc against the grid geometry. A grid is only ever built when it
-//! holds exactly the file's arcs, so a wrong guess can cost the grid form but never the answer.
+//! [`grid_of`] then checks every arc against the grid geometry. When no 2D grid holds the arcs,
+//! volumes are tried: in a `W × H × D` grid the smallest offset beyond the 2D neighbourhood
+//! (`> W + 1`) is the plane step `W·H` (6-connected) or one of the eight steps `W·H + dy·W + dx`
+//! of the next plane's 3×3 block (26-connected, some diagonals possibly absent), so the nine
+//! plane sizes it implies are tried. A grid is only ever built when it holds exactly the file's
+//! arcs, so a wrong guess can cost the grid form but never the answer.
+//!
+//! A volume that holds every arc but whose arc slots are mostly empty is refused too (see
+//! [`dense_enough`]). When no candidate holds every arc, the reason names the candidate that holds the most and
+//! counts the arcs it misses: a grid with a few extra arcs, or KZ2's two grids joined by sparse
+//! links, shows up as "97 % of arcs are grid arcs ... but 1234 are not".
 
 use super::reader::grid_of;
 use super::Layout;
-use crate::graph::{CsrGraph, Network};
+use crate::graph::{CsrGraph, GridGraph, Network};
 
 /// The network for a file without a hint, and what was found. `source_id` and `sink_id` are
 /// file ids, `nodes` is the `N` of the problem line.
@@ -40,7 +49,7 @@ fn infer(
     source_id: u64,
     sink_id: u64,
     nodes: u64,
-) -> Result<(crate::graph::GridGraph, [usize; 3]), String> {
+) -> Result<(GridGraph, [usize; 3]), String> {
     // Internal indices follow ids with the terminals skipped; a terminal in the middle of the
     // ids would shift the pixels after it, so the layout needs the pixels to be one id block.
     let (lo, hi) = (source_id.min(sink_id), source_id.max(sink_id));
@@ -54,78 +63,263 @@ fn infer(
         return Err("a direct source -> sink arc has no grid form".into());
     }
     let n = csr.num_nodes();
-    let (heads, caps) = (csr.heads(), csr.caps());
-    let mut total = 0u64;
-    let mut min_offset: Option<usize> = None;
-    for v in 0..n {
-        for a in csr.arcs_of(v) {
-            if caps[a] == 0 {
-                continue;
-            }
-            total += 1;
-            let off = (heads[a] as usize).abs_diff(v);
-            if off > 1 && min_offset.is_none_or(|m| off < m) {
-                min_offset = Some(off);
-            }
-        }
-    }
+    let total = arcs_with_capacity(csr);
     if total == 0 {
         return Err("no grid structure (no arcs between nodes)".into());
     }
-    let Some(w0) = min_offset else {
+    let Some(w0) = min_offset_above(csr, 1) else {
         return Err("no grid structure (every arc joins consecutive ids: no row width)".into());
     };
     // W itself (N4, or N8 with no up-right diagonal) or W - 1 (N8's up-right diagonal).
-    let fits: Vec<(usize, crate::graph::GridGraph)> = [w0, w0 + 1]
-        .into_iter()
-        .filter(|&w| w >= 2 && n.is_multiple_of(w) && n / w >= 2)
-        .filter_map(|w| grid_of(csr, [w, n / w, 1], false).map(|g| (w, g)))
+    let widths: Vec<usize> = [w0, w0 + 1].into_iter().filter(|&w| w >= 2).collect();
+    let flat: Vec<[usize; 3]> = widths
+        .iter()
+        .filter(|&&w| n.is_multiple_of(w) && n / w >= 2)
+        .map(|&w| [w, n / w, 1])
         .collect();
-    match &fits[..] {
-        [(w, g)] => Ok((g.clone(), [*w, n / w, 1])),
-        [(a, _), (b, _)] => Err(format!(
-            "no grid structure (widths {a} and {b} both hold the arcs: ambiguous)"
-        )),
-        _ => Err(describe_misfit(csr, w0, total)),
+    let fits = fitting(csr, &flat, false);
+    if let [(dims, _), (other, _)] = &fits[..] {
+        return Err(format!(
+            "no grid structure (widths {} and {} both hold the arcs: ambiguous)",
+            dims[0], other[0]
+        ));
+    }
+    if let Some((dims, g)) = fits.into_iter().next() {
+        return Ok((g, dims));
+    }
+    let volumes = volume_candidates(csr, &widths, n);
+    let mut fits = fitting(csr, &volumes, true);
+    match fits.len() {
+        0 => Err(describe_misfit(csr, w0, &volumes, total)),
+        1 => {
+            let (dims, g) = fits.remove(0);
+            dense_enough(g, dims, total)
+        }
+        _ => {
+            let sizes: Vec<String> = fits.iter().map(|(d, _)| size_text(*d, true)).collect();
+            Err(format!(
+                "no grid structure (volumes {} all hold the arcs: ambiguous)",
+                sizes.join(", ")
+            ))
+        }
     }
 }
 
-/// Why no grid of width `w` (the best guess) holds the arcs: how many do fit.
-fn describe_misfit(csr: &CsrGraph, w: usize, total: u64) -> String {
-    let n = csr.num_nodes();
+/// The volume, unless fewer than half of its arc slots carry capacity: then the arcs only happen
+/// to fit (the arcs of a small 2D grid with one stray can fit a 2×2×D 26-connected volume), and
+/// the grid would store, and a grid solver sweep, many times the arcs the file has. (2D grids
+/// are not held to this: their shape is read off the row offset and cannot arise this way.)
+fn dense_enough(
+    g: GridGraph,
+    dims: [usize; 3],
+    arcs: u64,
+) -> Result<(GridGraph, [usize; 3]), String> {
+    use crate::graph::FlowNetwork;
+    let slots = g.num_arcs() as u64;
+    if 2 * arcs >= slots {
+        return Ok((g, dims));
+    }
+    Err(format!(
+        "a {} {} grid holds every arc, but only {arcs} of its {slots} arc slots would carry \
+         capacity: too sparse to be that grid",
+        size_text(dims, g.connectivity().is_3d()),
+        g.connectivity()
+    ))
+}
+
+/// The candidates (at most two are needed to call it ambiguous) whose grid holds every arc.
+fn fitting(csr: &CsrGraph, candidates: &[[usize; 3]], is_3d: bool) -> Vec<([usize; 3], GridGraph)> {
+    let mut fits = Vec::new();
+    for &dims in candidates {
+        if let Some(g) = grid_of(csr, dims, is_3d) {
+            fits.push((dims, g));
+            if fits.len() == 2 {
+                break;
+            }
+        }
+    }
+    fits
+}
+
+/// `W × H × D` volumes (`H, D ≥ 2`) that the offsets suggest for each candidate width: the
+/// smallest offset beyond the 2D neighbourhood is `W·H + dy·W + dx` for some `dx, dy ∈ {-1,
+/// 0, 1}` (only `W·H` itself when 6-connected).
+fn volume_candidates(csr: &CsrGraph, widths: &[usize], n: usize) -> Vec<[usize; 3]> {
+    let mut out: Vec<[usize; 3]> = Vec::new();
+    for &w in widths {
+        if let Some(p0) = min_offset_above(csr, w + 1) {
+            for dims in planes_around(p0, w, n) {
+                if !out.contains(&dims) {
+                    out.push(dims);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The volumes of width `w` whose plane size is `offset - dy·W - dx` for some `dx, dy ∈ {-1, 0,
+/// 1}` (`offset` being a step to the next plane), a whole number of rows, with the `n` nodes a
+/// whole number of planes.
+fn planes_around(offset: usize, w: usize, n: usize) -> Vec<[usize; 3]> {
+    let mut out = Vec::new();
+    for dy in -1i64..=1 {
+        for dx in -1i64..=1 {
+            let plane = offset as i64 - dy * w as i64 - dx;
+            if plane <= 0 {
+                continue;
+            }
+            let plane = plane as usize;
+            if !plane.is_multiple_of(w) || !n.is_multiple_of(plane) {
+                continue;
+            }
+            let dims = [w, plane / w, n / plane];
+            if dims[1] >= 2 && dims[2] >= 2 && !out.contains(&dims) {
+                out.push(dims);
+            }
+        }
+    }
+    out
+}
+
+/// How many arcs with capacity have each id offset `|u - v|`.
+fn offset_counts(csr: &CsrGraph) -> std::collections::HashMap<usize, u64> {
     let (heads, caps) = (csr.heads(), csr.caps());
-    let mut fit = 0u64;
-    for v in 0..n {
+    let mut counts = std::collections::HashMap::new();
+    for v in 0..csr.num_nodes() {
+        for a in csr.arcs_of(v) {
+            if caps[a] > 0 {
+                *counts.entry((heads[a] as usize).abs_diff(v)).or_insert(0) += 1;
+            }
+        }
+    }
+    counts
+}
+
+/// Arcs with capacity between non-terminal nodes.
+fn arcs_with_capacity(csr: &CsrGraph) -> u64 {
+    csr.caps().iter().filter(|&&c| c > 0).count() as u64
+}
+
+/// The smallest id offset `|u - v|` above `k` of an arc with capacity.
+fn min_offset_above(csr: &CsrGraph, k: usize) -> Option<usize> {
+    let (heads, caps) = (csr.heads(), csr.caps());
+    let mut best: Option<usize> = None;
+    for v in 0..csr.num_nodes() {
+        for a in csr.arcs_of(v) {
+            let off = (heads[a] as usize).abs_diff(v);
+            if caps[a] > 0 && off > k && best.is_none_or(|m| off < m) {
+                best = Some(off);
+            }
+        }
+    }
+    best
+}
+
+/// How many arcs with capacity join nodes within one step on every axis of a `dims` grid
+/// (rows may be incomplete: the last is then partial).
+fn grid_arcs(csr: &CsrGraph, [w, h, _]: [usize; 3]) -> u64 {
+    let (heads, caps) = (csr.heads(), csr.caps());
+    let plane = w.saturating_mul(h);
+    let coords = |v: usize| [v % w, (v / w) % h, v / plane];
+    let mut fit = 0;
+    for v in 0..csr.num_nodes() {
+        let p = coords(v);
         for a in csr.arcs_of(v) {
             if caps[a] == 0 {
                 continue;
             }
-            let u = heads[a] as usize;
-            let (dx, dy) = (
-                (u % w) as i64 - (v % w) as i64,
-                (u / w) as i64 - (v / w) as i64,
-            );
-            if dx.abs() <= 1 && dy.abs() <= 1 {
+            let q = coords(heads[a] as usize);
+            if p.iter().zip(&q).all(|(a, b)| a.abs_diff(*b) <= 1) {
                 fit += 1;
             }
         }
     }
+    fit
+}
+
+fn size_text([w, h, d]: [usize; 3], is_3d: bool) -> String {
+    if is_3d {
+        format!("{w}x{h}x{d}")
+    } else {
+        format!("{w}x{h}")
+    }
+}
+
+/// Why no grid holds the arcs: the candidate that holds the most, how many arcs it holds and
+/// how many it misses. Candidates: the width `w` read off the smallest offset, the `volumes`
+/// tried, and, because one stray short arc spoils the smallest offset, the sizes suggested by
+/// the most frequent offsets.
+fn describe_misfit(csr: &CsrGraph, w: usize, volumes: &[[usize; 3]], total: u64) -> String {
+    let n = csr.num_nodes();
+    // The candidates detection tried first; the ones from frequent offsets may win only when
+    // they miss an arc: one that holds every arc is a shape detection does not try (e.g. a
+    // tiny graph that fits some 8-connected grid), and naming it would contradict the answer.
+    let mut cands: Vec<([usize; 3], bool, bool)> = vec![([w, n.div_ceil(w), 1], false, true)];
+    cands.extend(volumes.iter().map(|&d| (d, true, true)));
+    let counts = offset_counts(csr);
+    let mode_above = |k: usize| {
+        counts
+            .iter()
+            .filter(|(&off, _)| off > k)
+            .max_by_key(|(&off, &c)| (c, std::cmp::Reverse(off)))
+            .map(|(&off, _)| off)
+    };
+    if let Some(wm) = mode_above(1) {
+        // The most frequent offset is W, or W ± 1 for 8-connected grids.
+        for cand in [wm - 1, wm, wm + 1] {
+            if cand >= 2 {
+                cands.push(([cand, n.div_ceil(cand), 1], false, false));
+            }
+            if let Some(pm) = mode_above(cand + 1) {
+                cands.extend(
+                    planes_around(pm, cand, n)
+                        .into_iter()
+                        .map(|d| (d, true, false)),
+                );
+            }
+        }
+    }
+    let mut best: (u64, usize, Option<[usize; 3]>) = (0, w, None);
+    for (dims, is_3d, tried) in cands {
+        let fit = grid_arcs(csr, dims);
+        if fit > best.0 && (tried || fit < total) {
+            best = (fit, dims[0], is_3d.then_some(dims));
+        }
+    }
+    let (fit, w, volume) = best;
     let misfits = total - fit;
     if 2 * fit < total {
         return "no grid structure".into();
     }
     // Whole percent, rounded down, so that "100 %" never hides a misfit.
     let pct = fit * 100 / total;
+    if let Some(dims) = volume {
+        let size = size_text(dims, true);
+        return if misfits == 0 {
+            format!(
+                "every arc is a grid arc of a {size} volume but no grid of that size holds them"
+            )
+        } else {
+            format!(
+                "{pct} % of arcs ({fit} of {total}) are grid arcs of a {size} volume but \
+                 {misfits} are not: a grid needs all of them"
+            )
+        };
+    }
     if misfits == 0 && !n.is_multiple_of(w) {
         format!("every arc is a grid arc of width {w} but {n} nodes are not a whole number of rows")
     } else if misfits == 0 {
         format!("every arc is a grid arc of width {w} but no grid of {n} nodes holds them")
     } else if !n.is_multiple_of(w) {
         format!(
-            "{pct} % of arcs are grid arcs of width {w} but {misfits} are not \
+            "{pct} % of arcs ({fit} of {total}) are grid arcs of width {w} but {misfits} are not \
              (and {n} nodes are not a whole number of rows)"
         )
     } else {
-        format!("{pct} % of arcs are grid arcs of width {w} but {misfits} are not")
+        format!(
+            "{pct} % of arcs ({fit} of {total}) are grid arcs of width {w} but {misfits} are \
+             not: a grid needs all of them"
+        )
     }
 }

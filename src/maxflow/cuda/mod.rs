@@ -1,5 +1,5 @@
-//! GPU solvers (CUDA): the runtime layer and the grid push-relabel solver, plus [`Auto`], which
-//! uses the GPU when one is usable and BK otherwise.
+//! GPU solvers (CUDA): the runtime layer, the grid and general-graph push-relabel solvers, and
+//! [`Auto`], which uses the GPU when one is usable and the graph is large enough, BK otherwise.
 //!
 //! Nothing here needs CUDA at build time: the driver and NVRTC are loaded when first used, and
 //! without them [`gpu_available`] is false and the GPU solvers return [`Error::Unsupported`].
@@ -25,17 +25,35 @@ pub use runtime::{
     OLDEST_ARCH,
 };
 
-use crate::graph::{CsrGraph, GridGraph};
-use crate::maxflow::{bk::Bk, Cut, Solver};
+use crate::graph::{CsrGraph, FlowNetwork, GridGraph};
+use crate::maxflow::{
+    auto_min_gpu_nodes, bk::Bk, choose_solver_for, Choice, Cut, GraphSize, Solver,
+};
 use crate::{Error, Result};
 
-/// The `auto` solver: [`CudaGrid`] for grids when a GPU is usable, BK for everything else. When
-/// the GPU cannot be used (no device, or the grid does not fit), it says why once per process on
-/// standard error and solves on the CPU.
+/// The `auto` solver: runs what [`choose_solver`](crate::maxflow::choose_solver) picks for each graph ([`CudaGrid`] for grids
+/// and [`CudaCsr`] for general graphs when a GPU is usable and the graph is large enough, BK
+/// otherwise). When the GPU solver declines a graph ([`Error::Unsupported`]: no device, too
+/// large for its memory, not available yet), it says why once per process on standard error and
+/// solves with BK; [`Solver::last_choice`] then names BK and gives both reasons.
+///
+/// ```
+/// use segcut::graph::{Connectivity, GridGraph};
+/// use segcut::maxflow::{cuda::Auto, Solver};
+/// let mut g = GridGraph::new_2d(4, 4, Connectivity::N4).unwrap();
+/// g.set_terminals(0, 5, 0);
+/// g.set_terminals(15, 0, 5);
+/// let mut auto = Auto::default();
+/// let cut = auto.solve_grid(&g).unwrap();
+/// assert_eq!(cut.flow, 0); // the n-links are all zero
+/// assert_eq!(auto.last_choice().unwrap().solver, "bk"); // 16 nodes: under the GPU threshold
+/// ```
 #[derive(Debug, Default)]
 pub struct Auto {
     bk: Bk,
-    gpu: CudaGrid,
+    grid: CudaGrid,
+    csr: CudaCsr,
+    last: Option<Choice>,
 }
 
 fn note_fallback(reason: &str) {
@@ -43,13 +61,45 @@ fn note_fallback(reason: &str) {
     ONCE.call_once(|| eprintln!("segcut: GPU not used ({reason}); solving with bk on the CPU"));
 }
 
+/// The choice after the GPU solver it named declined with `why`.
+fn fell_back(choice: &Choice, why: &str) -> Choice {
+    note_fallback(why);
+    Choice {
+        solver: "bk",
+        reason: format!("{}, but {} declined ({why})", choice.reason, choice.solver),
+    }
+}
+
 impl Solver for Auto {
     fn name(&self) -> &'static str {
         "auto"
     }
 
+    fn last_choice(&self) -> Option<Choice> {
+        self.last.clone()
+    }
+
     fn solve_csr(&mut self, g: &CsrGraph) -> Result<Cut> {
-        self.bk.solve_csr(g)
+        let size = GraphSize {
+            grid: false,
+            nodes: g.num_nodes(),
+            arcs: g.num_arcs(),
+        };
+        let choice = choose_for(size);
+        let result = if choice.solver == "cuda-csr" {
+            match self.csr.solve_csr(g) {
+                // As for grids: the CPU can still answer; input errors are reported as they are.
+                Err(Error::Unsupported(why)) => {
+                    self.last = Some(fell_back(&choice, &why));
+                    return self.bk.solve_csr(g);
+                }
+                other => other,
+            }
+        } else {
+            self.bk.solve_csr(g)
+        };
+        self.last = Some(choice);
+        result
     }
 
     fn solve_grid(&mut self, g: &GridGraph) -> Result<Cut> {
@@ -57,18 +107,31 @@ impl Solver for Auto {
     }
 
     fn solve_grid_timed(&mut self, g: &GridGraph) -> Result<(Cut, std::time::Duration)> {
-        if let Some(reason) = gpu_unavailable_reason() {
-            note_fallback(&reason);
-            return self.bk.solve_grid_timed(g);
-        }
-        match self.gpu.solve_grid_timed(g) {
-            // Unsupported covers "does not fit in GPU memory" and driver failures: the CPU can
-            // still answer. Input errors (invalid capacities) are reported as they are.
-            Err(Error::Unsupported(reason)) => {
-                note_fallback(&reason);
-                self.bk.solve_grid_timed(g)
+        let size = GraphSize {
+            grid: true,
+            nodes: g.num_nodes(),
+            arcs: g.num_arcs(),
+        };
+        let choice = choose_for(size);
+        let result = if choice.solver == "cuda-grid" {
+            match self.grid.solve_grid_timed(g) {
+                // Unsupported covers "does not fit in GPU memory" and driver failures: the CPU
+                // can still answer. Input errors (invalid capacities) are reported as they are.
+                Err(Error::Unsupported(why)) => {
+                    self.last = Some(fell_back(&choice, &why));
+                    return self.bk.solve_grid_timed(g);
+                }
+                other => other,
             }
-            other => other,
-        }
+        } else {
+            self.bk.solve_grid_timed(g)
+        };
+        self.last = Some(choice);
+        result
     }
+}
+
+/// What `auto` picks for a graph of this size on this machine.
+fn choose_for(size: GraphSize) -> Choice {
+    choose_solver_for("auto", size, auto_min_gpu_nodes(), gpu_unavailable_reason)
 }
