@@ -31,6 +31,10 @@ pub struct Args {
     /// Skip instances with more nodes than this.
     #[arg(long)]
     max_nodes: Option<usize>,
+    /// Run only the suite's instances whose name contains one of these texts (comma-separated),
+    /// e.g. `--only photo:124084,n26`.
+    #[arg(long, value_delimiter = ',', value_name = "TEXT")]
+    only: Vec<String>,
     /// Also write every record as a JSON array to this file.
     #[arg(long, value_name = "OUT")]
     json: Option<PathBuf>,
@@ -51,6 +55,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
     } else {
         args.instances.clone()
     };
+    let instances: Vec<BenchInstance> = instances
+        .into_iter()
+        .filter(|i| {
+            let name = i.to_string();
+            args.only.is_empty() || args.only.iter().any(|o| name.contains(o.as_str()))
+        })
+        .collect();
+    anyhow::ensure!(
+        !instances.is_empty(),
+        "no instance left to run (see --only and --suite)"
+    );
     let solvers: Vec<&str> = if !args.solvers.is_empty() {
         args.solvers.iter().map(String::as_str).collect()
     } else if args.instances.is_empty() && args.suite == "generic" {
