@@ -160,7 +160,9 @@ extern "C" __global__ void compact_active(unsigned n, const i64 *excess, const u
 // GENRMF frames (in-frame arcs far larger than the inter-frame ones) the source's excess otherwise
 // walks the frame one node per round. Each lane pushes on its own slots, at most as many as it
 // counted, so the pushes add up to at most e even if labels change between the two passes; only
-// v's group lowers v's residuals and excess, as the header's argument requires.
+// v's group lowers v's residuals and excess, as the header's argument requires, and lane 0 takes
+// the sum off v's excess (the group's lanes are not in step: a lane's own subtraction could still
+// be pending when lane 0 reads the excess for the next operation).
 __device__ __forceinline__ void discharge(unsigned v, unsigned n, const unsigned *fwd_first,
                                           const unsigned *fwd_head, const unsigned *rev_first,
                                           const unsigned *rev_tail, const unsigned *rev_arc,
@@ -173,6 +175,9 @@ __device__ __forceinline__ void discharge(unsigned v, unsigned n, const unsigned
     const unsigned f0 = fwd_first[v], df = fwd_first[v + 1] - f0;
     const unsigned r0 = rev_first[v], deg = df + rev_first[v + 1] - r0;
     for (int op = 0; op < max_ops; ++op) {
+        // The last operation's atomics on v's arcs were made by other lanes than the ones that
+        // scan those slots now: __syncwarp orders memory among the group (a shuffle does not).
+        __syncwarp(mask);
         // Lane 0 reads the node's state so that the whole group takes the same branch.
         i64 e = 0;
         unsigned h = 0;
@@ -238,7 +243,11 @@ __device__ __forceinline__ void discharge(unsigned v, unsigned n, const unsigned
                         sent += delta;
                     }
                 }
-                if (sent > 0) atomicAdd((u64 *)(excess + v), (u64)(-sent));
+                // One subtraction by lane 0, after every lane's pushes: lane 0 reads v's excess
+                // next, and must not see it before the other lanes' shares are taken off.
+                for (unsigned off = g >> 1; off > 0; off >>= 1)
+                    sent += __shfl_xor_sync(mask, sent, off, g);
+                if (lane == 0 && sent > 0) atomicAdd((u64 *)(excess + v), (u64)(-sent));
                 continue;
             }
         }
