@@ -185,15 +185,15 @@ fn agrees_with_bk_on_1200_random_graphs() {
         solver.group = [0, 4, 8, 16, 32][(i % 5) as usize];
         solver.relabel_every = if i % 7 == 0 { 1 + (i % 3) as u32 } else { 0 };
         // Split and single pushes; the one-block loops always, never, or on short lists only.
-        solver.spread = i % 3 != 0;
+        solver.spread_after = [0, u32::MAX, 1][(i % 3) as usize];
         solver.small_list = [1024, 0, 8, 3][(i / 3 % 4) as usize];
         let what = format!(
-            "graph #{i} {kind:?} n={} arcs={} group={} every={} spread={} small={}",
+            "graph #{i} {kind:?} n={} arcs={} group={} every={} spread_after={} small={}",
             g.num_nodes(),
             g.num_arcs(),
             solver.group,
             solver.relabel_every,
-            solver.spread,
+            solver.spread_after,
             solver.small_list
         );
         let flow = check_with(&mut solver, &g, &what);
@@ -408,14 +408,26 @@ fn timings_at_scale() {
         let mut settings = vec![base.clone()];
         if sweep {
             let old = CudaCsr {
-                spread: false,
+                spread_after: u32::MAX,
                 small_list: 0,
                 ..base.clone()
             };
+            // The slow settings last, so that a time limit still leaves the others.
             settings.extend([
-                old.clone(),
                 CudaCsr {
-                    spread: false,
+                    spread_after: 0,
+                    ..base.clone()
+                },
+                CudaCsr {
+                    spread_after: 8,
+                    ..base.clone()
+                },
+                CudaCsr {
+                    spread_after: 32,
+                    ..base.clone()
+                },
+                CudaCsr {
+                    group: 8,
                     ..base.clone()
                 },
                 CudaCsr {
@@ -423,33 +435,22 @@ fn timings_at_scale() {
                     ..base.clone()
                 },
                 CudaCsr {
-                    small_list: 4096,
+                    spread_after: u32::MAX,
                     ..base.clone()
                 },
-                CudaCsr {
-                    small_list: 256,
-                    ..base.clone()
-                },
-                CudaCsr {
-                    ops_per_round: 1,
-                    ..base.clone()
-                },
-                CudaCsr {
-                    group: 8,
-                    ..base.clone()
-                },
+                old,
             ]);
         }
         let mut first: Option<segcut::maxflow::Cut> = None;
         let mut rows = Vec::new();
         for mut solver in settings {
             let what = format!(
-                "every={} group={} ops={} small={} spread={}",
+                "every={} group={} ops={} small={} spread_after={}",
                 solver.relabel_every,
                 solver.group,
                 solver.ops_per_round,
                 solver.small_list,
-                solver.spread
+                solver.spread_after
             );
             let t = solve_timed(&mut solver, &net).unwrap();
             verify(g, &t.cut).unwrap();
