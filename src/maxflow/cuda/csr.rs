@@ -17,6 +17,10 @@
 //!    nodes this BFS reached). Otherwise run push-relabel rounds over the worklist until it empties
 //!    or the relabel interval is over, and go to 2.
 //!
+//! Short worklists and frontiers (up to [`CudaCsr::small_list`] nodes) are run by one block that
+//! loops over rounds or levels on the device; after [`CudaCsr::spread_after`] global relabels a
+//! push is split over every admissible arc (docs/gpu.md has the measurements behind both).
+//!
 //! Exactness does not rest on the concurrent labels: the stop test of step 3 is the max-flow
 //! condition itself, checked on a fresh BFS. Why the lock-free pushes keep every amount exact is
 //! argued at the top of `kernels/csr_pr.cu`.
