@@ -184,12 +184,17 @@ fn agrees_with_bk_on_1200_random_graphs() {
         // Every few graphs, exercise the other group sizes and a short relabel interval.
         solver.group = [0, 4, 8, 16, 32][(i % 5) as usize];
         solver.relabel_every = if i % 7 == 0 { 1 + (i % 3) as u32 } else { 0 };
+        // Split and single pushes; the one-block loops always, never, or on short lists only.
+        solver.spread_after = [0, u32::MAX, 1][(i % 3) as usize];
+        solver.small_list = [1024, 0, 8, 3][(i / 3 % 4) as usize];
         let what = format!(
-            "graph #{i} {kind:?} n={} arcs={} group={} every={}",
+            "graph #{i} {kind:?} n={} arcs={} group={} every={} spread_after={} small={}",
             g.num_nodes(),
             g.num_arcs(),
             solver.group,
-            solver.relabel_every
+            solver.relabel_every,
+            solver.spread_after,
+            solver.small_list
         );
         let flow = check_with(&mut solver, &g, &what);
         if matches!(kind, Kind::NoTerminals) {
@@ -371,7 +376,8 @@ fn registered_by_name_and_errors_without_a_gpu() {
 
 /// Timings at about a million nodes against BK (one thread), for docs/gpu.md. Run on the GPU
 /// machine with `--ignored --nocapture`; `SEGCUT_CSR_TIMINGS` names the instances (a comma list of
-/// `segcut gen` specs or `random:LOG2`), `SEGCUT_CSR_SWEEP=1` also tries other settings.
+/// `segcut gen` specs or `random:LOG2`), `SEGCUT_CSR_SWEEP=1` also tries other settings (every
+/// setting must give the same cut), `SEGCUT_CSR_NO_BK=1` leaves BK out (when it is timed apart).
 #[test]
 #[ignore]
 fn timings_at_scale() {
@@ -379,6 +385,7 @@ fn timings_at_scale() {
         return;
     }
     let sweep = std::env::var_os("SEGCUT_CSR_SWEEP").is_some();
+    let no_bk = std::env::var_os("SEGCUT_CSR_NO_BK").is_some();
     let list = std::env::var("SEGCUT_CSR_TIMINGS").unwrap_or_else(|_| {
         "random:20,genrmf-long:20:s1,genrmf-wide:20:s1,rlg-long:20:s1,rlg-wide:20:s1,\
          2d:1024x1024:n4:c10:s1,2d:1024x1024:n8:c100:s1,3d:128x128x64:n6:c10:s1"
@@ -397,50 +404,92 @@ fn timings_at_scale() {
         let Network::Csr(g) = &net else {
             unreachable!()
         };
-        let mut settings = vec![(0u32, 0u32, 4i32)];
+        let base = CudaCsr::default();
+        let mut settings = vec![base.clone()];
         if sweep {
-            let ecl = (100u64.max((g.num_nodes() as u64).pow(2) / (1000 * g.num_arcs() as u64)))
-                .min(1 << 20) as u32;
-            settings.extend([(ecl, 0, 4), (0, 32, 4), (0, 4, 4), (0, 0, 1), (0, 0, 16)]);
-        }
-        let mut gpu = Vec::new();
-        for (every, group, ops) in settings {
-            let mut solver = CudaCsr {
-                relabel_every: every,
-                group,
-                ops_per_round: ops,
-                ..CudaCsr::default()
+            let old = CudaCsr {
+                spread_after: u32::MAX,
+                small_list: 0,
+                ..base.clone()
             };
+            // The slow settings last, so that a time limit still leaves the others.
+            settings.extend([
+                CudaCsr {
+                    spread_after: 0,
+                    ..base.clone()
+                },
+                CudaCsr {
+                    spread_after: 8,
+                    ..base.clone()
+                },
+                CudaCsr {
+                    spread_after: 32,
+                    ..base.clone()
+                },
+                CudaCsr {
+                    group: 8,
+                    ..base.clone()
+                },
+                CudaCsr {
+                    small_list: 0,
+                    ..base.clone()
+                },
+                CudaCsr {
+                    spread_after: u32::MAX,
+                    ..base.clone()
+                },
+                old,
+            ]);
+        }
+        let mut first: Option<segcut::maxflow::Cut> = None;
+        let mut rows = Vec::new();
+        for mut solver in settings {
+            let what = format!(
+                "every={} group={} ops={} small={} spread_after={}",
+                solver.relabel_every,
+                solver.group,
+                solver.ops_per_round,
+                solver.small_list,
+                solver.spread_after
+            );
             let t = solve_timed(&mut solver, &net).unwrap();
             verify(g, &t.cut).unwrap();
+            match &first {
+                None => first = Some(t.cut.clone()),
+                Some(c) => assert!(*c == t.cut, "{name}: {what} gives another cut"),
+            }
             // Printed before BK runs, so that a slow BK still leaves the GPU's numbers.
             eprintln!(
-                "{name}: cuda-csr every={every} group={} ops={ops}: {:.1} ms, {:?}",
-                solver.stats.group,
-                t.solve.as_secs_f64() * 1e3,
-                solver.stats
-            );
-            gpu.push((every, ops, t, solver.stats));
-        }
-        let bk = solve_timed(&mut Bk::default(), &net).unwrap();
-        for (every, ops, t, s) in gpu {
-            assert_eq!(t.cut.flow, bk.cut.flow, "{name}");
-            assert!(t.cut.sink_side == bk.cut.sink_side, "{name}: canonical cut");
-            eprintln!(
-                "{name}: n={} arcs={} flow={} | bk {:.1} ms | cuda-csr every={every} group={} \
-                 ops={ops}: {:.1} ms (+{:.1} ms layout), {} rounds, {} global relabels, {} BFS \
-                 levels | speed-up {:.2}",
+                "{name}: n={} arcs={} flow={} | cuda-csr {what}: {:.1} ms (+{:.1} ms layout), {} \
+                 rounds ({} in the loop), {} global relabels, {} BFS levels ({} in the loop), {} \
+                 launches",
                 g.num_nodes(),
                 g.num_arcs(),
-                bk.cut.flow,
-                bk.solve.as_secs_f64() * 1e3,
-                s.group,
+                t.cut.flow,
                 t.solve.as_secs_f64() * 1e3,
                 t.build.as_secs_f64() * 1e3,
-                s.rounds,
-                s.global_relabels,
-                s.bfs_levels,
-                bk.solve.as_secs_f64() / t.solve.as_secs_f64()
+                solver.stats.rounds,
+                solver.stats.small_rounds,
+                solver.stats.global_relabels,
+                solver.stats.bfs_levels,
+                solver.stats.small_levels,
+                solver.stats.launches
+            );
+            rows.push((what, t.solve));
+        }
+        if no_bk {
+            continue;
+        }
+        let bk = solve_timed(&mut Bk::default(), &net).unwrap();
+        let first = first.unwrap();
+        assert_eq!(first.flow, bk.cut.flow, "{name}");
+        assert!(first.sink_side == bk.cut.sink_side, "{name}: canonical cut");
+        for (what, solve) in rows {
+            eprintln!(
+                "{name}: bk {:.1} ms | cuda-csr {what}: {:.1} ms | speed-up {:.2}",
+                bk.solve.as_secs_f64() * 1e3,
+                solve.as_secs_f64() * 1e3,
+                bk.solve.as_secs_f64() / solve.as_secs_f64()
             );
         }
     }

@@ -17,6 +17,10 @@
 //!    nodes this BFS reached). Otherwise run push-relabel rounds over the worklist until it empties
 //!    or the relabel interval is over, and go to 2.
 //!
+//! Short worklists and frontiers (up to [`CudaCsr::small_list`] nodes) are run by one block that
+//! loops over rounds or levels on the device; after [`CudaCsr::spread_after`] global relabels a
+//! push is split over every admissible arc (docs/gpu.md has the measurements behind both).
+//!
 //! Exactness does not rest on the concurrent labels: the stop test of step 3 is the max-flow
 //! condition itself, checked on a fresh BFS. Why the lock-free pushes keep every amount exact is
 //! argued at the top of `kernels/csr_pr.cu`.
@@ -39,6 +43,14 @@ const MIN_ROUNDS: u32 = 16;
 const CHECK_EVERY: u32 = 8;
 /// BFS levels launched between two read-backs of the frontier size.
 const BFS_BATCH: u32 = 8;
+/// Threads of the one-block loops (`SMALL_THREADS` in kernels/csr_pr.cu).
+const SMALL_THREADS: u32 = 1024;
+/// The launch of the one-block loops.
+const ONE_BLOCK: LaunchConfig = LaunchConfig {
+    grid_dim: (1, 1, 1),
+    block_dim: (SMALL_THREADS, 1, 1),
+    shared_mem_bytes: 0,
+};
 
 /// The GPU solver for general graphs (`--solver cuda-csr`). Grids are solved as general graphs
 /// (their CSR form).
@@ -64,6 +76,16 @@ pub struct CudaCsr {
     pub relabel_every: u32,
     /// Lanes per worklist item (4, 8, 16 or 32); 0 picks them from the mean degree.
     pub group: u32,
+    /// Worklists and BFS frontiers up to this many nodes are run by one block that loops over
+    /// rounds (levels) on the device, without a launch or a read-back per round; 0 never does.
+    pub small_list: u32,
+    /// Split each push over every admissible arc, an equal share each, instead of sending it all
+    /// along the lowest one (see `discharge` in kernels/csr_pr.cu), once this many global
+    /// relabels are done: 0 from the start, `u32::MAX` never. Splitting cuts the rounds that a
+    /// large excess needs to spread out (GENRMF-wide: 1.6 M to 4 k at 2^20 nodes) but costs work
+    /// where excesses are small (1.6-5× slower on the RLG and long GENRMF families), so it starts
+    /// only when the excess keeps coming back, global relabel after global relabel.
+    pub spread_after: u32,
     /// Statistics of the last solve.
     pub stats: CsrStats,
 }
@@ -74,6 +96,8 @@ impl Default for CudaCsr {
             ops_per_round: 4,
             relabel_every: 0,
             group: 0,
+            small_list: 1024,
+            spread_after: 16,
             stats: CsrStats::default(),
         }
     }
@@ -86,8 +110,14 @@ pub struct CsrStats {
     pub rounds: u64,
     /// Global relabels (breadth-first searches from the sink).
     pub global_relabels: u64,
-    /// BFS level launches, over all global relabels.
+    /// BFS levels, over all global relabels.
     pub bfs_levels: u64,
+    /// Of the rounds, those run inside the one-block loop (see [`CudaCsr::small_list`]).
+    pub small_rounds: u64,
+    /// Of the BFS levels, those run inside the one-block loop.
+    pub small_levels: u64,
+    /// Kernel launches, all kinds.
+    pub launches: u64,
     /// Lanes per worklist item.
     pub group: u32,
     /// Device bytes allocated for the graph.
@@ -263,6 +293,8 @@ struct Kernels {
     bfs_level: CudaFunction,
     compact_active: CudaFunction,
     pr_round: CudaFunction,
+    pr_small: CudaFunction,
+    bfs_small: CudaFunction,
 }
 
 /// The graph and the solver state on the device. Buffers are never empty (the driver refuses
@@ -286,6 +318,8 @@ struct DeviceGraph {
     /// Ring of three list sizes for push-relabel rounds, and three for BFS levels.
     pr_counts: CudaSlice<u32>,
     bfs_counts: CudaSlice<u32>,
+    /// What the one-block loops report: the epoch (level) reached and the rounds done.
+    state: CudaSlice<u32>,
 }
 
 impl Solver for CudaCsr {
@@ -357,6 +391,8 @@ impl CudaCsr {
             bfs_level: load("bfs_level")?,
             compact_active: load("compact_active")?,
             pr_round: load("pr_round")?,
+            pr_small: load("pr_small")?,
+            bfs_small: load("bfs_small")?,
         };
         let (free, _total) = gpu
             .ctx
@@ -446,7 +482,9 @@ impl CudaCsr {
                     .launch(per_node)
             }
             .map_err(|e| driver_err("cuLaunchKernel (compact_active)", e))?;
-            if read_ring(stream, &dev.pr_counts)?[ep as usize % 3] == 0 {
+            self.stats.launches += 1;
+            let mut size = read_ring(stream, &dev.pr_counts)?[ep as usize % 3];
+            if size == 0 {
                 return stream
                     .clone_dtoh(&dev.label)
                     .map_err(|e| driver_err("cuMemcpyDtoH (labels)", e));
@@ -455,47 +493,93 @@ impl CudaCsr {
                 0 => MIN_ROUNDS.max(levels),
                 r => r,
             };
-            for r in 1..=rounds {
-                let [list, next] = &mut dev.lists;
-                let (list, next) = if ep.is_multiple_of(2) {
-                    (&*list, next)
+            let spread = (self.stats.global_relabels > self.spread_after as u64) as i32;
+            let mut r = 0;
+            while r < rounds && size > 0 {
+                if size <= self.small_list {
+                    let steps = rounds - r;
+                    let [list0, list1] = &mut dev.lists;
+                    // SAFETY: arguments match `pr_small` in kernels/csr_pr.cu: as `pr_round`,
+                    // with both lists, the counter ring 3 and the state 2.
+                    unsafe {
+                        stream
+                            .launch_builder(&k.pr_small)
+                            .arg(&n)
+                            .arg(&dev.fwd_first)
+                            .arg(&dev.fwd_head)
+                            .arg(&dev.rev_first)
+                            .arg(&dev.rev_tail)
+                            .arg(&dev.rev_arc)
+                            .arg(&mut dev.rf)
+                            .arg(&dev.tot)
+                            .arg(&mut dev.sink_r)
+                            .arg(&mut dev.excess)
+                            .arg(&mut dev.label)
+                            .arg(&mut dev.stamp)
+                            .arg(&mut dev.flow)
+                            .arg(list0)
+                            .arg(list1)
+                            .arg(&mut dev.pr_counts)
+                            .arg(&mut dev.state)
+                            .arg(&ep)
+                            .arg(&log_g)
+                            .arg(&self.ops_per_round.max(1))
+                            .arg(&spread)
+                            .arg(&self.small_list)
+                            .arg(&steps)
+                            .launch(ONE_BLOCK)
+                    }
+                    .map_err(|e| driver_err("cuLaunchKernel (pr_small)", e))?;
+                    self.stats.launches += 1;
+                    let [reached, done] = read_state(stream, &dev.state)?;
+                    ep = reached;
+                    r += done;
+                    self.stats.rounds += done as u64;
+                    self.stats.small_rounds += done as u64;
                 } else {
-                    (&*next, list)
-                };
-                // SAFETY: arguments match `pr_round` in kernels/csr_pr.cu: the CSR arrays as
-                // uploaded, per-node arrays of n entries, lists of n, the counter ring 3, flow 1.
-                unsafe {
-                    stream
-                        .launch_builder(&k.pr_round)
-                        .arg(&n)
-                        .arg(&dev.fwd_first)
-                        .arg(&dev.fwd_head)
-                        .arg(&dev.rev_first)
-                        .arg(&dev.rev_tail)
-                        .arg(&dev.rev_arc)
-                        .arg(&mut dev.rf)
-                        .arg(&dev.tot)
-                        .arg(&mut dev.sink_r)
-                        .arg(&mut dev.excess)
-                        .arg(&mut dev.label)
-                        .arg(&mut dev.stamp)
-                        .arg(&mut dev.flow)
-                        .arg(list)
-                        .arg(next)
-                        .arg(&mut dev.pr_counts)
-                        .arg(&ep)
-                        .arg(&log_g)
-                        .arg(&self.ops_per_round.max(1))
-                        .launch(per_item)
+                    for _ in 0..CHECK_EVERY.min(rounds - r) {
+                        let [list, next] = &mut dev.lists;
+                        let (list, next) = if ep.is_multiple_of(2) {
+                            (&*list, next)
+                        } else {
+                            (&*next, list)
+                        };
+                        // SAFETY: arguments match `pr_round` in kernels/csr_pr.cu: the CSR arrays
+                        // as uploaded, per-node arrays of n entries, lists of n, the counter ring
+                        // 3, flow 1.
+                        unsafe {
+                            stream
+                                .launch_builder(&k.pr_round)
+                                .arg(&n)
+                                .arg(&dev.fwd_first)
+                                .arg(&dev.fwd_head)
+                                .arg(&dev.rev_first)
+                                .arg(&dev.rev_tail)
+                                .arg(&dev.rev_arc)
+                                .arg(&mut dev.rf)
+                                .arg(&dev.tot)
+                                .arg(&mut dev.sink_r)
+                                .arg(&mut dev.excess)
+                                .arg(&mut dev.label)
+                                .arg(&mut dev.stamp)
+                                .arg(&mut dev.flow)
+                                .arg(list)
+                                .arg(next)
+                                .arg(&mut dev.pr_counts)
+                                .arg(&ep)
+                                .arg(&log_g)
+                                .arg(&self.ops_per_round.max(1))
+                                .arg(&spread)
+                                .launch(per_item)
+                        }
+                        .map_err(|e| driver_err("cuLaunchKernel (pr_round)", e))?;
+                        ep += 1;
+                        r += 1;
+                        self.stats.rounds += 1;
+                        self.stats.launches += 1;
+                    }
                 }
-                .map_err(|e| driver_err("cuLaunchKernel (pr_round)", e))?;
-                ep += 1;
-                self.stats.rounds += 1;
-                if (r % CHECK_EVERY == 0 || r == rounds)
-                    && read_ring(stream, &dev.pr_counts)?[ep as usize % 3] == 0
-                {
-                    break;
-                }
+                size = read_ring(stream, &dev.pr_counts)?[ep as usize % 3];
             }
             if self.stats.rounds > max_rounds {
                 return Err(Error::Graph(format!(
@@ -534,20 +618,18 @@ impl CudaCsr {
                 .launch(per_node)
         }
         .map_err(|e| driver_err("cuLaunchKernel (bfs_init)", e))?;
+        self.stats.launches += 1;
         let mut level = 1u32;
-        loop {
-            for _ in 0..BFS_BATCH {
-                let [even, odd] = &mut dev.lists;
-                let (frontier, next) = if level.is_multiple_of(2) {
-                    (&*even, odd)
-                } else {
-                    (&*odd, even)
-                };
-                // SAFETY: arguments match `bfs_level` in kernels/csr_pr.cu: the CSR arrays as
-                // uploaded, label n, frontiers n, the counter ring 3.
+        let mut size = read_ring(stream, &dev.bfs_counts)?[1];
+        // The frontier of `level` is empty: every later one is too.
+        while size > 0 && level <= n {
+            if size <= self.small_list {
+                let [list0, list1] = &mut dev.lists;
+                // SAFETY: arguments match `bfs_small` in kernels/csr_pr.cu: as `bfs_level`, with
+                // both lists, the counter ring 3 and the state 2.
                 unsafe {
                     stream
-                        .launch_builder(&k.bfs_level)
+                        .launch_builder(&k.bfs_small)
                         .arg(&n)
                         .arg(&dev.fwd_first)
                         .arg(&dev.fwd_head)
@@ -557,22 +639,60 @@ impl CudaCsr {
                         .arg(&dev.rf)
                         .arg(&dev.tot)
                         .arg(&mut dev.label)
-                        .arg(frontier)
-                        .arg(next)
+                        .arg(list0)
+                        .arg(list1)
                         .arg(&mut dev.bfs_counts)
+                        .arg(&mut dev.state)
                         .arg(&level)
                         .arg(&log_g)
-                        .launch(per_item)
+                        .arg(&self.small_list)
+                        .arg(&u32::MAX)
+                        .launch(ONE_BLOCK)
                 }
-                .map_err(|e| driver_err("cuLaunchKernel (bfs_level)", e))?;
-                level += 1;
-                self.stats.bfs_levels += 1;
+                .map_err(|e| driver_err("cuLaunchKernel (bfs_small)", e))?;
+                self.stats.launches += 1;
+                let reached = read_state(stream, &dev.state)?[0];
+                self.stats.bfs_levels += (reached - level) as u64;
+                self.stats.small_levels += (reached - level) as u64;
+                level = reached;
+            } else {
+                for _ in 0..BFS_BATCH {
+                    let [even, odd] = &mut dev.lists;
+                    let (frontier, next) = if level.is_multiple_of(2) {
+                        (&*even, odd)
+                    } else {
+                        (&*odd, even)
+                    };
+                    // SAFETY: arguments match `bfs_level` in kernels/csr_pr.cu: the CSR arrays as
+                    // uploaded, label n, frontiers n, the counter ring 3.
+                    unsafe {
+                        stream
+                            .launch_builder(&k.bfs_level)
+                            .arg(&n)
+                            .arg(&dev.fwd_first)
+                            .arg(&dev.fwd_head)
+                            .arg(&dev.rev_first)
+                            .arg(&dev.rev_tail)
+                            .arg(&dev.rev_arc)
+                            .arg(&dev.rf)
+                            .arg(&dev.tot)
+                            .arg(&mut dev.label)
+                            .arg(frontier)
+                            .arg(next)
+                            .arg(&mut dev.bfs_counts)
+                            .arg(&level)
+                            .arg(&log_g)
+                            .launch(per_item)
+                    }
+                    .map_err(|e| driver_err("cuLaunchKernel (bfs_level)", e))?;
+                    level += 1;
+                    self.stats.bfs_levels += 1;
+                    self.stats.launches += 1;
+                }
             }
-            // The frontier of `level` is empty: every later one is too.
-            if read_ring(stream, &dev.bfs_counts)?[level as usize % 3] == 0 || level > n {
-                return Ok(level);
-            }
+            size = read_ring(stream, &dev.bfs_counts)?[level as usize % 3];
         }
+        Ok(level)
     }
 }
 
@@ -617,6 +737,7 @@ fn upload(stream: &Arc<CudaStream>, l: &CsrLayout) -> Result<DeviceGraph> {
         lists: [zeros(n, "worklist")?, zeros(n, "worklist")?],
         pr_counts: zeros(3, "worklist sizes")?,
         bfs_counts: zeros(3, "frontier sizes")?,
+        state: zeros(2, "loop state")?,
     };
     // The host buffers are borrowed: finish the copies before they may be freed.
     stream
@@ -631,6 +752,18 @@ fn read_ring(stream: &Arc<CudaStream>, ring: &CudaSlice<u32>) -> Result<[u32; 3]
     stream
         .memcpy_dtoh(ring, &mut out[..])
         .map_err(|e| driver_err("cuMemcpyDtoH (counter)", e))?;
+    stream
+        .synchronize()
+        .map_err(|e| driver_err("cuStreamSynchronize", e))?;
+    Ok(out)
+}
+
+/// The epoch (level) a one-block loop reached and the rounds it ran (synchronises the stream).
+fn read_state(stream: &Arc<CudaStream>, state: &CudaSlice<u32>) -> Result<[u32; 2]> {
+    let mut out = [0u32; 2];
+    stream
+        .memcpy_dtoh(state, &mut out[..])
+        .map_err(|e| driver_err("cuMemcpyDtoH (loop state)", e))?;
     stream
         .synchronize()
         .map_err(|e| driver_err("cuStreamSynchronize", e))?;
@@ -653,6 +786,8 @@ mod emulation {
         label: Vec<u32>,
         stamp: Vec<u32>,
         pushed: i64,
+        /// Split a push over every admissible arc (this phase, see `CudaCsr::spread_after`).
+        spread: bool,
     }
 
     /// The global relabel: exact BFS distances from the sink; returns the number of levels.
@@ -726,6 +861,33 @@ mod emulation {
             return true;
         }
         let i = best as u32;
+        if st.spread && i != u32::MAX {
+            // The admissible slots (lowest label, residual left), each given an equal share.
+            let adm: Vec<usize> = (0..st.l.degree(v))
+                .filter(|&j| {
+                    let (w, res, _, _) = st.l.slot(v, j);
+                    let hw = seen.map_or(st.label[w], |s| s[w].min(st.label[w]));
+                    res > 0 && hw == best_h
+                })
+                .collect();
+            let k = adm.len() as i64;
+            if k > 1 && e >= k {
+                let share = e / k;
+                for j in adm {
+                    let (w, res, p, v_is_tail) = st.l.slot(v, j);
+                    let delta = share.min(res as i64) as i32;
+                    if v_is_tail {
+                        st.l.rf[p] -= delta;
+                    } else {
+                        st.l.rf[p] += delta;
+                    }
+                    st.l.excess[w] += delta as i64;
+                    st.l.excess[v] -= delta as i64;
+                    enlist(&mut st.stamp, next, w, ep + 1);
+                }
+                return true;
+            }
+        }
         if i == u32::MAX {
             let delta = e.min(st.l.sink_r[v] as i64);
             st.l.sink_r[v] -= delta as i32;
@@ -748,7 +910,13 @@ mod emulation {
     }
 
     /// The emulated solve: the cut and the number of rounds.
-    fn emulate(g: &CsrGraph, rng: &mut Rng, stale: bool, relabel_every: u32) -> (Cut, u64) {
+    fn emulate(
+        g: &CsrGraph,
+        rng: &mut Rng,
+        stale: bool,
+        relabel_every: u32,
+        spread_after: u32,
+    ) -> (Cut, u64) {
         let l = CsrLayout::new(g).unwrap();
         let n = l.num_nodes();
         let inf = n as u32 + 1;
@@ -757,10 +925,13 @@ mod emulation {
             label: vec![0; n],
             stamp: vec![0; n],
             pushed: 0,
+            spread: false,
         };
-        let (mut ep, mut rounds) = (0u32, 0u64);
+        let (mut ep, mut rounds, mut relabels) = (0u32, 0u64, 0u32);
         loop {
             let levels = bfs(&mut st);
+            relabels += 1;
+            st.spread = relabels > spread_after;
             ep += 1;
             let mut list = Vec::new();
             for v in 0..n {
@@ -798,7 +969,7 @@ mod emulation {
                     break;
                 }
             }
-            assert!(rounds < 1_000_000, "no convergence");
+            assert!(rounds < 100_000_000, "no convergence");
         }
         let cut = Cut {
             flow: st.l.base_flow + st.pushed,
@@ -907,12 +1078,40 @@ mod emulation {
             let pairs = rng.below(4 * n as u64 + 1) as usize;
             let g = random_graph(&mut rng, n, pairs, i % 3);
             let bk = Bk::default().solve_csr(&g).unwrap();
-            for (stale, every) in [(false, 0), (true, 0), (true, 3)] {
-                let (cut, _) = emulate(&g, &mut rng, stale, every);
-                let what = format!("#{i} n={n} pairs={pairs} stale={stale} every={every}");
+            for (stale, every, spread_after) in [
+                (false, 0, u32::MAX),
+                (true, 0, u32::MAX),
+                (true, 3, u32::MAX),
+                (true, 0, 0),
+                (true, 2, 0),
+                (true, 1, 2),
+            ] {
+                let (cut, _) = emulate(&g, &mut rng, stale, every, spread_after);
+                let what = format!(
+                    "#{i} n={n} pairs={pairs} stale={stale} every={every} spread_after={spread_after}"
+                );
                 assert_eq!(cut.flow, bk.flow, "{what}");
                 assert!(cut.sink_side == bk.sink_side, "{what}: canonical cut");
                 verify(&g, &cut).unwrap();
+            }
+        }
+    }
+
+    /// Emulated round counts with and without split pushes, for the instances (`segcut gen`
+    /// specs) in `SEGCUT_CSR_EMULATE`: a cheap way to try the algorithm on the families.
+    #[test]
+    #[ignore]
+    fn emulated_round_counts() {
+        let list = std::env::var("SEGCUT_CSR_EMULATE").unwrap_or_default();
+        for text in list.split(',').filter(|t| !t.is_empty()) {
+            let net = crate::gen::generate(&text.parse().unwrap()).unwrap();
+            let g = net.to_csr().unwrap();
+            let bk = Bk::default().solve_csr(&g).unwrap();
+            for spread_after in [u32::MAX, 0, 16] {
+                let mut rng = Rng::new(1);
+                let (cut, rounds) = emulate(&g, &mut rng, false, 0, spread_after);
+                assert_eq!(cut.flow, bk.flow, "{text}");
+                eprintln!("{text} spread_after={spread_after}: {rounds} rounds");
             }
         }
     }
