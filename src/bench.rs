@@ -452,6 +452,10 @@ pub struct BenchOptions {
     pub runs: usize,
     /// Instances with more nodes are skipped (reported as such).
     pub max_nodes: Option<usize>,
+    /// When set, every instance is also written to this folder as a DIMACS `.max` file (grids with
+    /// their `c regulargrid` hint) before it is solved, e.g. to run other solvers on the very
+    /// same graphs.
+    pub dump: Option<std::path::PathBuf>,
 }
 
 impl Default for BenchOptions {
@@ -459,6 +463,7 @@ impl Default for BenchOptions {
         BenchOptions {
             runs: 3,
             max_nodes: None,
+            dump: None,
         }
     }
 }
@@ -569,6 +574,24 @@ pub fn run(
                 progress(Event::Skipped(&name, why));
                 continue;
             }
+        }
+        if let Some(dir) = &opts.dump {
+            let file: String = name
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            let comment = format!("segcut bench instance {name}");
+            crate::graph::dimacs::write_max_file(
+                &dir.join(format!("{file}.max")),
+                &net,
+                &[comment.as_str()],
+            )?;
         }
         let mut reference: Option<(Cut, f64)> = None;
         for solver in solvers.iter_mut() {

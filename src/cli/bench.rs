@@ -35,6 +35,10 @@ pub struct Args {
     /// e.g. `--only photo:124084,n26`.
     #[arg(long, value_delimiter = ',', value_name = "TEXT")]
     only: Vec<String>,
+    /// Also write every instance as a DIMACS .max file into this folder (to run other solvers on
+    /// the same graphs).
+    #[arg(long, value_name = "DIR")]
+    dump: Option<PathBuf>,
     /// Also write every record as a JSON array to this file.
     #[arg(long, value_name = "OUT")]
     json: Option<PathBuf>,
@@ -78,6 +82,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let opts = BenchOptions {
         runs: args.runs,
         max_nodes: args.max_nodes,
+        dump: args.dump.clone(),
     };
     let total = (instances.len() * solvers.len() * opts.runs.max(1)) as u64;
     let pb = super::bar(total, "{spinner} [{bar:30}] {pos}/{len} {msg}");
