@@ -2,6 +2,9 @@
 //! this machine decides, and the fallback to BK when a GPU solver declines. Tests that need a GPU
 //! say so and return without one, unless `SEGCUT_REQUIRE_GPU=1` is set: then they fail.
 
+mod common;
+
+use common::gpu_or_skip;
 use segcut::gen::{random_sparse, SparseSpec};
 use segcut::graph::{Connectivity, GridGraph, Network};
 use segcut::maxflow::bk::Bk;
@@ -24,19 +27,6 @@ fn size(grid: bool, nodes: usize) -> GraphSize {
 
 fn no_gpu() -> Option<String> {
     Some("no CUDA driver (test)".into())
-}
-
-fn gpu_or_skip() -> bool {
-    match cuda::gpu_unavailable_reason() {
-        None => true,
-        Some(why) if std::env::var_os("SEGCUT_REQUIRE_GPU").is_some_and(|v| v != "0") => {
-            panic!("SEGCUT_REQUIRE_GPU is set but no GPU is usable: {why}")
-        }
-        Some(why) => {
-            eprintln!("skipped: no usable GPU ({why}); set SEGCUT_REQUIRE_GPU=1 to require one");
-            false
-        }
-    }
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::gpu_or_skip;
 use segcut::gen::{generate, InstanceSpec};
 use segcut::graph::{Cap, Connectivity, CsrBuilder, CsrGraph, GridGraph, Network, Vertex};
 use segcut::maxflow::bk::Bk;
@@ -11,20 +12,6 @@ use segcut::maxflow::cuda::{self, CudaCsr};
 use segcut::maxflow::{solve_timed, solver_by_name, verify, Solver, SOLVER_NAMES};
 use segcut::rng::Rng;
 use segcut::Error;
-
-/// Whether a GPU is usable; false (skip) only when none is and none is required.
-fn gpu_or_skip() -> bool {
-    match cuda::gpu_unavailable_reason() {
-        None => true,
-        Some(why) if std::env::var_os("SEGCUT_REQUIRE_GPU").is_some_and(|v| v != "0") => {
-            panic!("SEGCUT_REQUIRE_GPU is set but no GPU is usable: {why}")
-        }
-        Some(why) => {
-            eprintln!("skipped: no usable GPU ({why}); set SEGCUT_REQUIRE_GPU=1 to require one");
-            false
-        }
-    }
-}
 
 /// Solves `g` with `solver` and BK and checks that they agree exactly and that the GPU's cut
 /// carries a certificate. Returns the flow.

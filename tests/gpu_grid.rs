@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::gpu_or_skip;
 use segcut::gen::grid::{vision_grid, GridSpec};
 use segcut::graph::{Cap, Connectivity, GridGraph};
 use segcut::maxflow::bk::Bk;
@@ -18,20 +19,6 @@ const ALL: [Connectivity; 4] = [
     Connectivity::N6,
     Connectivity::N26,
 ];
-
-/// Whether a GPU is usable; false (skip) only when none is and none is required.
-fn gpu_or_skip() -> bool {
-    match cuda::gpu_unavailable_reason() {
-        None => true,
-        Some(why) if std::env::var_os("SEGCUT_REQUIRE_GPU").is_some_and(|v| v != "0") => {
-            panic!("SEGCUT_REQUIRE_GPU is set but no GPU is usable: {why}")
-        }
-        Some(why) => {
-            eprintln!("skipped: no usable GPU ({why}); set SEGCUT_REQUIRE_GPU=1 to require one");
-            false
-        }
-    }
-}
 
 /// Solves `g` with cuda-grid and BK and checks that they agree exactly and that the GPU's cut
 /// carries a certificate. Returns the flow.

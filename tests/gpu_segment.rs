@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::gpu_or_skip;
 use segcut::graph::{Connectivity, FlowNetwork, GridGraph};
 use segcut::maxflow::cuda;
 use segcut::rng::Rng;
@@ -15,20 +16,6 @@ use segcut::segment::model::{Model, ModelKind, ModelParams};
 use segcut::segment::pipeline::{to_color_space, Blend, ColorSpace};
 use segcut::segment::{segment, Image, Seed, Seeds, SegmentOptions};
 use segcut::Error;
-
-/// Whether a GPU is usable; false (skip) only when none is and none is required.
-fn gpu_or_skip() -> bool {
-    match cuda::gpu_unavailable_reason() {
-        None => true,
-        Some(why) if std::env::var_os("SEGCUT_REQUIRE_GPU").is_some_and(|v| v != "0") => {
-            panic!("SEGCUT_REQUIRE_GPU is set but no GPU is usable: {why}")
-        }
-        Some(why) => {
-            eprintln!("skipped: no usable GPU ({why}); set SEGCUT_REQUIRE_GPU=1 to require one");
-            false
-        }
-    }
-}
 
 /// Most arcs allowed to differ by one unit: the differences come from last-bit rounding only,
 /// so they are rare (the measured fractions are printed and listed in docs/segmentation.md).

@@ -85,3 +85,18 @@ pub fn repo_root() -> PathBuf {
         std::env::current_dir().expect("working directory")
     }
 }
+
+/// Whether a GPU is usable; false (the test skips, saying why) only when none is and none is
+/// required: under `SEGCUT_REQUIRE_GPU=1` (the GPU machine's `.gpu/run`) a missing GPU fails.
+pub fn gpu_or_skip() -> bool {
+    match segcut::maxflow::cuda::gpu_unavailable_reason() {
+        None => true,
+        Some(why) if std::env::var_os("SEGCUT_REQUIRE_GPU").is_some_and(|v| v != "0") => {
+            panic!("SEGCUT_REQUIRE_GPU is set but no GPU is usable: {why}")
+        }
+        Some(why) => {
+            eprintln!("skipped: no usable GPU ({why}); set SEGCUT_REQUIRE_GPU=1 to require one");
+            false
+        }
+    }
+}
