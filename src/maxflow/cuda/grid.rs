@@ -156,31 +156,22 @@ impl CudaGrid {
     pub fn tune(&mut self, spec: &str) {
         for kv in spec.split(',').filter(|s| !s.is_empty()) {
             let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            let ok: Option<()> = match (k, v) {
-                ("discharge", "auto") => {
-                    self.discharge = Discharge::Auto;
-                    Some(())
-                }
-                ("discharge", "tiles") => {
-                    self.discharge = Discharge::Tiles;
-                    Some(())
-                }
-                ("discharge", "sweep") => {
-                    self.discharge = Discharge::Sweep;
-                    Some(())
-                }
-                ("relabel", "tiles") => {
-                    self.relabel = Relabel::Tiles;
-                    Some(())
-                }
-                ("relabel", "levels") => {
-                    self.relabel = Relabel::Levels;
-                    Some(())
-                }
-                ("ops", _) => v.parse().ok().map(|x| self.ops_per_launch = x),
-                ("sweeps", _) => v.parse().ok().map(|x| self.tile_sweeps = x),
-                ("min_rounds", _) => v.parse().ok().map(|x| self.relabel_min_rounds = x),
-                ("ratio", _) => v.parse().ok().map(|x| self.relabel_ratio = x),
+            let ok: Option<()> = match k {
+                "discharge" => choice(
+                    v,
+                    &[
+                        ("auto", Discharge::Auto),
+                        ("tiles", Discharge::Tiles),
+                        ("sweep", Discharge::Sweep),
+                    ],
+                )
+                .map(|x| self.discharge = x),
+                "relabel" => choice(v, &[("tiles", Relabel::Tiles), ("levels", Relabel::Levels)])
+                    .map(|x| self.relabel = x),
+                "ops" => v.parse().ok().map(|x| self.ops_per_launch = x),
+                "sweeps" => v.parse().ok().map(|x| self.tile_sweeps = x),
+                "min_rounds" => v.parse().ok().map(|x| self.relabel_min_rounds = x),
+                "ratio" => v.parse().ok().map(|x| self.relabel_ratio = x),
                 _ => None,
             };
             if ok.is_none() {
@@ -188,6 +179,11 @@ impl CudaGrid {
             }
         }
     }
+}
+
+/// The value named `v` among `options`.
+fn choice<T: Copy>(v: &str, options: &[(&str, T)]) -> Option<T> {
+    options.iter().find(|(name, _)| *name == v).map(|&(_, x)| x)
 }
 
 /// What the last [`CudaGrid`] solve did.
@@ -983,5 +979,36 @@ mod emulation {
                 verify(&g, &cut).unwrap();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tune_tests {
+    use super::*;
+
+    #[test]
+    fn tune_sets_known_keys_and_ignores_the_rest() {
+        let mut s = CudaGrid {
+            discharge: Discharge::Auto,
+            relabel: Relabel::Tiles,
+            ops_per_launch: 4,
+            tile_sweeps: 2,
+            relabel_min_rounds: 8,
+            relabel_ratio: 1.0,
+            stats: GridStats::default(),
+        };
+        s.tune("discharge=sweep,relabel=levels,sweeps=7,min_rounds=3,ratio=0.5,ops=9");
+        assert_eq!(s.discharge, Discharge::Sweep);
+        assert_eq!(s.relabel, Relabel::Levels);
+        assert_eq!(
+            (s.tile_sweeps, s.relabel_min_rounds, s.ops_per_launch),
+            (7, 3, 9)
+        );
+        assert_eq!(s.relabel_ratio, 0.5);
+        // Unknown keys and values leave everything as it was.
+        s.tune("discharge=fast,sweeps=x,colour=blue,,ratio");
+        assert_eq!((s.discharge, s.tile_sweeps), (Discharge::Sweep, 7));
+        s.tune("discharge=tiles");
+        assert_eq!(s.discharge, Discharge::Tiles);
     }
 }
