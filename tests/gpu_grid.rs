@@ -233,6 +233,34 @@ fn sanitizer_sized_grids_every_variant() {
     }
 }
 
+/// A seed (sink capacity) on a tile's border, reached only from the next tile, which holds no
+/// seed: the relabel must visit that tile (tile shapes: 32×32, 32×16, 32×4×4, 16×4×4).
+#[test]
+fn seed_on_a_tile_border() {
+    if !gpu_or_skip() {
+        return;
+    }
+    for (conn, len) in [
+        (Connectivity::N4, 32),
+        (Connectivity::N8, 16),
+        (Connectivity::N6, 4),
+        (Connectivity::N26, 4),
+    ] {
+        for b in [len - 1, len, len + 1] {
+            let mut g = if conn.is_3d() {
+                GridGraph::new(1, 1, 3 * len, conn).unwrap()
+            } else {
+                GridGraph::new(1, 3 * len, 1, conn).unwrap()
+            };
+            g.set_terminals(b - 1, 7, 0);
+            g.set_terminals(b, 0, 9);
+            g.set_arc(b - 1, b, 5).unwrap();
+            let flow = check_against_bk(&g, &format!("{conn} seed at {b}"));
+            assert_eq!(flow, 5, "{conn} seed at {b}");
+        }
+    }
+}
+
 #[test]
 fn single_node_grids() {
     if !gpu_or_skip() {
