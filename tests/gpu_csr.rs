@@ -20,18 +20,7 @@ fn check_with(solver: &mut CudaCsr, g: &CsrGraph, what: &str) -> i64 {
         .solve_csr(g)
         .unwrap_or_else(|e| panic!("{what}: cuda-csr failed: {e}"));
     let bk = Bk::default().solve_csr(g).unwrap();
-    assert_eq!(gpu.flow, bk.flow, "{what}: flow value");
-    if gpu.sink_side != bk.sink_side {
-        let v = (0..bk.sink_side.len())
-            .find(|&v| gpu.sink_side[v] != bk.sink_side[v])
-            .unwrap();
-        panic!(
-            "{what}: canonical cuts differ first at node {v} (gpu {}, bk {})",
-            gpu.sink_side[v], bk.sink_side[v]
-        );
-    }
-    verify(g, &gpu).unwrap_or_else(|e| panic!("{what}: certificate: {e}"));
-    gpu.flow
+    common::assert_same_cut(g, &gpu, &bk, what, |v| v.to_string())
 }
 
 fn check(g: &CsrGraph, what: &str) -> i64 {

@@ -32,20 +32,7 @@ fn check_with(solver: &mut CudaGrid, g: &GridGraph, what: &str) -> i64 {
         .solve_grid(g)
         .unwrap_or_else(|e| panic!("{what}: cuda-grid failed: {e}"));
     let bk = Bk::default().solve_grid(g).unwrap();
-    assert_eq!(gpu.flow, bk.flow, "{what}: flow value");
-    if gpu.sink_side != bk.sink_side {
-        let v = (0..bk.sink_side.len())
-            .find(|&v| gpu.sink_side[v] != bk.sink_side[v])
-            .unwrap();
-        panic!(
-            "{what}: canonical cuts differ first at node {v} {:?} (gpu {}, bk {})",
-            g.coords(v),
-            gpu.sink_side[v],
-            bk.sink_side[v]
-        );
-    }
-    verify(g, &gpu).unwrap_or_else(|e| panic!("{what}: certificate: {e}"));
-    gpu.flow
+    common::assert_same_cut(g, &gpu, &bk, what, |v| format!("{v} {:?}", g.coords(v)))
 }
 
 /// Kinds of random capacity.

@@ -100,3 +100,25 @@ pub fn gpu_or_skip() -> bool {
         }
     }
 }
+
+/// Asserts that a GPU solver's cut equals BK's (flow and canonical cut; `node` describes a node
+/// for the message) and carries a certificate on `g`. Returns the flow.
+pub fn assert_same_cut<G: segcut::graph::FlowNetwork>(
+    g: &G,
+    gpu: &segcut::maxflow::Cut,
+    bk: &segcut::maxflow::Cut,
+    what: &str,
+    node: impl Fn(usize) -> String,
+) -> i64 {
+    assert_eq!(gpu.flow, bk.flow, "{what}: flow value");
+    if let Some(v) = (0..bk.sink_side.len()).find(|&v| gpu.sink_side[v] != bk.sink_side[v]) {
+        panic!(
+            "{what}: canonical cuts differ first at node {} (gpu {}, bk {})",
+            node(v),
+            gpu.sink_side[v],
+            bk.sink_side[v]
+        );
+    }
+    segcut::maxflow::verify(g, gpu).unwrap_or_else(|e| panic!("{what}: certificate: {e}"));
+    gpu.flow
+}

@@ -764,6 +764,28 @@ fn read_counter(stream: &Arc<CudaStream>, c: &CudaSlice<u32>) -> Result<u32> {
     Ok(v[0])
 }
 
+/// Test grids: each node gets a source arc, and independently a sink arc, with probability
+/// `1 / odds`, of a random capacity below `max`.
+#[cfg(test)]
+fn random_terminals(g: &mut GridGraph, rng: &mut crate::rng::Rng, odds: u64, max: u64) {
+    for v in 0..g.num_nodes() {
+        let mut cap = || {
+            if rng.below(odds) == 0 {
+                rng.below(max) as i32
+            } else {
+                0
+            }
+        };
+        let (s, t) = (cap(), cap());
+        g.set_terminals(v, s, t);
+    }
+}
+
+/// A sequential emulation of the sweep kernels (`pr_round`, `bfs_init`, `bfs_level`) and of the
+/// host loop around them, for machines without a GPU: every launch runs its threads' operations
+/// in a random interleaving, optionally reading neighbour labels as they were when the launch
+/// began (the stalest a GPU thread could see). It checks the algorithm, not the CUDA code: keep
+/// it in step with the kernels.
 #[cfg(test)]
 mod emulation {
     use super::*;
@@ -957,19 +979,7 @@ mod emulation {
                     g.caps_mut(dir ^ 1)[u] = b;
                 }
             }
-            for v in 0..g.num_nodes() {
-                let s = if rng.below(3) == 0 {
-                    rng.below(20) as i32
-                } else {
-                    0
-                };
-                let t = if rng.below(3) == 0 {
-                    rng.below(20) as i32
-                } else {
-                    0
-                };
-                g.set_terminals(v, s, t);
-            }
+            random_terminals(&mut g, &mut rng, 3, 20);
             let bk = Bk::default().solve_grid(&g).unwrap();
             for stale in [false, true] {
                 let cut = emulate(&g, &mut rng, stale);
@@ -1384,19 +1394,8 @@ mod tiled_emulation {
                     g.caps_mut(dir ^ 1)[u] = rng.below(6) as i32;
                 }
             }
-            for v in 0..g.num_nodes() {
-                let s = if rng.below(8) == 0 {
-                    rng.below(40) as i32
-                } else {
-                    0
-                };
-                let t = if rng.below(8) == 0 {
-                    rng.below(40) as i32
-                } else {
-                    0
-                };
-                g.set_terminals(v, s, t);
-            }
+            // Thin grids get few terminal arcs, so whole tiles hold none.
+            random_terminals(&mut g, &mut rng, if thin { 40 } else { 8 }, 40);
             let bk = Bk::default().solve_grid(&g).unwrap();
             for sweeps in [1, 4] {
                 let cut = emulate(&g, &mut rng, sweeps);
