@@ -48,6 +48,10 @@ pub enum Error {
         /// The capacity of the cut it returned, from the original capacities.
         cut_capacity: i64,
     },
+    /// Arc flows that break a capacity, conservation or the flow value (see
+    /// [`verify_flows`](crate::maxflow::verify_flows)).
+    #[error("flow check failed: {0}")]
+    InvalidFlow(String),
     /// A request that this build or this machine cannot serve.
     #[error("{0}")]
     Unsupported(String),

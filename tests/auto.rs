@@ -152,3 +152,32 @@ fn auto_on_a_large_general_graph_uses_the_gpu_or_falls_back_to_bk() {
         other => panic!("auto ran {other}: {}", c.reason),
     }
 }
+
+/// `auto`'s flows come from the solver it picks for the cut (BK without a GPU or under the
+/// threshold, the GPU solver above it) and are maximum flows either way.
+#[test]
+fn auto_flows_come_from_the_chosen_solver() {
+    let mut g = GridGraph::new_2d(300, 300, Connectivity::N4).unwrap();
+    for v in 0..g.num_nodes() {
+        g.set_terminals(v, (v % 11) as i32, (v % 13) as i32);
+        for d in 0..4 {
+            if g.neighbor(v, d).is_some() {
+                g.caps_mut(d)[v] = ((v * 7 + d) % 9) as i32;
+            }
+        }
+    }
+    let net = Network::Grid(g);
+    let mut auto = Auto::default();
+    let flow = common::assert_flows(&mut auto, &net, "auto flows");
+    let choice = auto.last_choice().unwrap();
+    assert_eq!(choice, choose_solver("auto", &net));
+    assert!(flow > 0);
+    if cuda::gpu_available() && auto_min_gpu_nodes() <= net_nodes(&net) {
+        assert_eq!(choice.solver, "cuda-grid", "{}", choice.reason);
+    }
+}
+
+fn net_nodes(net: &Network) -> usize {
+    use segcut::graph::FlowNetwork;
+    net.num_nodes()
+}

@@ -89,6 +89,71 @@ fn cut_file_lists_source_side_with_the_flow_as_capacity() {
     }
 }
 
+/// `--flows` writes a maximum flow of the file itself: checked here against the raw `a` lines
+/// (parallel arcs summed), with its own parser, for every solver that runs on this machine.
+#[test]
+fn flows_file_is_a_maximum_flow_of_the_file() {
+    use std::collections::HashMap;
+    let dir = tempfile::tempdir().unwrap();
+    let mut solvers = vec!["bk", "dinic", "auto"];
+    if segcut::maxflow::cuda::gpu_available() {
+        solvers.extend(["cuda-grid", "cuda-csr"]);
+    }
+    for (path, expected) in common::waterloo_crops() {
+        let (s, t, arcs) = common::raw_arcs(&std::fs::read_to_string(&path).unwrap());
+        let mut cap: HashMap<(u64, u64), i64> = HashMap::new();
+        for &(u, v, c) in &arcs {
+            *cap.entry((u, v)).or_default() += c;
+        }
+        for solver in &solvers {
+            let out = dir.path().join(format!("{solver}.flow"));
+            let o = segcut(&[
+                "maxflow",
+                path.to_str().unwrap(),
+                "--solver",
+                solver,
+                "--flows",
+                out.to_str().unwrap(),
+            ]);
+            assert!(o.status.success(), "{solver}: {}", stderr(&o));
+            let text = std::fs::read_to_string(&out).unwrap();
+            let mut value = None;
+            let mut balance: HashMap<u64, i64> = HashMap::new();
+            for line in text.lines() {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                match f.first() {
+                    Some(&"s") => value = Some(f[1].parse::<i64>().unwrap()),
+                    Some(&"f") => {
+                        let (u, v, x): (u64, u64, i64) = (
+                            f[1].parse().unwrap(),
+                            f[2].parse().unwrap(),
+                            f[3].parse().unwrap(),
+                        );
+                        let c = cap.get(&(u, v)).copied().unwrap_or(0);
+                        assert!(x > 0 && x <= c, "{solver}: {line}: capacity {c}");
+                        *balance.entry(u).or_default() -= x;
+                        *balance.entry(v).or_default() += x;
+                    }
+                    _ => {}
+                }
+            }
+            assert_eq!(value, Some(expected), "{solver}: s line");
+            assert_eq!(
+                balance.get(&s).copied(),
+                Some(-expected),
+                "{solver}: out of s"
+            );
+            assert_eq!(balance.get(&t).copied(), Some(expected), "{solver}: into t");
+            for (v, b) in &balance {
+                assert!(
+                    *v == s || *v == t || *b == 0,
+                    "{solver}: node {v} unbalanced by {b}"
+                );
+            }
+        }
+    }
+}
+
 fn make_archive(dir: &Path, sol_first: bool) -> std::path::PathBuf {
     let path = dir.join(format!("crops-{sol_first}.tbz2"));
     let file = std::fs::File::create(&path).unwrap();

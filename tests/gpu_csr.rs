@@ -141,6 +141,37 @@ fn random_graph(rng: &mut Rng, kind: Kind, max_n: u64) -> CsrGraph {
     b.build().unwrap()
 }
 
+/// Phase two (`solve_flows`) on random graphs of every kind and on grids given as general
+/// graphs: the flows are maximum flows and the cut is BK's.
+#[test]
+fn phase_two_flows_on_random_graphs() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng::new(0xf10_0003);
+    let mut solver = CudaCsr::default();
+    for i in 0..210u64 {
+        let kind = KINDS[(i % KINDS.len() as u64) as usize];
+        let g = random_graph(&mut rng, kind, if i % 3 == 0 { 8 } else { 400 });
+        let what = format!("flows graph #{i} {kind:?}");
+        common::assert_flows(&mut solver, &Network::Csr(g), &what);
+    }
+    let mut g = GridGraph::new_2d(37, 21, Connectivity::N8).unwrap();
+    for v in 0..g.num_nodes() {
+        g.set_terminals(v, (v % 7) as Cap, (v % 5) as Cap * 2);
+        for d in 0..8 {
+            if g.neighbor(v, d).is_some() {
+                g.caps_mut(d)[v] = ((v + d) % 4) as Cap;
+            }
+        }
+    }
+    common::assert_flows(
+        &mut solver,
+        &Network::Grid(g),
+        "flows of a grid via cuda-csr",
+    );
+}
+
 #[test]
 fn agrees_with_bk_on_1200_random_graphs() {
     if !gpu_or_skip() {

@@ -6,7 +6,7 @@ mod common;
 
 use common::gpu_or_skip;
 use segcut::gen::grid::{vision_grid, GridSpec};
-use segcut::graph::{Cap, Connectivity, GridGraph};
+use segcut::graph::{Cap, Connectivity, GridGraph, Network};
 use segcut::maxflow::bk::Bk;
 use segcut::maxflow::cuda::{self, CudaGrid};
 use segcut::maxflow::{solver_by_name, verify, Solver};
@@ -110,23 +110,25 @@ fn random_grid(rng: &mut Rng, conn: Connectivity, kind: Caps, max_side: u64) -> 
     g
 }
 
+/// Every kind of random capacity.
+const KINDS: [Caps; 5] = [
+    Caps::Small,
+    Caps::NoTerminals,
+    Caps::Saturated,
+    Caps::NearLimits,
+    Caps::Sparse,
+];
+
 #[test]
 fn agrees_with_bk_on_1000_random_grids() {
     if !gpu_or_skip() {
         return;
     }
-    let kinds = [
-        Caps::Small,
-        Caps::NoTerminals,
-        Caps::Saturated,
-        Caps::NearLimits,
-        Caps::Sparse,
-    ];
     let mut rng = Rng::new(0x5e9c_0007);
     let mut count = 0;
     for i in 0..1000u64 {
         let conn = ALL[(i % 4) as usize];
-        let kind = kinds[((i / 4) % kinds.len() as u64) as usize];
+        let kind = KINDS[((i / 4) % KINDS.len() as u64) as usize];
         // Sizes from 1×1 upward; 3D sides shorter to keep the node counts comparable. Every
         // other grid spans several tiles (32×32, 32×16, 32×4×4, 16×4×4) with partial ones.
         let max_side = match (conn.is_3d(), i % 10) {
@@ -216,6 +218,38 @@ fn sanitizer_sized_grids_every_variant() {
                     check_with(&mut solver, g, &what);
                 }
             }
+        }
+    }
+}
+
+/// Phase two (`solve_flows`) on random multi-tile grids of every connectivity and capacity
+/// kind, with both discharge variants: the flows are maximum flows and the cut is BK's.
+#[test]
+fn phase_two_flows_on_random_grids() {
+    use segcut::maxflow::cuda::Discharge;
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng::new(0xf10_0002);
+    for discharge in [Discharge::Tiles, Discharge::Sweep] {
+        let mut solver = CudaGrid {
+            discharge,
+            ..CudaGrid::default()
+        };
+        for i in 0..120u64 {
+            let conn = ALL[(i % 4) as usize];
+            let kind = KINDS[((i / 4) % KINDS.len() as u64) as usize];
+            let side = match (conn.is_3d(), i % 3) {
+                (_, 0) => 3,
+                (true, _) => 20,
+                (false, _) => 90,
+            };
+            let g = random_grid(&mut rng, conn, kind, side);
+            let what = format!(
+                "{discharge:?} flows grid #{i} {conn} {:?} {kind:?}",
+                g.dims()
+            );
+            common::assert_flows(&mut solver, &Network::Grid(g), &what);
         }
     }
 }

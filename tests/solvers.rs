@@ -2,8 +2,8 @@
 //! reference and, on graphs of at most 12 nodes, against brute force over every cut.
 
 use proptest::prelude::*;
-use segcut::graph::{Cap, Connectivity, CsrBuilder, CsrGraph, GridGraph, Vertex};
-use segcut::maxflow::{bk::Bk, reference::Dinic, verify, Cut, Solver};
+use segcut::graph::{Cap, Connectivity, CsrBuilder, CsrGraph, GridGraph, Network, Vertex};
+use segcut::maxflow::{bk::Bk, reference::Dinic, verify, verify_flows, Cut, Solver};
 use segcut::rng::Rng;
 
 /// Largest graph whose cuts are all enumerated.
@@ -63,6 +63,7 @@ fn check_csr(g: &CsrGraph) -> Result<Cut, TestCaseError> {
     prop_assert!(verify(g, &bk).is_ok(), "BK certificate fails");
     prop_assert!(verify(g, &dinic).is_ok(), "Dinic certificate fails");
     prop_assert_eq!(cut_capacity(g, &bk.sink_side), bk.flow as i128);
+    check_flows(&Network::Csr(g.clone()), &bk)?;
     if g.num_nodes() <= BRUTE_MAX_NODES {
         let (min, smallest) = brute_force(g);
         prop_assert_eq!(bk.flow as i128, min, "not the minimum cut value");
@@ -218,7 +219,25 @@ fn check_grid(g: &GridGraph) -> Result<Cut, TestCaseError> {
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
     prop_assert_eq!(&via_grid, &via_csr, "solve_grid and solve_csr differ");
     prop_assert!(verify(g, &via_grid).is_ok(), "grid certificate fails");
+    check_flows(&Network::Grid(g.clone()), &via_grid)?;
     Ok(via_grid)
+}
+
+/// Both CPU solvers' arc flows are maximum flows of `net` (capacities, conservation, value), and
+/// `solve_flows` returns the same cut as the plain solve.
+fn check_flows(net: &Network, cut: &Cut) -> Result<(), TestCaseError> {
+    let solvers: [&mut dyn Solver; 2] = [&mut Bk::default(), &mut Dinic];
+    for solver in solvers {
+        let (c, f) = solver
+            .solve_flows(net)
+            .map_err(|e| TestCaseError::fail(format!("{}: {e}", solver.name())))?;
+        prop_assert_eq!(&c, cut, "{}: solve_flows cut differs", solver.name());
+        prop_assert_eq!(f.value, cut.flow);
+        if let Err(e) = verify_flows(net, &f) {
+            return Err(TestCaseError::fail(format!("{}: {e}", solver.name())));
+        }
+    }
+    Ok(())
 }
 
 fn connectivity() -> impl Strategy<Value = Connectivity> {

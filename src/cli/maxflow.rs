@@ -26,6 +26,13 @@ pub struct Args {
     /// several instances, OUT must be an existing directory and gets one `<instance>.cut` each.
     #[arg(long, value_name = "OUT")]
     cut: Option<PathBuf>,
+    /// Also compute a maximum flow arc by arc (push-relabel solvers run their phase two for it),
+    /// check it (capacities, conservation, value) and write it in the DIMACS solution format:
+    /// `s VALUE`, then `f FROM TO FLOW` for each arc with flow, terminal arcs included, in the
+    /// file's numbering (parallel arcs of the file appear merged, as they are solved). With
+    /// several instances, OUT must be an existing directory and gets one `<instance>.flow` each.
+    #[arg(long, value_name = "OUT")]
+    flows: Option<PathBuf>,
     /// Print one JSON object per instance instead of the table.
     #[arg(long)]
     json: bool,
@@ -60,15 +67,33 @@ struct Row {
     verified: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     cut_file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    flows_file: Option<String>,
+}
+
+/// Where one instance's output goes: `arg` itself, or `<stem>.EXT` in it when it is a directory.
+/// A plain file takes one instance only.
+fn output_path(
+    arg: &Path,
+    inst: &MaxInstance,
+    ext: &str,
+    written: usize,
+) -> segcut::Result<PathBuf> {
+    if arg.is_dir() {
+        return Ok(arg.join(format!("{}.{ext}", inst.stem())));
+    }
+    if written == 0 {
+        return Ok(arg.to_path_buf());
+    }
+    Err(segcut::Error::Unsupported(format!(
+        "{} names a file but there is more than one instance; pass an existing directory",
+        arg.display()
+    )))
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let mut solver = solver_by_name(&args.solver)?;
-    let cut_dir = match &args.cut {
-        Some(p) if p.is_dir() => Some(p.clone()),
-        _ => None,
-    };
-    let mut cuts_written = 0usize;
+    let mut written = Written::default();
     let mut all_ok = true;
     let mut printed_header = false;
     let stdout = std::io::stdout();
@@ -90,14 +115,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let sols = dimacs::read_instances(path, &opts, |inst: MaxInstance| {
             // Time since the previous instance finished: reading and decompressing this one.
             let parse = mark.elapsed();
-            let row = solve_one(
-                &mut *solver,
-                &inst,
-                parse,
-                &args,
-                &cut_dir,
-                &mut cuts_written,
-            )?;
+            let row = solve_one(&mut *solver, &inst, parse, &args, &mut written)?;
             rows.push(row);
             mark = Instant::now();
             Ok(())
@@ -177,15 +195,36 @@ pub fn run(args: Args) -> Result<ExitCode> {
     })
 }
 
+/// How many cut and flow files were written so far.
+#[derive(Default)]
+struct Written {
+    cuts: usize,
+    flows: usize,
+}
+
 fn solve_one(
     solver: &mut dyn maxflow::Solver,
     inst: &MaxInstance,
     parse: Duration,
     args: &Args,
-    cut_dir: &Option<PathBuf>,
-    cuts_written: &mut usize,
+    written: &mut Written,
 ) -> segcut::Result<Row> {
-    let timed = maxflow::solve_timed(solver, &inst.network)?;
+    let (timed, flows) = if args.flows.is_some() {
+        // Phase two is part of the solve here; conversions are not split out.
+        let t = Instant::now();
+        let (cut, flows) = solver.solve_flows(&inst.network)?;
+        let solve = t.elapsed();
+        // Never write a flow that is not one: the check is linear in the arcs.
+        maxflow::verify_flows(&inst.network, &flows)?;
+        let timed = maxflow::Timed {
+            cut,
+            build: Duration::ZERO,
+            solve,
+        };
+        (timed, Some(flows))
+    } else {
+        (maxflow::solve_timed(solver, &inst.network)?, None)
+    };
     // `auto` knows what it ran (fallbacks included); a named solver is itself.
     let choice = solver
         .last_choice()
@@ -197,19 +236,18 @@ fn solve_one(
     };
     let mut cut_file = None;
     if let Some(out) = &args.cut {
-        let target = match cut_dir {
-            Some(dir) => dir.join(format!("{}.cut", inst.stem())),
-            None if *cuts_written == 0 => out.clone(),
-            None => {
-                return Err(segcut::Error::Unsupported(format!(
-                    "--cut {} names a file but there is more than one instance; pass an existing directory",
-                    out.display()
-                )))
-            }
-        };
+        let target = output_path(out, inst, "cut", written.cuts)?;
         write_cut(&target, inst, &timed.cut).map_err(|e| segcut::Error::io(&target, e))?;
-        *cuts_written += 1;
+        written.cuts += 1;
         cut_file = Some(target.display().to_string());
+    }
+    let mut flows_file = None;
+    if let (Some(out), Some(flows)) = (&args.flows, &flows) {
+        let target = output_path(out, inst, "flow", written.flows)?;
+        write_flows(&target, inst, flows, choice.solver)
+            .map_err(|e| segcut::Error::io(&target, e))?;
+        written.flows += 1;
+        flows_file = Some(target.display().to_string());
     }
     Ok(Row {
         file: inst.name.clone(),
@@ -228,7 +266,61 @@ fn solve_one(
         solve_ms: round3(super::ms(timed.solve)),
         verified,
         cut_file,
+        flows_file,
     })
+}
+
+/// The flows in the DIMACS max-flow solution format, in the file's own numbering: `s VALUE`,
+/// then `f FROM TO FLOW` for every arc that carries flow (source arcs, arcs between nodes, sink
+/// arcs, and the direct source → sink arcs as one line).
+fn write_flows(
+    path: &Path,
+    inst: &MaxInstance,
+    f: &maxflow::Flows,
+    solver: &str,
+) -> std::io::Result<()> {
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(w, "c arc flows of {} (segcut, solver {solver})", inst.name)?;
+    writeln!(w, "s {}", f.value)?;
+    let (s, t) = (inst.source_id, inst.sink_id);
+    for (v, &x) in f.source.iter().enumerate() {
+        if x > 0 {
+            writeln!(w, "f {s} {} {x}", inst.dimacs_id(v))?;
+        }
+    }
+    match &inst.network {
+        segcut::graph::Network::Grid(g) => {
+            let n = g.num_nodes();
+            for v in 0..n {
+                for d in 0..g.connectivity().degree() {
+                    let x = f.arcs[d * n + v];
+                    if let (true, Some(u)) = (x > 0, g.neighbor(v, d)) {
+                        writeln!(w, "f {} {} {x}", inst.dimacs_id(v), inst.dimacs_id(u))?;
+                    }
+                }
+            }
+        }
+        segcut::graph::Network::Csr(g) => {
+            for v in 0..g.num_nodes() {
+                for a in g.arcs_of(v) {
+                    let x = f.arcs[a];
+                    if x > 0 {
+                        let u = g.heads()[a] as usize;
+                        writeln!(w, "f {} {} {x}", inst.dimacs_id(v), inst.dimacs_id(u))?;
+                    }
+                }
+            }
+            if g.constant_flow() > 0 {
+                writeln!(w, "f {s} {t} {}", g.constant_flow())?;
+            }
+        }
+    }
+    for (v, &x) in f.sink.iter().enumerate() {
+        if x > 0 {
+            writeln!(w, "f {} {t} {x}", inst.dimacs_id(v))?;
+        }
+    }
+    w.flush()
 }
 
 /// Source-side ids in the file's own numbering, ascending, the source terminal included.

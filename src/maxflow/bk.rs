@@ -32,8 +32,8 @@
 //! search. The returned cut is the canonical one (the nodes that can reach the sink in the final
 //! residual graph), which on termination is exactly T: see `sink_side`.
 
-use super::{Cut, Solver};
-use crate::graph::{Cap, CsrGraph, Flow, GridGraph};
+use super::{Cut, Flows, Solver};
+use crate::graph::{Cap, CsrGraph, Flow, GridGraph, Network};
 use crate::{Error, Result};
 
 /// `parent` of a node whose parent is its terminal (a tree root).
@@ -140,6 +140,21 @@ impl Bk {
     /// Counters from the last solve.
     pub fn stats(&self) -> BkStats {
         self.stats
+    }
+
+    /// The flows after solving `g` with [`Solver::solve_csr`]. A node's folded terminal
+    /// residual `tr_cap` (source − sink after `min(source, sink)` went straight through) is what
+    /// is left of its larger terminal arc; the smaller one is saturated.
+    fn flows(&self, g: &CsrGraph, value: Flow) -> Flows {
+        let rcap: Vec<Cap> = self.arcs.iter().map(|a| a.rcap).collect();
+        let n = g.num_nodes();
+        let (mut source, mut sink) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for v in 0..n {
+            let tr = self.nodes[v].tr_cap;
+            source.push(g.source_caps()[v] - tr.max(0));
+            sink.push(g.sink_caps()[v] - (-tr).max(0));
+        }
+        Flows::from_residuals(g, &rcap, source, sink, value)
     }
 
     /// Copies the arcs of a CSR graph, then sets up the trees.
@@ -687,6 +702,19 @@ impl Solver for Bk {
             flow,
             sink_side: self.sink_side(),
         })
+    }
+
+    /// BK ends with a flow, not a preflow: the flows are read off the residuals. Grids go
+    /// through their CSR form here (flows are the rare request; the cut path stays direct).
+    fn solve_flows(&mut self, net: &Network) -> Result<(Cut, Flows)> {
+        let csr = net.to_csr()?;
+        let cut = self.solve_csr(&csr)?;
+        let flows = self.flows(&csr, cut.flow);
+        let flows = match net {
+            Network::Grid(g) => flows.csr_to_grid(g, &csr)?,
+            Network::Csr(_) => flows,
+        };
+        Ok((cut, flows))
     }
 
     /// Solves a grid without building its CSR form: same arcs, same search, same result.

@@ -8,7 +8,11 @@
 
 pub mod bk;
 pub mod cuda;
+mod flows;
 pub mod reference;
+
+pub use bk::Bk;
+pub use flows::{verify_flows, Flows};
 
 use crate::graph::{Cap, CsrGraph, Flow, FlowNetwork, GridGraph, Network};
 use crate::{Error, Result};
@@ -71,6 +75,17 @@ pub trait Solver {
         let csr = g.to_csr()?;
         let build = t.elapsed();
         Ok((self.solve_csr(&csr)?, build))
+    }
+
+    /// Solves `net` and returns a maximum flow arc by arc with the cut (see [`Flows`]). The
+    /// push-relabel solvers run phase two for this (returning the excess of phase one to the
+    /// source), which the cut alone does not need; solvers that cannot give flows say so.
+    fn solve_flows(&mut self, net: &Network) -> Result<(Cut, Flows)> {
+        let _ = net;
+        Err(Error::Unsupported(format!(
+            "the {} solver does not compute arc flows",
+            self.name()
+        )))
     }
 
     /// For a solver that delegates (`auto`): the solver its last solve ran, and why. Other

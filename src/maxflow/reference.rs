@@ -6,8 +6,8 @@
 //! than [`sink_reachable`](super::sink_reachable), so that a bug in either side shows up as a
 //! disagreement. It favours obviousness over speed.
 
-use super::{Cut, Solver};
-use crate::graph::{CsrGraph, Flow};
+use super::{Cut, Flows, Solver};
+use crate::graph::{Cap, CsrGraph, Flow};
 use crate::{Error, Result};
 
 /// Dinic's algorithm: breadth-first levels from the source, then a blocking flow found by
@@ -136,12 +136,19 @@ impl Network {
     }
 }
 
-impl Solver for Dinic {
-    fn name(&self) -> &'static str {
-        "dinic"
-    }
+/// A solved residual network and where the graph's arcs went in it.
+struct Solved {
+    net: Network,
+    flow: Flow,
+    /// Edge index of each graph arc (its residual is `net.edges[e].rcap`).
+    arc_edge: Vec<usize>,
+    /// Edge index of each node's source and sink arc (`usize::MAX` where the capacity is 0).
+    source_edge: Vec<usize>,
+    sink_edge: Vec<usize>,
+}
 
-    fn solve_csr(&mut self, g: &CsrGraph) -> Result<Cut> {
+impl Dinic {
+    fn run(g: &CsrGraph) -> Result<Solved> {
         let n = g.num_nodes();
         let (s, t) = (n, n + 1);
         let mut net = Network {
@@ -149,20 +156,26 @@ impl Solver for Dinic {
             edges: Vec::with_capacity(g.num_arcs() + 4 * n),
         };
         let (heads, sisters, caps) = (g.heads(), g.sisters(), g.caps());
+        let mut arc_edge = vec![0; g.num_arcs()];
         for u in 0..n {
             for a in g.arcs_of(u) {
                 let b = sisters[a] as usize;
                 // Each pair once, from its lower-numbered arc.
                 if a < b {
+                    arc_edge[a] = net.edges.len();
+                    arc_edge[b] = net.edges.len() + 1;
                     net.add_pair(u, heads[a] as usize, caps[a] as i64, caps[b] as i64);
                 }
             }
         }
+        let (mut source_edge, mut sink_edge) = (vec![usize::MAX; n], vec![usize::MAX; n]);
         for v in 0..n {
             if g.source_caps()[v] > 0 {
+                source_edge[v] = net.edges.len();
                 net.add_pair(s, v, g.source_caps()[v] as i64, 0);
             }
             if g.sink_caps()[v] > 0 {
+                sink_edge[v] = net.edges.len();
                 net.add_pair(v, t, g.sink_caps()[v] as i64, 0);
             }
         }
@@ -177,8 +190,67 @@ impl Solver for Dinic {
                 .checked_add(pushed)
                 .ok_or_else(|| Error::Overflow("flow value exceeds i64".into()))?;
         }
-        let mut sink_side = net.reaching(t);
+        Ok(Solved {
+            net,
+            flow,
+            arc_edge,
+            source_edge,
+            sink_edge,
+        })
+    }
+
+    fn cut(solved: &Solved, n: usize) -> Cut {
+        let mut sink_side = solved.net.reaching(n + 1);
         sink_side.truncate(n);
-        Ok(Cut { flow, sink_side })
+        Cut {
+            flow: solved.flow,
+            sink_side,
+        }
+    }
+}
+
+impl Solver for Dinic {
+    fn name(&self) -> &'static str {
+        "dinic"
+    }
+
+    fn solve_csr(&mut self, g: &CsrGraph) -> Result<Cut> {
+        Ok(Self::cut(&Self::run(g)?, g.num_nodes()))
+    }
+
+    fn solve_flows(&mut self, net: &crate::graph::Network) -> Result<(Cut, Flows)> {
+        let csr = net.to_csr()?;
+        let solved = Self::run(&csr)?;
+        let edges = &solved.net.edges;
+        let rcap: Vec<Cap> = solved
+            .arc_edge
+            .iter()
+            .map(|&e| edges[e].rcap as Cap)
+            .collect();
+        // A terminal edge's flow is what its residual lost; absent edges carry nothing.
+        let terminal = |edge: &[usize], caps: &[Cap]| -> Vec<Cap> {
+            edge.iter()
+                .zip(caps)
+                .map(|(&e, &c)| {
+                    if e == usize::MAX {
+                        0
+                    } else {
+                        c - edges[e].rcap as Cap
+                    }
+                })
+                .collect()
+        };
+        let flows = Flows::from_residuals(
+            &csr,
+            &rcap,
+            terminal(&solved.source_edge, csr.source_caps()),
+            terminal(&solved.sink_edge, csr.sink_caps()),
+            solved.flow,
+        );
+        let flows = match net {
+            crate::graph::Network::Grid(g) => flows.csr_to_grid(g, &csr)?,
+            crate::graph::Network::Csr(_) => flows,
+        };
+        Ok((Self::cut(&solved, csr.num_nodes()), flows))
     }
 }

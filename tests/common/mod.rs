@@ -103,6 +103,23 @@ pub fn gpu_or_skip() -> bool {
 
 /// Asserts that a GPU solver's cut equals BK's (flow and canonical cut; `node` describes a node
 /// for the message) and carries a certificate on `g`. Returns the flow.
+/// Solves `net` with `solver.solve_flows` and checks the flows (capacities, conservation,
+/// value) and that the cut is exactly BK's. Returns the flow value.
+pub fn assert_flows(
+    solver: &mut dyn segcut::maxflow::Solver,
+    net: &segcut::graph::Network,
+    what: &str,
+) -> i64 {
+    use segcut::maxflow::Solver;
+    let (cut, flows) = solver
+        .solve_flows(net)
+        .unwrap_or_else(|e| panic!("{what}: {} flows failed: {e}", solver.name()));
+    let bk = segcut::maxflow::bk::Bk::default().solve(net).unwrap();
+    assert_eq!(flows.value, cut.flow, "{what}: flow value of the flows");
+    segcut::maxflow::verify_flows(net, &flows).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_same_cut(net, &cut, &bk, what, |v| v.to_string())
+}
+
 pub fn assert_same_cut<G: segcut::graph::FlowNetwork>(
     g: &G,
     gpu: &segcut::maxflow::Cut,

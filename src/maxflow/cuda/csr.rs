@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use super::runtime::{self, driver_err};
-use crate::graph::{Cap, CsrGraph, Flow, GridGraph};
-use crate::maxflow::{Cut, Solver};
+use crate::graph::{Cap, CsrGraph, Flow, GridGraph, Network};
+use crate::maxflow::{Cut, Flows, Solver};
 use crate::{Error, Result};
 
 /// Threads per block of every kernel.
@@ -299,6 +299,13 @@ struct Kernels {
 
 /// The graph and the solver state on the device. Buffers are never empty (the driver refuses
 /// zero-byte allocations), hence the `max(1)` padding in [`upload`].
+/// The final state of phase two: forward residuals, sink residuals and source-arc flows.
+struct Residuals {
+    rf: Vec<Cap>,
+    sink_r: Vec<Cap>,
+    source_flow: Vec<Cap>,
+}
+
 struct DeviceGraph {
     n: u32,
     fwd_first: CudaSlice<u32>,
@@ -340,6 +347,40 @@ impl Solver for CudaCsr {
         Ok((cut, build))
     }
 
+    /// Phase one, then phase two on the GPU with the source as the target (as in `cuda-grid`:
+    /// the excess of the maximum preflow flows back to the source).
+    fn solve_flows(&mut self, net: &Network) -> Result<(Cut, Flows)> {
+        let csr = net.to_csr()?;
+        let layout = CsrLayout::new(&csr)?;
+        let (cut, back) = self.solve_layout_with(&layout, Some(csr.source_caps()))?;
+        let back = back.ok_or_else(|| Error::Graph("cuda-csr: no phase two state".into()))?;
+        // Forward arc p is the graph's arc a < sister(a), in node then arc order (as
+        // `CsrLayout::new` numbered them); the reverse arc's residual is the pair's rest.
+        let mut rcap = vec![0; csr.num_arcs()];
+        let mut p = 0;
+        for v in 0..csr.num_nodes() {
+            for a in csr.arcs_of(v) {
+                let b = csr.sisters()[a] as usize;
+                if a < b {
+                    rcap[a] = back.rf[p];
+                    rcap[b] = layout.tot[p] - back.rf[p];
+                    p += 1;
+                }
+            }
+        }
+        let sink = csr
+            .sink_caps()
+            .iter()
+            .zip(&back.sink_r)
+            .map(|(&c, &r)| c - r);
+        let flows = Flows::from_residuals(&csr, &rcap, back.source_flow, sink.collect(), cut.flow);
+        let flows = match net {
+            Network::Grid(g) => flows.csr_to_grid(g, &csr)?,
+            Network::Csr(_) => flows,
+        };
+        Ok((cut, flows))
+    }
+
     fn solve_grid_timed(&mut self, g: &GridGraph) -> Result<(Cut, Duration)> {
         let t0 = Instant::now();
         let csr = g.to_csr()?;
@@ -354,6 +395,16 @@ impl Solver for CudaCsr {
 impl CudaCsr {
     /// Solves a graph already in the solver's layout (see [`CsrLayout::new`]).
     pub fn solve_layout(&mut self, l: &CsrLayout) -> Result<Cut> {
+        Ok(self.solve_layout_with(l, None)?.0)
+    }
+
+    /// Phase one, and with `source` (the graph's source capacities) phase two, whose final
+    /// residuals it returns.
+    fn solve_layout_with(
+        &mut self,
+        l: &CsrLayout,
+        source: Option<&[Cap]>,
+    ) -> Result<(Cut, Option<Residuals>)> {
         let n = l.num_nodes();
         let group = match self.group {
             0 => l.auto_group(),
@@ -370,10 +421,16 @@ impl CudaCsr {
             ..CsrStats::default()
         };
         if n == 0 {
-            return Ok(Cut {
+            let cut = Cut {
                 flow: l.base_flow,
                 sink_side: Vec::new(),
-            });
+            };
+            let none = Residuals {
+                rf: Vec::new(),
+                sink_r: Vec::new(),
+                source_flow: Vec::new(),
+            };
+            return Ok((cut, source.map(|_| none)));
         }
         let gpu = runtime::gpu()?;
         // Test harnesses and servers solve from many threads: make the context current on this one.
@@ -431,7 +488,45 @@ impl CudaCsr {
             .checked_add(pushed[0] as Flow)
             .ok_or_else(|| Error::Overflow("flow value exceeds i64".into()))?;
         let sink_side = labels.iter().map(|&h| h as usize <= n).collect();
-        Ok(Cut { flow, sink_side })
+        let cut = Cut { flow, sink_side };
+        let Some(source) = source else {
+            return Ok((cut, None));
+        };
+        // Phase two: the source is the target; its residual from node v is the flow on s → v,
+        // all of source[v] after the saturating init. Epoch stamps start over with the run.
+        let up = stream
+            .clone_htod(source)
+            .map_err(|e| driver_err("cuMemcpyHtoD (source capacities)", e))?;
+        let sink_r = std::mem::replace(&mut dev.sink_r, up);
+        let zero = |e| driver_err("cuMemsetD8Async", e);
+        stream.memset_zeros(&mut dev.stamp).map_err(zero)?;
+        stream.memset_zeros(&mut dev.flow).map_err(zero)?;
+        self.run(&stream, &k, &mut dev, group, sms)?;
+        let down = |what: &str, e| driver_err(&format!("cuMemcpyDtoH ({what})"), e);
+        let excess = stream
+            .clone_dtoh(&dev.excess)
+            .map_err(|e| down("excess", e))?;
+        let back = Residuals {
+            rf: stream
+                .clone_dtoh(&dev.rf)
+                .map_err(|e| down("residuals", e))?,
+            sink_r: stream
+                .clone_dtoh(&sink_r)
+                .map_err(|e| down("sink residuals", e))?,
+            source_flow: stream
+                .clone_dtoh(&dev.sink_r)
+                .map_err(|e| down("source flows", e))?,
+        };
+        stream
+            .synchronize()
+            .map_err(|e| driver_err("cuStreamSynchronize", e))?;
+        if let Some(v) = excess.iter().position(|&e| e != 0) {
+            return Err(Error::Graph(format!(
+                "cuda-csr phase two left excess {} at node {v} (please report this graph)",
+                excess[v]
+            )));
+        }
+        Ok((cut, Some(back)))
     }
 
     /// Global relabels and push-relabel rounds until no node with excess reaches the sink;

@@ -1,8 +1,10 @@
 //! `cuda-grid`: exact push-relabel max-flow on a [`GridGraph`], on the GPU (kernels in
 //! `kernels/grid_pr.cu`; this module is the only one that knows their argument order).
 //!
-//! Phase one of push-relabel only: the flow value is everything pushed into the sink, and the
-//! canonical cut is read off the final global relabel (the breadth-first search from the sink).
+//! Phase one of push-relabel finds the cut: the flow value is everything pushed into the sink,
+//! and the canonical cut is read off the final global relabel (the breadth-first search from the
+//! sink). Phase two, which returns the remaining excess to the source so that the preflow becomes
+//! a flow, runs only for [`Solver::solve_flows`]: the same loop with the source as the target.
 //!
 //! The algorithm, driven from the host:
 //! 1. *Init* (GPU): every source arc is saturated, and the part of it that can leave through the
@@ -29,8 +31,8 @@ use cudarc::driver::{
 
 use super::device::DeviceGrid;
 use super::runtime::{self, driver_err};
-use crate::graph::{Connectivity, CsrGraph, Flow, GridGraph};
-use crate::maxflow::{Cut, Solver};
+use crate::graph::{Connectivity, CsrGraph, Flow, GridGraph, Network};
+use crate::maxflow::{Cut, Flows, Solver};
 use crate::{Error, Result};
 
 /// Threads per block of every kernel (`TILE_BLOCK` in the kernels too).
@@ -262,49 +264,80 @@ impl Solver for CudaGrid {
 
     fn solve_grid_timed(&mut self, g: &GridGraph) -> Result<(Cut, Duration)> {
         let t0 = Instant::now();
-        g.validate()?;
-        check_shape(g.dims(), g.connectivity())?;
-        let gpu = runtime::gpu()?;
-        gpu.ctx
-            .bind_to_thread()
-            .map_err(|e| driver_err("cuCtxSetCurrent", e))?;
-        check_memory(gpu, g.num_nodes(), g.connectivity())?;
-        let stream = gpu
-            .ctx
-            .new_stream()
-            .map_err(|e| driver_err("cuStreamCreate", e))?;
-        let n = g.num_nodes();
-        let deg = g.connectivity().degree();
-        let alloc_err = |e| driver_err("cuMemAlloc (capacities)", e);
-        let mut caps = stream.alloc_zeros::<i32>(deg * n).map_err(alloc_err)?;
-        for d in 0..deg {
-            let mut dst = caps.slice_mut(d * n..(d + 1) * n);
-            stream
-                .memcpy_htod(g.caps(d), &mut dst)
-                .map_err(|e| driver_err("cuMemcpyHtoD (capacities)", e))?;
-        }
-        let upload = |what: &str, v: &[i32]| {
-            stream
-                .clone_htod(v)
-                .map_err(|e| driver_err(&format!("cuMemcpyHtoD ({what})"), e))
-        };
-        let dg = DeviceGrid {
-            dims: g.dims(),
-            conn: g.connectivity(),
-            caps,
-            source: upload("source capacities", g.source_caps())?,
-            sink: upload("sink capacities", g.sink_caps())?,
-            stream: stream.clone(),
-        };
-        // The host arrays are borrowed: finish the copies before the solve proper.
-        stream
-            .synchronize()
-            .map_err(|e| driver_err("cuStreamSynchronize (upload)", e))?;
+        let dg = upload(g)?;
         let build = t0.elapsed();
         // Module load (NVRTC compile on first use) and allocation count as set-up too.
         let (cut, setup) = self.solve_device(dg)?;
         Ok((cut, build + setup))
     }
+
+    /// Phase one, then phase two on the GPU: the excess left on source-side nodes flows back to
+    /// the source by the same kernels with the source as the target (see [`Flows`]).
+    fn solve_flows(&mut self, net: &Network) -> Result<(Cut, Flows)> {
+        let Network::Grid(g) = net else {
+            return Err(Error::Unsupported(
+                "the cuda-grid solver takes grid graphs only; use bk for general graphs".into(),
+            ));
+        };
+        let solved = self.phase_one(upload(g)?, true)?;
+        let cut = solved.cut.clone();
+        let flows = self.phase_two(g, solved)?;
+        Ok((cut, flows))
+    }
+}
+
+/// Uploads a grid's capacities (validated first) to a new stream.
+fn upload(g: &GridGraph) -> Result<DeviceGrid> {
+    g.validate()?;
+    check_shape(g.dims(), g.connectivity())?;
+    let gpu = runtime::gpu()?;
+    gpu.ctx
+        .bind_to_thread()
+        .map_err(|e| driver_err("cuCtxSetCurrent", e))?;
+    check_memory(gpu, g.num_nodes(), g.connectivity())?;
+    let stream = gpu
+        .ctx
+        .new_stream()
+        .map_err(|e| driver_err("cuStreamCreate", e))?;
+    let n = g.num_nodes();
+    let deg = g.connectivity().degree();
+    let alloc_err = |e| driver_err("cuMemAlloc (capacities)", e);
+    let mut caps = stream.alloc_zeros::<i32>(deg * n).map_err(alloc_err)?;
+    for d in 0..deg {
+        let mut dst = caps.slice_mut(d * n..(d + 1) * n);
+        stream
+            .memcpy_htod(g.caps(d), &mut dst)
+            .map_err(|e| driver_err("cuMemcpyHtoD (capacities)", e))?;
+    }
+    let upload = |what: &str, v: &[i32]| {
+        stream
+            .clone_htod(v)
+            .map_err(|e| driver_err(&format!("cuMemcpyHtoD ({what})"), e))
+    };
+    let dg = DeviceGrid {
+        dims: g.dims(),
+        conn: g.connectivity(),
+        caps,
+        source: upload("source capacities", g.source_caps())?,
+        sink: upload("sink capacities", g.sink_caps())?,
+        stream: stream.clone(),
+    };
+    // The host arrays are borrowed: finish the copies before the solve proper.
+    stream
+        .synchronize()
+        .map_err(|e| driver_err("cuStreamSynchronize (upload)", e))?;
+    Ok(dg)
+}
+
+/// What phase one leaves for phase two: the preflow on the device and the source capacities.
+struct PhaseOne {
+    cut: Cut,
+    setup: Duration,
+    stream: Arc<CudaStream>,
+    k: Kernels,
+    shape: GridArgs,
+    dev: DeviceGraph,
+    source: Option<CudaSlice<i32>>,
 }
 
 impl CudaGrid {
@@ -312,6 +345,13 @@ impl CudaGrid {
     /// back to the host but the cut. Returns the cut and the time spent before the solve proper
     /// (module load and allocation).
     pub fn solve_device(&mut self, g: DeviceGrid) -> Result<(Cut, Duration)> {
+        let solved = self.phase_one(g, false)?;
+        Ok((solved.cut, solved.setup))
+    }
+
+    /// Phase one of push-relabel: a maximum preflow and the canonical cut. With `keep_source`
+    /// the source capacities stay on the device for phase two.
+    fn phase_one(&mut self, g: DeviceGrid, keep_source: bool) -> Result<PhaseOne> {
         let t0 = Instant::now();
         let shape = check_shape(g.dims, g.conn)?;
         let gpu = runtime::gpu()?;
@@ -359,7 +399,7 @@ impl CudaGrid {
                 .launch(cfg)
         }
         .map_err(|e| driver_err("cuLaunchKernel (init_terminals)", e))?;
-        drop(g.source);
+        let source = keep_source.then_some(g.source);
         let setup = t0.elapsed();
 
         self.run(&stream, &k, shape, &mut dev)?;
@@ -379,7 +419,69 @@ impl CudaGrid {
         if std::env::var_os("SEGCUT_GRID_STATS").is_some() {
             eprintln!("cuda-grid {:?} {:?}: {:?}", g.dims, g.conn, self.stats);
         }
-        Ok((Cut { flow, sink_side }, setup))
+        Ok(PhaseOne {
+            cut: Cut { flow, sink_side },
+            setup,
+            stream,
+            k,
+            shape,
+            dev,
+            source,
+        })
+    }
+
+    /// Phase two: the source becomes the target. Its "sink residual" for node `v` is the flow
+    /// on `s → v`, all of `source[v]` after the saturating init, and the same push-relabel
+    /// returns every unit of excess along residual paths (each such unit came from the source
+    /// along a path whose reverse is residual, so none is stranded). The arcs into the real
+    /// sink are left alone: no augmenting path remains, so the flow value does not change.
+    fn phase_two(&mut self, g: &GridGraph, mut p: PhaseOne) -> Result<Flows> {
+        let stream = p.stream.clone();
+        let source = p
+            .source
+            .take()
+            .ok_or_else(|| Error::Graph("cuda-grid: phase two without the source".into()))?;
+        let sink_r = std::mem::replace(&mut p.dev.sink_r, source);
+        stream
+            .memset_zeros(&mut p.dev.flow)
+            .map_err(|e| driver_err("cuMemsetD8Async", e))?;
+        self.run(&stream, &p.k, p.shape, &mut p.dev)?;
+        let down = |what: &str, e| driver_err(&format!("cuMemcpyDtoH ({what})"), e);
+        let rcap = stream
+            .clone_dtoh(&p.dev.rcap)
+            .map_err(|e| down("residuals", e))?;
+        let source_flow = stream
+            .clone_dtoh(&p.dev.sink_r)
+            .map_err(|e| down("source flows", e))?;
+        let sink_r = stream
+            .clone_dtoh(&sink_r)
+            .map_err(|e| down("sink residuals", e))?;
+        let excess = stream
+            .clone_dtoh(&p.dev.excess)
+            .map_err(|e| down("excess", e))?;
+        stream
+            .synchronize()
+            .map_err(|e| driver_err("cuStreamSynchronize", e))?;
+        if let Some(v) = excess.iter().position(|&e| e != 0) {
+            return Err(Error::Graph(format!(
+                "cuda-grid phase two left excess {} at node {v} (please report this graph)",
+                excess[v]
+            )));
+        }
+        let n = g.num_nodes();
+        let deg = g.connectivity().degree();
+        let mut arcs = Vec::with_capacity(deg * n);
+        for d in 0..deg {
+            let r = &rcap[d * n..(d + 1) * n];
+            arcs.extend(g.caps(d).iter().zip(r).map(|(&c, &r)| (c - r).max(0)));
+        }
+        let sink = g.sink_caps().iter().zip(&sink_r).map(|(&c, &r)| c - r);
+        Ok(Flows {
+            value: p.cut.flow,
+            source: source_flow,
+            sink: sink.collect(),
+            arcs,
+        })
     }
 
     /// Global relabels and discharge rounds until no node with excess reaches the sink.
@@ -1031,7 +1133,7 @@ mod tune_tests {
 #[cfg(test)]
 mod tiled_emulation {
     use super::*;
-    use crate::maxflow::{bk::Bk, verify};
+    use crate::maxflow::{bk::Bk, verify, verify_flows};
     use crate::rng::Rng;
 
     struct Emu<'a> {
@@ -1293,6 +1395,35 @@ mod tiled_emulation {
     }
 
     fn emulate(g: &GridGraph, rng: &mut Rng, sweeps: usize) -> Cut {
+        emulate_phases(g, rng, sweeps, false).0
+    }
+
+    /// Relabels and discharge rounds until no node with excess reaches the target (`sink_r`).
+    fn run(emu: &mut Emu, rng: &mut Rng, sweeps: usize) {
+        let mut rounds = 0;
+        loop {
+            let passes = emu.relabel(rng);
+            if !emu.mark_active() {
+                break;
+            }
+            for _ in 0..passes.max(8) {
+                rounds += 1;
+                if emu.discharge_round(rng, sweeps) == 0 {
+                    break;
+                }
+            }
+            assert!(rounds < 1_000_000, "the emulation does not converge");
+        }
+    }
+
+    /// Phase one, and with `flows` phase two as `CudaGrid::phase_two` runs it: the source
+    /// capacities become the target's residuals and the same rounds return the excess.
+    fn emulate_phases(
+        g: &GridGraph,
+        rng: &mut Rng,
+        sweeps: usize,
+        flows: bool,
+    ) -> (Cut, Option<Flows>) {
         let (base, excess, sink_r) = saturate_terminals(g).unwrap();
         let tile = tile_shape(g.connectivity());
         let [w, h, d] = g.dims();
@@ -1316,24 +1447,31 @@ mod tiled_emulation {
             pushed: 0,
             inf: n as u32 + 1,
         };
-        let mut rounds = 0;
-        loop {
-            let passes = emu.relabel(rng);
-            if !emu.mark_active() {
-                break;
-            }
-            for _ in 0..passes.max(8) {
-                rounds += 1;
-                if emu.discharge_round(rng, sweeps) == 0 {
-                    break;
-                }
-            }
-            assert!(rounds < 1_000_000, "the emulation does not converge");
-        }
-        Cut {
+        run(&mut emu, rng, sweeps);
+        let cut = Cut {
             flow: base + emu.pushed,
             sink_side: emu.label.iter().map(|&l| l <= n as u32).collect(),
+        };
+        if !flows {
+            return (cut, None);
         }
+        let sink_r = std::mem::replace(&mut emu.sink_r, g.source_caps().to_vec());
+        run(&mut emu, rng, sweeps);
+        assert!(emu.excess.iter().all(|&e| e == 0), "phase two left excess");
+        let arcs = (0..g.connectivity().degree())
+            .flat_map(|d| {
+                let r = &emu.rcap[d];
+                g.caps(d).iter().zip(r).map(|(&c, &r)| (c - r).max(0))
+            })
+            .collect();
+        let sink = g.sink_caps().iter().zip(&sink_r).map(|(&c, &r)| c - r);
+        let f = Flows {
+            value: cut.flow,
+            source: emu.sink_r.clone(),
+            sink: sink.collect(),
+            arcs,
+        };
+        (cut, Some(f))
     }
 
     /// A seed (node with sink capacity) on a tile's border, whose neighbour across the border
@@ -1398,11 +1536,14 @@ mod tiled_emulation {
             random_terminals(&mut g, &mut rng, if thin { 40 } else { 8 }, 40);
             let bk = Bk::default().solve_grid(&g).unwrap();
             for sweeps in [1, 4] {
-                let cut = emulate(&g, &mut rng, sweeps);
+                let (cut, flows) = emulate_phases(&g, &mut rng, sweeps, true);
                 let what = format!("#{i} {conn} {:?} sweeps={sweeps}", g.dims());
                 assert_eq!(cut.flow, bk.flow, "{what}");
                 assert!(cut.sink_side == bk.sink_side, "{what}: canonical cut");
                 verify(&g, &cut).unwrap();
+                // Phase two as the GPU runs it ends with a maximum flow.
+                let net = Network::Grid(g.clone());
+                verify_flows(&net, &flows.unwrap()).unwrap_or_else(|e| panic!("{what}: {e}"));
             }
         }
     }

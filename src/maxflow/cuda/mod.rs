@@ -25,9 +25,9 @@ pub use runtime::{
     OLDEST_ARCH,
 };
 
-use crate::graph::{CsrGraph, FlowNetwork, GridGraph};
+use crate::graph::{CsrGraph, FlowNetwork, GridGraph, Network};
 use crate::maxflow::{
-    auto_min_gpu_nodes, bk::Bk, choose_solver_for, Choice, Cut, GraphSize, Solver,
+    auto_min_gpu_nodes, bk::Bk, choose_solver_for, Choice, Cut, Flows, GraphSize, Solver,
 };
 use crate::{Error, Result};
 
@@ -104,6 +104,26 @@ impl Solver for Auto {
 
     fn solve_grid(&mut self, g: &GridGraph) -> Result<Cut> {
         Ok(self.solve_grid_timed(g)?.0)
+    }
+
+    /// Flows from the solver `auto` would pick for the cut, with the same fall-back to BK.
+    fn solve_flows(&mut self, net: &Network) -> Result<(Cut, Flows)> {
+        let choice = choose_for(GraphSize::of(net));
+        let gpu: Option<&mut dyn Solver> = match choice.solver {
+            "cuda-grid" => Some(&mut self.grid),
+            "cuda-csr" => Some(&mut self.csr),
+            _ => None,
+        };
+        let result = match gpu.map(|s| s.solve_flows(net)) {
+            Some(Err(Error::Unsupported(why))) => {
+                self.last = Some(fell_back(&choice, &why));
+                return self.bk.solve_flows(net);
+            }
+            Some(other) => other,
+            None => self.bk.solve_flows(net),
+        };
+        self.last = Some(choice);
+        result
     }
 
     fn solve_grid_timed(&mut self, g: &GridGraph) -> Result<(Cut, std::time::Duration)> {
