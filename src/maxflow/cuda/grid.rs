@@ -89,13 +89,19 @@ pub enum Discharge {
 }
 
 /// How the launches of a batch (the rounds between two read-backs of a counter) reach the GPU.
+///
+/// Both run the same kernels in the same order. On an H100 neither measured faster (within a few
+/// percent where round counts repeat; see docs/gpu.md): the host queues launches far ahead of
+/// kernels of 40 µs and more, so launch overhead is hidden either way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Launch {
     /// Each kind of batch (tiled discharge, tiled BFS, node sweep) is captured into a CUDA graph
     /// once per solve and replayed: one driver call per batch instead of two or three per round.
-    /// Falls back to [`Launch::Direct`], with a note on stderr, where capture fails.
+    /// Falls back to [`Launch::Direct`], with a note on stderr, where capture fails. Level-wise
+    /// relabels ([`Relabel::Levels`]) always launch directly: each launch takes its level.
     Graph,
-    /// Every memset and kernel launched from the host, one driver call each.
+    /// Every memset and kernel launched from the host, one driver call each (the default: no
+    /// capture to pay for on each solve).
     Direct,
 }
 
@@ -158,7 +164,7 @@ impl Default for CudaGrid {
             tile_sweeps: 2,
             relabel_min_rounds: 8,
             relabel_ratio: 1.0,
-            launch: Launch::Graph,
+            launch: Launch::Direct,
             check_every: 4,
             stats: GridStats::default(),
         };
