@@ -8,7 +8,7 @@ use common::gpu_or_skip;
 use segcut::gen::grid::{vision_grid, GridSpec};
 use segcut::graph::{Cap, Connectivity, GridGraph, Network};
 use segcut::maxflow::bk::Bk;
-use segcut::maxflow::cuda::{self, CudaGrid};
+use segcut::maxflow::cuda::{self, CudaGrid, Launch};
 use segcut::maxflow::{solver_by_name, verify, Solver};
 use segcut::rng::Rng;
 use segcut::Error;
@@ -149,7 +149,12 @@ fn agrees_with_bk_on_1000_random_grids() {
     assert_eq!(count, 1000);
 }
 
-/// Every combination of discharge (tiles, sweep) and relabel (tiles, levels) is exact.
+/// Launch modes with their batch lengths: direct, graphs of the default batch, and graphs of an
+/// odd batch (so that the sweep variant's budget leaves a remainder launched directly).
+const LAUNCHES: [(Launch, u32); 3] = [(Launch::Direct, 4), (Launch::Graph, 4), (Launch::Graph, 13)];
+
+/// Every combination of discharge (tiles, sweep), relabel (tiles, levels) and launch mode
+/// (direct, CUDA graphs) is exact.
 #[test]
 fn every_algorithm_variant_agrees_with_bk() {
     use segcut::maxflow::cuda::{Discharge, Relabel};
@@ -161,25 +166,47 @@ fn every_algorithm_variant_agrees_with_bk() {
     for discharge in [Discharge::Tiles, Discharge::Sweep] {
         for relabel in [Relabel::Tiles, Relabel::Levels] {
             for sweeps in [1, 64] {
-                let mut solver = CudaGrid {
-                    discharge,
-                    relabel,
-                    tile_sweeps: sweeps,
-                    ..CudaGrid::default()
-                };
-                for i in 0..60u64 {
-                    let conn = ALL[(i % 4) as usize];
-                    let kind = kinds[((i / 4) % kinds.len() as u64) as usize];
-                    let side = if conn.is_3d() { 20 } else { 90 };
-                    let g = random_grid(&mut rng, conn, kind, side);
-                    let what = format!(
-                        "{discharge:?}/{relabel:?}/{sweeps} grid #{i} {conn} {:?} {kind:?}",
-                        g.dims()
-                    );
-                    check_with(&mut solver, &g, &what);
+                for (launch, check) in LAUNCHES {
+                    let mut solver = CudaGrid {
+                        discharge,
+                        relabel,
+                        tile_sweeps: sweeps,
+                        launch,
+                        check_every: check,
+                        ..CudaGrid::default()
+                    };
+                    for i in 0..40u64 {
+                        let conn = ALL[(i % 4) as usize];
+                        let kind = kinds[((i / 4) % kinds.len() as u64) as usize];
+                        let side = if conn.is_3d() { 20 } else { 90 };
+                        let g = random_grid(&mut rng, conn, kind, side);
+                        let what = format!(
+                            "{discharge:?}/{relabel:?}/{sweeps}/{launch:?}/{check} grid #{i} \
+                             {conn} {:?} {kind:?}",
+                            g.dims()
+                        );
+                        check_with(&mut solver, &g, &what);
+                        assert_replays(&solver, launch, &what);
+                    }
                 }
             }
         }
+    }
+}
+
+/// With graphs on, every batch is a replay, so a solve that ran a batch replayed some; direct
+/// launches replay none. A fallback to direct launches (capture failed) fails here on purpose: it
+/// would silently turn the graph variants into direct ones.
+fn assert_replays(solver: &CudaGrid, launch: Launch, what: &str) {
+    let st = &solver.stats;
+    // Every solve runs a tiled relabel batch, or with level relabels a discharge batch if any.
+    let ran_a_batch = st.rounds > 0 || solver.relabel == cuda::Relabel::Tiles;
+    match launch {
+        Launch::Direct => assert_eq!(st.graph_launches, 0, "{what}: {st:?}"),
+        Launch::Graph if ran_a_batch => {
+            assert!(st.graph_launches > 0, "{what}: no graph replayed: {st:?}")
+        }
+        Launch::Graph => {}
     }
 }
 
@@ -208,14 +235,22 @@ fn sanitizer_sized_grids_every_variant() {
         let random = random_grid(&mut rng, conn, Caps::Sparse, 30);
         for discharge in [Discharge::Tiles, Discharge::Sweep] {
             for relabel in [Relabel::Tiles, Relabel::Levels] {
-                let mut solver = CudaGrid {
-                    discharge,
-                    relabel,
-                    ..CudaGrid::default()
-                };
-                for g in [&vision, &random] {
-                    let what = format!("{discharge:?}/{relabel:?} {conn} {:?}", g.dims());
-                    check_with(&mut solver, g, &what);
+                for (launch, check) in LAUNCHES {
+                    let mut solver = CudaGrid {
+                        discharge,
+                        relabel,
+                        launch,
+                        check_every: check,
+                        ..CudaGrid::default()
+                    };
+                    for g in [&vision, &random] {
+                        let what = format!(
+                            "{discharge:?}/{relabel:?}/{launch:?}/{check} {conn} {:?}",
+                            g.dims()
+                        );
+                        check_with(&mut solver, g, &what);
+                        assert_replays(&solver, launch, &what);
+                    }
                 }
             }
         }

@@ -22,11 +22,13 @@
 //! Exactness does not rest on the concurrent labels: the stop test of step 3 is the max-flow
 //! condition itself, checked on a fresh global relabel.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode, CUstreamCaptureStatus};
 use cudarc::driver::{
-    CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+    CudaFunction, CudaGraph, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
 };
 
 use super::device::DeviceGrid;
@@ -43,8 +45,6 @@ const MIN_ROUNDS: u32 = 16;
 const CHECK_EVERY: u32 = 8;
 /// BFS levels launched between two read-backs of the "reached" counter.
 const BFS_BATCH: u32 = 16;
-/// Tiled discharge rounds (or tiled BFS passes) between two read-backs of the worklist size.
-const TILE_CHECK_EVERY: u32 = 4;
 
 /// Device bytes per node of the `cuda-grid` solver for a connectivity, at its peak: one `i32`
 /// residual capacity per direction, the source and sink capacities (`i32` each; the sink array
@@ -90,6 +90,23 @@ pub enum Discharge {
     Sweep,
 }
 
+/// How the launches of a batch (the rounds between two read-backs of a counter) reach the GPU.
+///
+/// Both run the same kernels in the same order. On an H100 neither measured faster (within a few
+/// percent where round counts repeat; see docs/gpu.md): the host queues launches far ahead of
+/// kernels of 40 µs and more, so launch overhead is hidden either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Launch {
+    /// Each kind of batch (tiled discharge, tiled BFS, node sweep) is captured into a CUDA graph
+    /// once per solve and replayed: one driver call per batch instead of two or three per round.
+    /// Falls back to [`Launch::Direct`], with a note on stderr, where capture fails. Level-wise
+    /// relabels ([`Relabel::Levels`]) always launch directly: each launch takes its level.
+    Graph,
+    /// Every memset and kernel launched from the host, one driver call each (the default: no
+    /// capture to pay for on each solve).
+    Direct,
+}
+
 /// How the solver computes the exact distances of a global relabel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Relabel {
@@ -127,14 +144,20 @@ pub struct CudaGrid {
     pub relabel_min_rounds: u32,
     /// ... or this many times the launches the last global relabel took, whichever is more.
     pub relabel_ratio: f64,
+    /// How batches are launched.
+    pub launch: Launch,
+    /// Tiled mode: discharge rounds (or BFS passes) per batch, i.e. between two read-backs of the
+    /// worklist's length. Discharge batches always run whole, so the rounds between global
+    /// relabels are rounded up to a multiple of this.
+    pub check_every: u32,
     /// Statistics of the last solve.
     pub stats: GridStats,
 }
 
 impl Default for CudaGrid {
     /// The tuned defaults, which the developer variable `SEGCUT_GRID_TUNE` (e.g.
-    /// `discharge=sweep,relabel=levels,sweeps=32,min_rounds=8,ratio=1.5`) may override for
-    /// experiments.
+    /// `discharge=sweep,relabel=levels,sweeps=32,min_rounds=8,ratio=1.5,launch=direct,check=8`)
+    /// may override for experiments.
     fn default() -> Self {
         let mut s = CudaGrid {
             discharge: Discharge::Auto,
@@ -143,6 +166,8 @@ impl Default for CudaGrid {
             tile_sweeps: 2,
             relabel_min_rounds: 8,
             relabel_ratio: 1.0,
+            launch: Launch::Direct,
+            check_every: 4,
             stats: GridStats::default(),
         };
         if let Ok(tune) = std::env::var("SEGCUT_GRID_TUNE") {
@@ -174,6 +199,13 @@ impl CudaGrid {
                 "sweeps" => v.parse().ok().map(|x| self.tile_sweeps = x),
                 "min_rounds" => v.parse().ok().map(|x| self.relabel_min_rounds = x),
                 "ratio" => v.parse().ok().map(|x| self.relabel_ratio = x),
+                "launch" => choice(v, &[("graph", Launch::Graph), ("direct", Launch::Direct)])
+                    .map(|x| self.launch = x),
+                "check" => v
+                    .parse()
+                    .ok()
+                    .filter(|&x| x > 0)
+                    .map(|x| self.check_every = x),
                 _ => None,
             };
             if ok.is_none() {
@@ -193,8 +225,8 @@ fn choice<T: Copy>(v: &str, options: &[(&str, T)]) -> Option<T> {
 pub struct GridStats {
     /// Discharge launches (rounds).
     pub rounds: u64,
-    /// Tiles discharged, summed over the rounds whose worklist size was read back (every
-    /// `TILE_CHECK_EVERY`-th), times that interval: an estimate of the tiled work.
+    /// Tiles discharged, summed over the rounds whose worklist size was read back (the last of
+    /// each batch), times the batch length: an estimate of the tiled work.
     pub tiles_discharged: u64,
     /// Global relabels.
     pub global_relabels: u64,
@@ -204,6 +236,8 @@ pub struct GridStats {
     pub relabel_ms: f64,
     /// Device bytes allocated for the graph.
     pub device_bytes: u64,
+    /// Batches replayed from CUDA graphs (0 with [`Launch::Direct`] or after a fallback).
+    pub graph_launches: u64,
 }
 
 /// The grid's shape as every kernel takes it (`struct Grid` in `kernels/grid_pr.cu`).
@@ -495,10 +529,13 @@ impl CudaGrid {
         let cfg = node_cfg(shape.n);
         // Far beyond what push-relabel with global relabels needs; a guard against a hang.
         let max_rounds = 1_000_000u64.max(64 * shape.n as u64);
+        // The graphs hold this call's device pointers (`dev`, whose `sink_r` a later call may
+        // replace): captured here and dropped on return, never kept across calls.
+        let mut batches = Batches::new(self.launch);
         loop {
             let t = Instant::now();
             let launches = match self.relabel {
-                Relabel::Tiles => self.relabel_tiles(stream, k, shape, dev)?,
+                Relabel::Tiles => self.relabel_tiles(stream, k, shape, dev, &mut batches)?,
                 Relabel::Levels => self.relabel_levels(stream, k, shape, dev, cfg)?,
             };
             self.stats.global_relabels += 1;
@@ -520,6 +557,7 @@ impl CudaGrid {
             let any = read_counter(stream, &dev.counter)?;
             self.stats.relabel_ms += t.elapsed().as_secs_f64() * 1e3;
             if any == 0 {
+                self.stats.graph_launches = batches.replays;
                 return Ok(());
             }
             let budget = (self.relabel_min_rounds.max(1) as f64)
@@ -533,11 +571,12 @@ impl CudaGrid {
             match discharge {
                 Discharge::Auto | Discharge::Tiles => {
                     // The sweep kernels do not use the tile flags.
-                    self.discharge_tiles(stream, k, shape, dev, budget)?
+                    self.discharge_tiles(stream, k, shape, dev, budget, &mut batches)?
                 }
                 Discharge::Sweep => {
                     set_zero(stream, &mut dev.flags)?;
-                    self.discharge_sweep(stream, k, shape, dev, budget.max(MIN_ROUNDS), cfg)?
+                    let budget = budget.max(MIN_ROUNDS);
+                    self.discharge_sweep(stream, k, shape, dev, budget, cfg, &mut batches)?
                 }
             }
             if self.stats.rounds > max_rounds {
@@ -549,8 +588,8 @@ impl CudaGrid {
         }
     }
 
-    /// Rounds of tiled region discharge over the worklist, until it is empty or `budget`
-    /// rounds have run.
+    /// Batches of tiled region discharge over the worklist, until it is empty or at least
+    /// `budget` rounds have run.
     fn discharge_tiles(
         &mut self,
         stream: &Arc<CudaStream>,
@@ -558,43 +597,56 @@ impl CudaGrid {
         shape: GridArgs,
         dev: &mut DeviceGraph,
         budget: u32,
+        batches: &mut Batches,
     ) -> Result<()> {
-        let tiles_cfg = LaunchConfig {
-            grid_dim: (dev.ntiles, 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let per = self.check_every.max(1);
         let mut done = 0;
         while done < budget {
-            for _ in 0..TILE_CHECK_EVERY {
-                self.build_list(stream, k, dev)?;
-                // SAFETY: arguments match `discharge_nDEG` in kernels/grid_pr.cu; rcap has
-                // deg·n entries, the node arrays n, list and flags one per tile; blocks past
-                // the list's length return at once.
-                unsafe {
-                    stream
-                        .launch_builder(&k.discharge)
-                        .arg(&shape)
-                        .arg(&mut dev.rcap)
-                        .arg(&mut dev.sink_r)
-                        .arg(&mut dev.excess)
-                        .arg(&mut dev.label)
-                        .arg(&mut dev.flow)
-                        .arg(&dev.list)
-                        .arg(&dev.counter)
-                        .arg(&mut dev.flags)
-                        .arg(&self.tile_sweeps.max(1))
-                        .launch(tiles_cfg)
-                }
-                .map_err(|e| driver_err("cuLaunchKernel (discharge)", e))?;
-                self.stats.rounds += 1;
-                done += 1;
-            }
+            batches.submit(stream, Batch::Discharge, || {
+                self.record_discharge(stream, k, shape, dev, per)
+            })?;
+            self.stats.rounds += per as u64;
+            done += per;
             let listed = read_counter(stream, &dev.counter)?;
-            self.stats.tiles_discharged += listed as u64 * TILE_CHECK_EVERY as u64;
+            self.stats.tiles_discharged += listed as u64 * per as u64;
             if listed == 0 {
                 break;
             }
+        }
+        Ok(())
+    }
+
+    /// Puts `rounds` tiled discharge rounds on the stream (or into the graph being captured).
+    fn record_discharge(
+        &self,
+        stream: &Arc<CudaStream>,
+        k: &Kernels,
+        shape: GridArgs,
+        dev: &mut DeviceGraph,
+        rounds: u32,
+    ) -> Result<()> {
+        let tiles_cfg = tiles_cfg(dev.ntiles);
+        for _ in 0..rounds {
+            self.build_list(stream, k, dev)?;
+            // SAFETY: arguments match `discharge_nDEG` in kernels/grid_pr.cu; rcap has deg·n
+            // entries, the node arrays n, list and flags one per tile; blocks past the list's
+            // length (read on the device) return at once.
+            unsafe {
+                stream
+                    .launch_builder(&k.discharge)
+                    .arg(&shape)
+                    .arg(&mut dev.rcap)
+                    .arg(&mut dev.sink_r)
+                    .arg(&mut dev.excess)
+                    .arg(&mut dev.label)
+                    .arg(&mut dev.flow)
+                    .arg(&dev.list)
+                    .arg(&dev.counter)
+                    .arg(&mut dev.flags)
+                    .arg(&self.tile_sweeps.max(1))
+                    .launch(tiles_cfg)
+            }
+            .map_err(|e| driver_err("cuLaunchKernel (discharge)", e))?;
         }
         Ok(())
     }
@@ -623,6 +675,7 @@ impl CudaGrid {
     }
 
     /// Sweep-mode push-relabel over all nodes, until no node is active or `budget` launches.
+    #[allow(clippy::too_many_arguments)]
     fn discharge_sweep(
         &mut self,
         stream: &Arc<CudaStream>,
@@ -631,9 +684,42 @@ impl CudaGrid {
         dev: &mut DeviceGraph,
         budget: u32,
         cfg: LaunchConfig,
+        batches: &mut Batches,
     ) -> Result<()> {
-        for r in 1..=budget {
-            let count = r % CHECK_EVERY == 0 || r == budget;
+        let mut done = 0;
+        while done < budget {
+            // Whole batches may be replayed; a shorter last one (the budget's remainder) is
+            // launched directly, so both launch modes run the same rounds.
+            let len = CHECK_EVERY.min(budget - done);
+            if len == CHECK_EVERY {
+                batches.submit(stream, Batch::Sweep, || {
+                    self.record_sweep(stream, k, shape, dev, len, cfg)
+                })?;
+            } else {
+                self.record_sweep(stream, k, shape, dev, len, cfg)?;
+            }
+            self.stats.rounds += len as u64;
+            done += len;
+            if read_counter(stream, &dev.counter)? == 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts `rounds` sweep launches on the stream (or into the graph being captured); the last
+    /// one counts the active nodes.
+    fn record_sweep(
+        &self,
+        stream: &Arc<CudaStream>,
+        k: &Kernels,
+        shape: GridArgs,
+        dev: &mut DeviceGraph,
+        rounds: u32,
+        cfg: LaunchConfig,
+    ) -> Result<()> {
+        for r in 1..=rounds {
+            let count = r == rounds;
             if count {
                 set_zero(stream, &mut dev.counter)?;
             }
@@ -654,10 +740,6 @@ impl CudaGrid {
                     .launch(cfg)
             }
             .map_err(|e| driver_err("cuLaunchKernel (pr_round)", e))?;
-            self.stats.rounds += 1;
-            if count && read_counter(stream, &dev.counter)? == 0 {
-                break;
-            }
         }
         Ok(())
     }
@@ -669,6 +751,7 @@ impl CudaGrid {
         k: &Kernels,
         shape: GridArgs,
         dev: &mut DeviceGraph,
+        batches: &mut Batches,
     ) -> Result<u32> {
         // SAFETY: arguments match `bfs_seed_nDEG` in kernels/grid_pr.cu; sink_r and label have
         // n entries, flags one per tile.
@@ -682,31 +765,13 @@ impl CudaGrid {
                 .launch(node_cfg(shape.n))
         }
         .map_err(|e| driver_err("cuLaunchKernel (bfs_seed)", e))?;
-        let tiles_cfg = LaunchConfig {
-            grid_dim: (dev.ntiles, 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut passes = 0;
+        let per = self.check_every.max(1);
+        let mut passes = 0u32;
         loop {
-            for _ in 0..TILE_CHECK_EVERY {
-                self.build_list(stream, k, dev)?;
-                // SAFETY: arguments match `bfs_tile_nDEG` in kernels/grid_pr.cu; rcap has deg·n
-                // entries, label n, list and flags one per tile.
-                unsafe {
-                    stream
-                        .launch_builder(&k.bfs_tile)
-                        .arg(&shape)
-                        .arg(&dev.rcap)
-                        .arg(&mut dev.label)
-                        .arg(&dev.list)
-                        .arg(&dev.counter)
-                        .arg(&mut dev.flags)
-                        .launch(tiles_cfg)
-                }
-                .map_err(|e| driver_err("cuLaunchKernel (bfs_tile)", e))?;
-                passes += 1;
-            }
+            batches.submit(stream, Batch::Bfs, || {
+                self.record_bfs(stream, k, shape, dev, per)
+            })?;
+            passes = passes.saturating_add(per);
             // An empty list means the pass before it changed nothing: the fixed point.
             if read_counter(stream, &dev.counter)? == 0 {
                 return Ok(passes);
@@ -717,6 +782,36 @@ impl CudaGrid {
                 ));
             }
         }
+    }
+
+    /// Puts `passes` tiled BFS passes on the stream (or into the graph being captured).
+    fn record_bfs(
+        &self,
+        stream: &Arc<CudaStream>,
+        k: &Kernels,
+        shape: GridArgs,
+        dev: &mut DeviceGraph,
+        passes: u32,
+    ) -> Result<()> {
+        let tiles_cfg = tiles_cfg(dev.ntiles);
+        for _ in 0..passes {
+            self.build_list(stream, k, dev)?;
+            // SAFETY: arguments match `bfs_tile_nDEG` in kernels/grid_pr.cu; rcap has deg·n
+            // entries, label n, list and flags one per tile.
+            unsafe {
+                stream
+                    .launch_builder(&k.bfs_tile)
+                    .arg(&shape)
+                    .arg(&dev.rcap)
+                    .arg(&mut dev.label)
+                    .arg(&dev.list)
+                    .arg(&dev.counter)
+                    .arg(&mut dev.flags)
+                    .launch(tiles_cfg)
+            }
+            .map_err(|e| driver_err("cuLaunchKernel (bfs_tile)", e))?;
+        }
+        Ok(())
     }
 
     /// Level-synchronous global relabel; returns the number of BFS levels launched.
@@ -764,6 +859,116 @@ impl CudaGrid {
             }
         }
     }
+}
+
+/// One block per tile; blocks past the worklist's length return at once.
+fn tiles_cfg(ntiles: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (ntiles, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// The kinds of batch [`Batches`] keeps a graph for.
+#[derive(Clone, Copy, Debug)]
+enum Batch {
+    /// `check_every` × {counter memset, `build_list`, `discharge`}.
+    Discharge,
+    /// `check_every` × {counter memset, `build_list`, `bfs_tile`}.
+    Bfs,
+    /// `CHECK_EVERY` × `pr_round`, the last after a counter memset.
+    Sweep,
+}
+
+/// Set once capture has failed in this process: later solves launch directly at once.
+static GRAPHS_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// The batches of one [`CudaGrid::run`] call as CUDA graphs, each captured on first use.
+///
+/// A batch's launch sequence does not depend on anything read back (kernels read the worklist's
+/// length on the device), so one capture serves every replay. The graphs hold that call's device
+/// pointers and launch parameters: they must not outlive the call.
+struct Batches {
+    /// Whether batches go through graphs (false: direct launches, chosen or after a failure).
+    graphs_on: bool,
+    graphs: [Option<CudaGraph>; 3],
+    /// Graph launches so far.
+    replays: u64,
+}
+
+impl Batches {
+    fn new(launch: Launch) -> Self {
+        Batches {
+            graphs_on: launch == Launch::Graph && !GRAPHS_FAILED.load(Ordering::Relaxed),
+            graphs: Default::default(),
+            replays: 0,
+        }
+    }
+
+    /// Runs one batch: replays its graph, capturing `record`'s launches into it first if need
+    /// be; or, with graphs off, lets `record` launch them directly.
+    fn submit(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        batch: Batch,
+        mut record: impl FnMut() -> Result<()>,
+    ) -> Result<()> {
+        let slot = &mut self.graphs[batch as usize];
+        if self.graphs_on && slot.is_none() {
+            match capture(stream, &mut record) {
+                Ok(graph) => *slot = Some(graph),
+                Err(e) => {
+                    // A driver without (this use of) graphs costs speed, not the solve.
+                    if !GRAPHS_FAILED.swap(true, Ordering::Relaxed) {
+                        eprintln!(
+                            "segcut: note: cuda-grid cannot use CUDA graphs ({e}); launching \
+                             kernels one by one"
+                        );
+                    }
+                    self.graphs_on = false;
+                }
+            }
+        }
+        match slot {
+            Some(graph) if self.graphs_on => {
+                self.replays += 1;
+                graph
+                    .launch()
+                    .map_err(|e| driver_err(&format!("cuGraphLaunch ({batch:?} batch)"), e))
+            }
+            _ => record(),
+        }
+    }
+}
+
+/// Captures what `record` puts on `stream` into an instantiated, uploaded graph.
+///
+/// Thread-local capture mode: other threads' solves (tests run several at once) may allocate
+/// and synchronise meanwhile. Nothing recorded here allocates or records events (cudarc's event
+/// tracking is off, see `runtime.rs`).
+fn capture(stream: &Arc<CudaStream>, record: &mut impl FnMut() -> Result<()>) -> Result<CudaGraph> {
+    stream
+        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .map_err(|e| driver_err("cuStreamBeginCapture", e))?;
+    let recorded = record();
+    // End the capture whatever happened, so that the stream leaves capture mode; cudarc first
+    // reports any error stored earlier in the context, hence the second try when still capturing.
+    let flags = CUgraphInstantiate_flags(0);
+    let mut ended = stream.end_capture(flags);
+    if ended.is_err()
+        && stream
+            .capture_status()
+            .is_ok_and(|s| s != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+    {
+        ended = stream.end_capture(flags);
+    }
+    recorded?;
+    let graph = ended
+        .map_err(|e| driver_err("cuStreamEndCapture / cuGraphInstantiate", e))?
+        .ok_or_else(|| Error::Graph("cuda-grid: an empty CUDA graph was captured".into()))?;
+    graph.upload().map_err(|e| driver_err("cuGraphUpload", e))?;
+    Ok(graph)
 }
 
 fn node_cfg(n: u32) -> LaunchConfig {
@@ -1107,6 +1312,8 @@ mod tune_tests {
             tile_sweeps: 2,
             relabel_min_rounds: 8,
             relabel_ratio: 1.0,
+            launch: Launch::Graph,
+            check_every: 4,
             stats: GridStats::default(),
         };
         s.tune("discharge=sweep,relabel=levels,sweeps=7,min_rounds=3,ratio=0.5,ops=9");
@@ -1122,6 +1329,11 @@ mod tune_tests {
         assert_eq!((s.discharge, s.tile_sweeps), (Discharge::Sweep, 7));
         s.tune("discharge=tiles");
         assert_eq!(s.discharge, Discharge::Tiles);
+        s.tune("launch=direct,check=16");
+        assert_eq!((s.launch, s.check_every), (Launch::Direct, 16));
+        // A batch of no rounds would never read the worklist back: refused like a bad value.
+        s.tune("launch=graphs,check=0,check=-2,launch=graph");
+        assert_eq!((s.launch, s.check_every), (Launch::Graph, 16));
     }
 }
 
