@@ -3,9 +3,9 @@
 //! the model statistics, `β`, the n-links, `K` and every round's t-links are computed where the
 //! solver runs, and the graph never crosses the bus.
 //!
-//! The builder redoes [`energy`](super::energy) operation for operation (the same `f32`/`f64`
-//! expressions in the same order, no fused multiply-add, host-computed tables), so its capacities
-//! equal the CPU's except where the device's `cbrt`, `exp` or `log` round differently in the last
+//! The builder redoes the [`energy`](mod@super::energy) module operation for operation (the same
+//! `f32`/`f64` expressions in the same order, no fused multiply-add, host-computed tables), so its
+//! capacities equal the CPU's except where the device's `cbrt`, `exp` or `log` round differently in the last
 //! bit: such a difference moves a capacity by at most one unit, and only when the value lies on a
 //! rounding boundary (see `tests/gpu_segment.rs` for the measured fractions). The quantisation
 //! guarantees are the CPU's: the same scale, the same `i64` check of `K`, the same clamps.
