@@ -559,6 +559,15 @@ __device__ void discharge(const Grid g, int *rcap, int *sink_r, i64 *excess, uns
     if (__syncthreads_or(still) && threadIdx.x == 0) flags[tile] = 1;
 }
 
+// sync: none
+// safe: out[v] written by v's own thread
+// The canonical cut from the final labels: 1 where the node reaches the sink. A byte per node
+// comes back to the host instead of the 4-byte label.
+extern "C" __global__ void sink_side(const Grid g, const unsigned *label, unsigned char *out) {
+    unsigned v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v < g.n) out[v] = label[v] <= g.n;
+}
+
 // sync: flow (+)
 // safe: excess[v], sink_r[v] (read and written by the node's own thread)
 // Start of a solve: saturate every source arc and send at once what can leave through the

@@ -706,15 +706,17 @@ impl Solver for Bk {
 
     /// BK ends with a flow, not a preflow: the flows are read off the residuals. Grids go
     /// through their CSR form here (flows are the rare request; the cut path stays direct).
-    fn solve_flows(&mut self, net: &Network) -> Result<(Cut, Flows)> {
+    fn solve_flows_timed(&mut self, net: &Network) -> Result<(Cut, Flows, std::time::Duration)> {
+        let t = std::time::Instant::now();
         let csr = net.to_csr()?;
+        let build = t.elapsed();
         let cut = self.solve_csr(&csr)?;
         let flows = self.flows(&csr, cut.flow);
         let flows = match net {
             Network::Grid(g) => flows.csr_to_grid(g, &csr)?,
             Network::Csr(_) => flows,
         };
-        Ok((cut, flows))
+        Ok((cut, flows, build))
     }
 
     /// Solves a grid without building its CSR form: same arcs, same search, same result.

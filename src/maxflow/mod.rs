@@ -81,6 +81,13 @@ pub trait Solver {
     /// push-relabel solvers run phase two for this (returning the excess of phase one to the
     /// source), which the cut alone does not need; solvers that cannot give flows say so.
     fn solve_flows(&mut self, net: &Network) -> Result<(Cut, Flows)> {
+        self.solve_flows_timed(net)
+            .map(|(cut, flows, _)| (cut, flows))
+    }
+
+    /// [`solve_flows`](Self::solve_flows), also reporting the time spent building the solver's
+    /// input (conversion, upload), as [`solve_timed`] does. Solvers implement this one.
+    fn solve_flows_timed(&mut self, net: &Network) -> Result<(Cut, Flows, std::time::Duration)> {
         let _ = net;
         Err(Error::Unsupported(format!(
             "the {} solver does not compute arc flows",

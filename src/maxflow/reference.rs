@@ -218,7 +218,10 @@ impl Solver for Dinic {
         Ok(Self::cut(&Self::run(g)?, g.num_nodes()))
     }
 
-    fn solve_flows(&mut self, net: &crate::graph::Network) -> Result<(Cut, Flows)> {
+    fn solve_flows_timed(
+        &mut self,
+        net: &crate::graph::Network,
+    ) -> Result<(Cut, Flows, std::time::Duration)> {
         let csr = net.to_csr()?;
         let solved = Self::run(&csr)?;
         let edges = &solved.net.edges;
@@ -251,6 +254,7 @@ impl Solver for Dinic {
             crate::graph::Network::Grid(g) => flows.csr_to_grid(g, &csr)?,
             crate::graph::Network::Csr(_) => flows,
         };
-        Ok((Self::cut(&solved, csr.num_nodes()), flows))
+        let cut = Self::cut(&solved, csr.num_nodes());
+        Ok((cut, flows, std::time::Duration::ZERO))
     }
 }

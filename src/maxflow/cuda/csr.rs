@@ -349,9 +349,11 @@ impl Solver for CudaCsr {
 
     /// Phase one, then phase two on the GPU with the source as the target (as in `cuda-grid`:
     /// the excess of the maximum preflow flows back to the source).
-    fn solve_flows(&mut self, net: &Network) -> Result<(Cut, Flows)> {
+    fn solve_flows_timed(&mut self, net: &Network) -> Result<(Cut, Flows, Duration)> {
+        let t0 = Instant::now();
         let csr = net.to_csr()?;
         let layout = CsrLayout::new(&csr)?;
+        let build = t0.elapsed();
         let (cut, back) = self.solve_layout_with(&layout, Some(csr.source_caps()))?;
         let back = back.ok_or_else(|| Error::Graph("cuda-csr: no phase two state".into()))?;
         // Forward arc p is the graph's arc a < sister(a), in node then arc order (as
@@ -378,7 +380,7 @@ impl Solver for CudaCsr {
             Network::Grid(g) => flows.csr_to_grid(g, &csr)?,
             Network::Csr(_) => flows,
         };
-        Ok((cut, flows))
+        Ok((cut, flows, build))
     }
 
     fn solve_grid_timed(&mut self, g: &GridGraph) -> Result<(Cut, Duration)> {

@@ -234,6 +234,10 @@ pub struct GridStats {
     pub bfs_levels: u64,
     /// Milliseconds in global relabels (host clock, including the read-backs).
     pub relabel_ms: f64,
+    /// Milliseconds in discharge rounds (host clock, including the read-backs).
+    pub discharge_ms: f64,
+    /// Milliseconds from the end of the last relabel to the cut on the host (the download).
+    pub finish_ms: f64,
     /// Device bytes allocated for the graph.
     pub device_bytes: u64,
     /// Batches replayed from CUDA graphs (0 with [`Launch::Direct`] or after a fallback).
@@ -266,6 +270,7 @@ struct Kernels {
     bfs_tile: CudaFunction,
     mark_active: CudaFunction,
     discharge: CudaFunction,
+    sink_side: CudaFunction,
 }
 
 /// The graph and the solver's state on the device.
@@ -307,16 +312,19 @@ impl Solver for CudaGrid {
 
     /// Phase one, then phase two on the GPU: the excess left on source-side nodes flows back to
     /// the source by the same kernels with the source as the target (see [`Flows`]).
-    fn solve_flows(&mut self, net: &Network) -> Result<(Cut, Flows)> {
+    fn solve_flows_timed(&mut self, net: &Network) -> Result<(Cut, Flows, Duration)> {
         let Network::Grid(g) = net else {
             return Err(Error::Unsupported(
                 "the cuda-grid solver takes grid graphs only; use bk for general graphs".into(),
             ));
         };
-        let solved = self.phase_one(upload(g)?, true)?;
-        let cut = solved.cut.clone();
+        let t0 = Instant::now();
+        let dg = upload(g)?;
+        let build = t0.elapsed();
+        let solved = self.phase_one(dg, true)?;
+        let (cut, setup) = (solved.cut.clone(), solved.setup);
         let flows = self.phase_two(g, solved)?;
-        Ok((cut, flows))
+        Ok((cut, flows, build + setup))
     }
 }
 
@@ -438,9 +446,25 @@ impl CudaGrid {
 
         self.run(&stream, &k, shape, &mut dev)?;
 
-        let labels = stream
-            .clone_dtoh(&dev.label)
-            .map_err(|e| driver_err("cuMemcpyDtoH (labels)", e))?;
+        let t_finish = Instant::now();
+        // A byte per node comes back, not the label: a quarter of the traffic.
+        let mut side = stream
+            .alloc_zeros::<u8>(n.max(1))
+            .map_err(alloc_err("cut"))?;
+        // SAFETY: arguments match `sink_side` in kernels/grid_pr.cu; label and out have n entries.
+        unsafe {
+            stream
+                .launch_builder(&k.sink_side)
+                .arg(&shape)
+                .arg(&dev.label)
+                .arg(&mut side)
+                .launch(cfg)
+        }
+        .map_err(|e| driver_err("cuLaunchKernel (sink_side)", e))?;
+        let mut side = stream
+            .clone_dtoh(&side)
+            .map_err(|e| driver_err("cuMemcpyDtoH (cut)", e))?;
+        side.truncate(n);
         let pushed = stream
             .clone_dtoh(&dev.flow)
             .map_err(|e| driver_err("cuMemcpyDtoH (flow)", e))?;
@@ -449,7 +473,8 @@ impl CudaGrid {
             .map_err(|e| driver_err("cuStreamSynchronize", e))?;
         // At most n·(2^31 - 1) < 2^63 was pushed: the sum fits.
         let flow = pushed[0] as Flow;
-        let sink_side = labels.iter().map(|&l| l <= shape.n).collect();
+        let sink_side = side.into_iter().map(|b| b != 0).collect();
+        self.stats.finish_ms = t_finish.elapsed().as_secs_f64() * 1e3;
         if std::env::var_os("SEGCUT_GRID_STATS").is_some() {
             eprintln!("cuda-grid {:?} {:?}: {:?}", g.dims, g.conn, self.stats);
         }
@@ -480,6 +505,9 @@ impl CudaGrid {
             .memset_zeros(&mut p.dev.flow)
             .map_err(|e| driver_err("cuMemsetD8Async", e))?;
         self.run(&stream, &p.k, p.shape, &mut p.dev)?;
+        if std::env::var_os("SEGCUT_GRID_STATS").is_some() {
+            eprintln!("cuda-grid after phase two (totals): {:?}", self.stats);
+        }
         let down = |what: &str, e| driver_err(&format!("cuMemcpyDtoH ({what})"), e);
         let rcap = stream
             .clone_dtoh(&p.dev.rcap)
@@ -568,6 +596,7 @@ impl CudaGrid {
                 Discharge::Auto => Discharge::Tiles,
                 other => other,
             };
+            let t = Instant::now();
             match discharge {
                 Discharge::Auto | Discharge::Tiles => {
                     // The sweep kernels do not use the tile flags.
@@ -579,6 +608,7 @@ impl CudaGrid {
                     self.discharge_sweep(stream, k, shape, dev, budget, cfg, &mut batches)?
                 }
             }
+            self.stats.discharge_ms += t.elapsed().as_secs_f64() * 1e3;
             if self.stats.rounds > max_rounds {
                 return Err(Error::Graph(format!(
                     "cuda-grid did not converge in {} rounds (please report this graph)",
@@ -997,6 +1027,7 @@ fn load_kernels(gpu: &runtime::Gpu, conn: Connectivity) -> Result<Kernels> {
         bfs_tile: load(format!("bfs_tile_n{deg}"))?,
         mark_active: load(format!("mark_active_n{deg}"))?,
         discharge: load(format!("discharge_n{deg}"))?,
+        sink_side: load("sink_side".into())?,
     })
 }
 

@@ -107,20 +107,20 @@ impl Solver for Auto {
     }
 
     /// Flows from the solver `auto` would pick for the cut, with the same fall-back to BK.
-    fn solve_flows(&mut self, net: &Network) -> Result<(Cut, Flows)> {
+    fn solve_flows_timed(&mut self, net: &Network) -> Result<(Cut, Flows, std::time::Duration)> {
         let choice = choose_for(GraphSize::of(net));
         let gpu: Option<&mut dyn Solver> = match choice.solver {
             "cuda-grid" => Some(&mut self.grid),
             "cuda-csr" => Some(&mut self.csr),
             _ => None,
         };
-        let result = match gpu.map(|s| s.solve_flows(net)) {
+        let result = match gpu.map(|s| s.solve_flows_timed(net)) {
             Some(Err(Error::Unsupported(why))) => {
                 self.last = Some(fell_back(&choice, &why));
-                return self.bk.solve_flows(net);
+                return self.bk.solve_flows_timed(net);
             }
             Some(other) => other,
-            None => self.bk.solve_flows(net),
+            None => self.bk.solve_flows_timed(net),
         };
         self.last = Some(choice);
         result
