@@ -325,12 +325,10 @@ extern "C" __global__ void build_list(unsigned ntiles, unsigned *flags, unsigned
 // label(v) = min(label(v), 1 + label(w)) over residual arcs v -> w to a fixed point in shared
 // memory (colour by colour), with its halo fixed.
 template <int DEG>
-__device__ void bfs_tile(const Grid g, const int *rcap, unsigned *label, const unsigned *list,
-                         const unsigned *count, unsigned *flags) {
+__device__ void bfs_one_tile(const Grid g, const int *rcap, unsigned *label, const unsigned tile,
+                             unsigned *flags) {
     typedef TileGeom<DEG> G;
     __shared__ unsigned lab[G::HN];
-    if (blockIdx.x >= *count) return;
-    const unsigned tile = list[blockIdx.x];
     const TilePos p = tile_pos<DEG>(g, tile);
     load_halo<DEG>(g, p, label, lab);
     // Residual arcs of this thread's nodes, as bit masks; -1 marks a slot with no node.
@@ -407,6 +405,18 @@ __device__ void bfs_tile(const Grid g, const int *rcap, unsigned *label, const u
     }
 }
 
+// The listed tiles, block-strided: the launch holds as many blocks as fit on the GPU at once
+// (or one per tile), not one per tile of the grid, so short lists do not pay for idle blocks.
+template <int DEG>
+__device__ void bfs_tile(const Grid g, const int *rcap, unsigned *label, const unsigned *list,
+                         const unsigned *count, unsigned *flags) {
+    const unsigned m = *count;
+    for (unsigned b = blockIdx.x; b < m; b += gridDim.x) {
+        bfs_one_tile<DEG>(g, rcap, label, list[b], flags);
+        __syncthreads(); // the next tile reuses the shared arrays
+    }
+}
+
 // sync: flags (set to 1), any (set to 1)
 // safe: none (read only otherwise)
 // After a global relabel: flags the tiles holding an active node (excess > 0, reaches the sink).
@@ -431,9 +441,9 @@ __device__ void mark_active(const Grid g, const i64 *excess, const unsigned *lab
 // one above it. A tile still active at the end, and every tile that received excess, is flagged
 // for the next round.
 template <int DEG>
-__device__ void discharge(const Grid g, int *rcap, int *sink_r, i64 *excess, unsigned *label,
-                          u64 *flow, const unsigned *list, const unsigned *count,
-                          unsigned *flags, int iters) {
+__device__ void discharge_tile(const Grid g, int *rcap, int *sink_r, i64 *excess,
+                               unsigned *label, u64 *flow, const unsigned tile, unsigned *flags,
+                               int iters) {
     typedef TileGeom<DEG> G;
     __shared__ int cap[DEG][G::T];
     __shared__ i64 ex[G::T];
@@ -441,8 +451,6 @@ __device__ void discharge(const Grid g, int *rcap, int *sink_r, i64 *excess, uns
     __shared__ int sr[G::T];
     __shared__ unsigned lab[G::HN];
     __shared__ unsigned dirty[G::T]; // bit 0: arcs changed, bit 1: sink residual changed
-    if (blockIdx.x >= *count) return;
-    const unsigned tile = list[blockIdx.x];
     const TilePos p = tile_pos<DEG>(g, tile);
     const unsigned inf = g.n + 1;
     load_halo<DEG>(g, p, label, lab);
@@ -557,6 +565,18 @@ __device__ void discharge(const Grid g, int *rcap, int *sink_r, i64 *excess, uns
     for (int s = 16; s > 0; s >>= 1) pushed += __shfl_down_sync(0xffffffffu, pushed, s);
     if ((threadIdx.x & 31) == 0 && pushed) atomicAdd(flow, pushed);
     if (__syncthreads_or(still) && threadIdx.x == 0) flags[tile] = 1;
+}
+
+// The listed tiles, block-strided as in bfs_tile.
+template <int DEG>
+__device__ void discharge(const Grid g, int *rcap, int *sink_r, i64 *excess, unsigned *label,
+                          u64 *flow, const unsigned *list, const unsigned *count,
+                          unsigned *flags, int iters) {
+    const unsigned m = *count;
+    for (unsigned b = blockIdx.x; b < m; b += gridDim.x) {
+        discharge_tile<DEG>(g, rcap, sink_r, excess, label, flow, list[b], flags, iters);
+        __syncthreads(); // the next tile reuses the shared arrays
+    }
 }
 
 // sync: none

@@ -8,7 +8,7 @@ use common::gpu_or_skip;
 use segcut::gen::grid::{vision_grid, GridSpec};
 use segcut::graph::{Cap, Connectivity, GridGraph, Network};
 use segcut::maxflow::bk::Bk;
-use segcut::maxflow::cuda::{self, CudaGrid, Launch};
+use segcut::maxflow::cuda::{self, CudaGrid, Launch, TileBlocks};
 use segcut::maxflow::{solver_by_name, verify, Solver};
 use segcut::rng::Rng;
 use segcut::Error;
@@ -166,13 +166,16 @@ fn every_algorithm_variant_agrees_with_bk() {
     for discharge in [Discharge::Tiles, Discharge::Sweep] {
         for relabel in [Relabel::Tiles, Relabel::Levels] {
             for sweeps in [1, 64] {
-                for (launch, check) in LAUNCHES {
+                for (j, (launch, check)) in LAUNCHES.into_iter().enumerate() {
                     let mut solver = CudaGrid {
                         discharge,
                         relabel,
                         tile_sweeps: sweeps,
                         launch,
                         check_every: check,
+                        // Every way of sizing the tile launches, one per launch mode.
+                        tile_blocks: [TileBlocks::Fit, TileBlocks::Fixed(3), TileBlocks::PerTile]
+                            [j],
                         ..CudaGrid::default()
                     };
                     for i in 0..40u64 {
@@ -235,12 +238,16 @@ fn sanitizer_sized_grids_every_variant() {
         let random = random_grid(&mut rng, conn, Caps::Sparse, 30);
         for discharge in [Discharge::Tiles, Discharge::Sweep] {
             for relabel in [Relabel::Tiles, Relabel::Levels] {
-                for (launch, check) in LAUNCHES {
+                for (j, (launch, check)) in LAUNCHES.into_iter().enumerate() {
                     let mut solver = CudaGrid {
                         discharge,
                         relabel,
                         launch,
                         check_every: check,
+                        // Two blocks take every tile in turn: the shared memory reused tile
+                        // after tile is what racecheck must see.
+                        tile_blocks: [TileBlocks::Fit, TileBlocks::Fixed(2), TileBlocks::PerTile]
+                            [j],
                         ..CudaGrid::default()
                     };
                     for g in [&vision, &random] {

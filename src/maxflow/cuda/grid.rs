@@ -150,6 +150,8 @@ pub struct CudaGrid {
     /// worklist's length. Discharge batches always run whole, so the rounds between global
     /// relabels are rounded up to a multiple of this.
     pub check_every: u32,
+    /// Tiled mode: how many blocks each tile kernel launches (each takes listed tiles in turn).
+    pub tile_blocks: TileBlocks,
     /// Statistics of the last solve.
     pub stats: GridStats,
 }
@@ -168,6 +170,7 @@ impl Default for CudaGrid {
             relabel_ratio: 1.0,
             launch: Launch::Direct,
             check_every: 4,
+            tile_blocks: TileBlocks::Fit,
             stats: GridStats::default(),
         };
         if let Ok(tune) = std::env::var("SEGCUT_GRID_TUNE") {
@@ -206,6 +209,12 @@ impl CudaGrid {
                     .ok()
                     .filter(|&x| x > 0)
                     .map(|x| self.check_every = x),
+                "blocks" => choice(
+                    v,
+                    &[("fit", TileBlocks::Fit), ("tiles", TileBlocks::PerTile)],
+                )
+                .or_else(|| v.parse().ok().filter(|&b| b > 0).map(TileBlocks::Fixed))
+                .map(|x| self.tile_blocks = x),
                 _ => None,
             };
             if ok.is_none() {
@@ -213,6 +222,18 @@ impl CudaGrid {
             }
         }
     }
+}
+
+/// How many blocks a tiled kernel launches; each block takes the listed tiles `b`, `b + blocks`, …
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TileBlocks {
+    /// As many as the GPU holds at once (occupancy × multiprocessors), so a short worklist does
+    /// not pay for idle blocks. The default.
+    Fit,
+    /// One per tile of the grid (blocks past the list's end return at once): the first version.
+    PerTile,
+    /// A fixed number (tests use a few, so that each block takes many tiles).
+    Fixed(u32),
 }
 
 /// The value named `v` among `options`.
@@ -284,6 +305,9 @@ struct DeviceGraph {
     flags: CudaSlice<u32>,
     list: CudaSlice<u32>,
     ntiles: u32,
+    /// Blocks per launch of the tile kernels (see [`CudaGrid::fit_blocks`]).
+    discharge_blocks: u32,
+    bfs_blocks: u32,
 }
 
 impl Solver for CudaGrid {
@@ -426,6 +450,8 @@ impl CudaGrid {
                 .alloc_zeros::<u32>(ntiles)
                 .map_err(alloc_err("tile list"))?,
             ntiles: ntiles as u32,
+            discharge_blocks: self.tile_blocks(gpu, &k.discharge, ntiles as u32)?,
+            bfs_blocks: self.tile_blocks(gpu, &k.bfs_tile, ntiles as u32)?,
         };
         let cfg = node_cfg(shape.n);
         // SAFETY: arguments match `init_terminals` in kernels/grid_pr.cu; the source and sink
@@ -546,6 +572,25 @@ impl CudaGrid {
         })
     }
 
+    /// Blocks per launch of tile kernel `f` (see [`TileBlocks`]), at most one per tile.
+    fn tile_blocks(&self, gpu: &runtime::Gpu, f: &CudaFunction, ntiles: u32) -> Result<u32> {
+        match self.tile_blocks {
+            TileBlocks::PerTile => return Ok(ntiles.max(1)),
+            TileBlocks::Fixed(b) => return Ok(b.clamp(1, ntiles.max(1))),
+            TileBlocks::Fit => {}
+        }
+        let per_sm = f
+            .occupancy_max_active_blocks_per_multiprocessor(BLOCK, 0, None)
+            .map_err(|e| driver_err("cuOccupancyMaxActiveBlocksPerMultiprocessor", e))?;
+        let sms = gpu
+            .ctx
+            .attribute(
+                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )
+            .map_err(|e| driver_err("cuDeviceGetAttribute", e))?;
+        Ok((per_sm.max(1) * sms.max(1) as u32).clamp(1, ntiles.max(1)))
+    }
+
     /// Global relabels and discharge rounds until no node with excess reaches the sink.
     fn run(
         &mut self,
@@ -655,7 +700,7 @@ impl CudaGrid {
         dev: &mut DeviceGraph,
         rounds: u32,
     ) -> Result<()> {
-        let tiles_cfg = tiles_cfg(dev.ntiles);
+        let tiles_cfg = tiles_cfg(dev.discharge_blocks);
         for _ in 0..rounds {
             self.build_list(stream, k, dev)?;
             // SAFETY: arguments match `discharge_nDEG` in kernels/grid_pr.cu; rcap has deg·n
@@ -823,7 +868,7 @@ impl CudaGrid {
         dev: &mut DeviceGraph,
         passes: u32,
     ) -> Result<()> {
-        let tiles_cfg = tiles_cfg(dev.ntiles);
+        let tiles_cfg = tiles_cfg(dev.bfs_blocks);
         for _ in 0..passes {
             self.build_list(stream, k, dev)?;
             // SAFETY: arguments match `bfs_tile_nDEG` in kernels/grid_pr.cu; rcap has deg·n
@@ -891,10 +936,10 @@ impl CudaGrid {
     }
 }
 
-/// One block per tile; blocks past the worklist's length return at once.
-fn tiles_cfg(ntiles: u32) -> LaunchConfig {
+/// `blocks` blocks for a tile kernel; each takes listed tiles in turn until the list ends.
+fn tiles_cfg(blocks: u32) -> LaunchConfig {
     LaunchConfig {
-        grid_dim: (ntiles, 1, 1),
+        grid_dim: (blocks, 1, 1),
         block_dim: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
     }
@@ -1345,6 +1390,7 @@ mod tune_tests {
             relabel_ratio: 1.0,
             launch: Launch::Graph,
             check_every: 4,
+            tile_blocks: TileBlocks::Fit,
             stats: GridStats::default(),
         };
         s.tune("discharge=sweep,relabel=levels,sweeps=7,min_rounds=3,ratio=0.5,ops=9");
@@ -1365,6 +1411,12 @@ mod tune_tests {
         // A batch of no rounds would never read the worklist back: refused like a bad value.
         s.tune("launch=graphs,check=0,check=-2,launch=graph");
         assert_eq!((s.launch, s.check_every), (Launch::Graph, 16));
+        s.tune("blocks=tiles,blocks=all,blocks=0");
+        assert_eq!(s.tile_blocks, TileBlocks::PerTile);
+        s.tune("blocks=3");
+        assert_eq!(s.tile_blocks, TileBlocks::Fixed(3));
+        s.tune("blocks=fit");
+        assert_eq!(s.tile_blocks, TileBlocks::Fit);
     }
 }
 

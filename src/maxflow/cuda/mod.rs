@@ -19,7 +19,7 @@ pub mod runtime;
 
 pub use csr::{CsrLayout, CsrStats, CudaCsr};
 pub use device::DeviceGrid;
-pub use grid::{grid_bytes_per_node, CudaGrid, Discharge, GridStats, Launch, Relabel};
+pub use grid::{grid_bytes_per_node, CudaGrid, Discharge, GridStats, Launch, Relabel, TileBlocks};
 pub use runtime::{
     compile_all_kernels_ptx, gpu, gpu_available, gpu_unavailable_reason, nvrtc_available, Gpu,
     OLDEST_ARCH,
