@@ -326,10 +326,9 @@ extern "C" __global__ void build_list(unsigned ntiles, unsigned *flags, unsigned
 // memory (colour by colour), with its halo fixed.
 template <int DEG>
 __device__ void bfs_one_tile(const Grid g, const int *rcap, unsigned *label, const unsigned tile,
-                             unsigned *flags, int lines) {
+                             unsigned *flags) {
     typedef TileGeom<DEG> G;
     __shared__ unsigned lab[G::HN];
-    __shared__ unsigned rm[G::T]; // residual-arc masks, for the line sweeps
     const TilePos p = tile_pos<DEG>(g, tile);
     load_halo<DEG>(g, p, label, lab);
     // Residual arcs of this thread's nodes, as bit masks; -1 marks a slot with no node.
@@ -344,8 +343,6 @@ __device__ void bfs_one_tile(const Grid g, const int *rcap, unsigned *label, con
             hix[c][s] = -1;
             if (q >= G::PERCOL) continue;
             G::colour_node(c, q, lx, ly, lz);
-            const int ti = G::tidx(lx, ly, lz);
-            rm[ti] = 0;
             int x = p.ox + lx, y = p.oy + ly, z = p.oz + lz;
             if (!in_grid(g, x, y, z)) continue;
             size_t v = gidx(g, x, y, z);
@@ -355,7 +352,6 @@ __device__ void bfs_one_tile(const Grid g, const int *rcap, unsigned *label, con
                 if (in_grid(g, x + o[0], y + o[1], z + o[2]) && rcap[(size_t)d * g.n + v] > 0)
                     mask[c][s] |= 1u << d;
             }
-            rm[ti] = mask[c][s];
         }
     }
     __syncthreads();
@@ -366,54 +362,8 @@ __device__ void bfs_one_tile(const Grid g, const int *rcap, unsigned *label, con
         for (int s = 0; s < G::STEPS; ++s) orig[c][s] = hix[c][s] >= 0 ? lab[hix[c][s]] : 0;
     for (;;) {
         int changed = 0;
-        // Line sweeps: a thread per line of the tile along each axis, forward then backward, so
-        // that a distance travels a whole line in one step (the colour classes below move it one
-        // node per iteration). Arcs along axis a are directions 2a (+1) and 2a + 1 (-1). A
-        // thread writes only its own line; the halo stays fixed.
-        for (int a = 0; lines && a < (G::IS3D ? 3 : 2); ++a) {
-            const int len = a == 0 ? G::TX : a == 1 ? G::TY : G::TZ;
-            const int st = a == 0 ? 1 : a == 1 ? G::TX : G::TX * G::TY;
-            const int sh = a == 0 ? 1 : a == 1 ? G::HX : G::HX * G::HY;
-            const unsigned plus = 1u << (2 * a), minus = 1u << (2 * a + 1);
-            for (int t = threadIdx.x; t < G::T / len; t += TILE_BLOCK) {
-                int bx = 0, by = 0, bz = 0;
-                if (a == 0) {
-                    by = t % G::TY;
-                    bz = t / G::TY;
-                } else if (a == 1) {
-                    bx = t % G::TX;
-                    bz = t / G::TX;
-                } else {
-                    bx = t % G::TX;
-                    by = t / G::TX;
-                }
-                int ti = G::tidx(bx, by, bz), hi = G::hidx(bx, by, bz);
-                for (int k = 0; k < len; ++k, ti += st, hi += sh) {
-                    if (!(rm[ti] & minus)) continue;
-                    unsigned cand = lab[hi - sh] + 1;
-                    if (cand < lab[hi]) {
-                        lab[hi] = cand;
-                        changed = 1;
-                    }
-                }
-                for (int k = 0; k < len; ++k) {
-                    ti -= st;
-                    hi -= sh;
-                    if (!(rm[ti] & plus)) continue;
-                    unsigned cand = lab[hi + sh] + 1;
-                    if (cand < lab[hi]) {
-                        lab[hi] = cand;
-                        changed = 1;
-                    }
-                }
-            }
-            __syncthreads();
-        }
-        // Colour classes over every arc: the diagonals of N8 and N26, and every arc without the
-        // line sweeps. After line sweeps on N4 and N6 they would find nothing new.
 #pragma unroll
         for (int c = 0; c < G::NCOL; ++c) {
-            if (lines && (DEG == 4 || DEG == 6)) break;
 #pragma unroll
             for (int s = 0; s < G::STEPS; ++s) {
                 int hi = hix[c][s];
@@ -459,10 +409,10 @@ __device__ void bfs_one_tile(const Grid g, const int *rcap, unsigned *label, con
 // (or one per tile), not one per tile of the grid, so short lists do not pay for idle blocks.
 template <int DEG>
 __device__ void bfs_tile(const Grid g, const int *rcap, unsigned *label, const unsigned *list,
-                         const unsigned *count, unsigned *flags, int lines) {
+                         const unsigned *count, unsigned *flags) {
     const unsigned m = *count;
     for (unsigned b = blockIdx.x; b < m; b += gridDim.x) {
-        bfs_one_tile<DEG>(g, rcap, label, list[b], flags, lines);
+        bfs_one_tile<DEG>(g, rcap, label, list[b], flags);
         __syncthreads(); // the next tile reuses the shared arrays
     }
 }
@@ -664,8 +614,8 @@ extern "C" __global__ void init_terminals(const Grid g, const int *source, i64 *
     }                                                                                           \
     extern "C" __global__ void __launch_bounds__(TILE_BLOCK)                                    \
         bfs_tile_n##DEG(const Grid g, const int *rcap, unsigned *label, const unsigned *list,   \
-                        const unsigned *count, unsigned *flags, int lines) {                    \
-        bfs_tile<DEG>(g, rcap, label, list, count, flags, lines);                               \
+                        const unsigned *count, unsigned *flags) {                               \
+        bfs_tile<DEG>(g, rcap, label, list, count, flags);                                      \
     }                                                                                           \
     extern "C" __global__ void __launch_bounds__(TILE_BLOCK)                                    \
         mark_active_n##DEG(const Grid g, const i64 *excess, const unsigned *label,              \

@@ -176,8 +176,6 @@ fn every_algorithm_variant_agrees_with_bk() {
                         // Every way of sizing the tile launches, one per launch mode.
                         tile_blocks: [TileBlocks::Fit, TileBlocks::Fixed(3), TileBlocks::PerTile]
                             [j],
-                        // The relabel's line sweeps (default) and colour classes alone.
-                        bfs_lines: sweeps != 1,
                         ..CudaGrid::default()
                     };
                     for i in 0..40u64 {
@@ -250,7 +248,6 @@ fn sanitizer_sized_grids_every_variant() {
                         // after tile is what racecheck must see.
                         tile_blocks: [TileBlocks::Fit, TileBlocks::Fixed(2), TileBlocks::PerTile]
                             [j],
-                        bfs_lines: j != 2,
                         ..CudaGrid::default()
                     };
                     for g in [&vision, &random] {

@@ -152,9 +152,6 @@ pub struct CudaGrid {
     pub check_every: u32,
     /// Tiled mode: how many blocks each tile kernel launches (each takes listed tiles in turn).
     pub tile_blocks: TileBlocks,
-    /// Tiled relabel: sweep each line of a tile along each axis (a thread per line, forward and
-    /// back) before the colour classes, so that distances cross a tile in a few iterations.
-    pub bfs_lines: bool,
     /// Statistics of the last solve.
     pub stats: GridStats,
 }
@@ -174,7 +171,6 @@ impl Default for CudaGrid {
             launch: Launch::Direct,
             check_every: 4,
             tile_blocks: TileBlocks::Fit,
-            bfs_lines: true,
             stats: GridStats::default(),
         };
         if let Ok(tune) = std::env::var("SEGCUT_GRID_TUNE") {
@@ -213,9 +209,6 @@ impl CudaGrid {
                     .ok()
                     .filter(|&x| x > 0)
                     .map(|x| self.check_every = x),
-                "bfs" => {
-                    choice(v, &[("lines", true), ("colours", false)]).map(|x| self.bfs_lines = x)
-                }
                 "blocks" => choice(
                     v,
                     &[("fit", TileBlocks::Fit), ("tiles", TileBlocks::PerTile)],
@@ -889,7 +882,6 @@ impl CudaGrid {
                     .arg(&dev.list)
                     .arg(&dev.counter)
                     .arg(&mut dev.flags)
-                    .arg(&(self.bfs_lines as i32))
                     .launch(tiles_cfg)
             }
             .map_err(|e| driver_err("cuLaunchKernel (bfs_tile)", e))?;
@@ -1399,7 +1391,6 @@ mod tune_tests {
             launch: Launch::Graph,
             check_every: 4,
             tile_blocks: TileBlocks::Fit,
-            bfs_lines: true,
             stats: GridStats::default(),
         };
         s.tune("discharge=sweep,relabel=levels,sweeps=7,min_rounds=3,ratio=0.5,ops=9");
@@ -1426,10 +1417,6 @@ mod tune_tests {
         assert_eq!(s.tile_blocks, TileBlocks::Fixed(3));
         s.tune("blocks=fit");
         assert_eq!(s.tile_blocks, TileBlocks::Fit);
-        s.tune("bfs=colours,bfs=rows");
-        assert!(!s.bfs_lines);
-        s.tune("bfs=lines");
-        assert!(s.bfs_lines);
     }
 }
 
