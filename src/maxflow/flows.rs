@@ -71,11 +71,16 @@ impl Flows {
     /// Re-indexes the flows of `g.to_csr()` to the grid's own arc order (`d · n + v`).
     pub fn csr_to_grid(self, g: &GridGraph, csr: &CsrGraph) -> Result<Self> {
         let n = g.num_nodes();
-        let mut arcs = vec![0; g.connectivity().degree() * n];
+        let degree = g.connectivity().degree();
+        let mut arcs = vec![0; degree * n];
+        // Each node's neighbours once, rather than a direction search per arc.
+        let mut around = Vec::with_capacity(degree);
         for v in 0..n {
+            around.clear();
+            around.extend((0..degree).filter_map(|d| g.neighbor(v, d).map(|w| (w, d))));
             for a in csr.arcs_of(v) {
                 let w = csr.heads()[a] as usize;
-                let d = g.direction(v, w).ok_or_else(|| {
+                let &(_, d) = around.iter().find(|&&(u, _)| u == w).ok_or_else(|| {
                     Error::Graph(format!("arc {v} → {w} of the CSR form is not a grid arc"))
                 })?;
                 arcs[d * n + v] = self.arcs[a];

@@ -341,6 +341,34 @@ fn value_range(data: &[f32]) -> (f32, f32, bool) {
 /// a table indexed by the absolute difference: exact, and a load per arc instead of an `exp`.
 pub const NLINK_TABLE_LEVELS: usize = 1 << 16;
 
+/// Integer grey n-links: one table of final capacities per distinct direction length, indexed by
+/// `|I_p − I_q|` (`span + 1` entries each, flattened), and each direction's table. The GPU
+/// builder uploads the same tables, so both builds give the same capacities.
+pub(crate) fn grey_nlink_tables(
+    span: usize,
+    beta: f64,
+    dist: &[f64],
+    max_link: f64,
+) -> (Vec<Cap>, Vec<u32>) {
+    let mut lengths: Vec<f64> = Vec::new();
+    let mut tables = Vec::new();
+    let table_of = dist
+        .iter()
+        .map(|&length| {
+            if let Some(i) = lengths.iter().position(|&l| l == length) {
+                return i as u32;
+            }
+            lengths.push(length);
+            tables.extend((0..=span).map(|delta| {
+                let d2 = (delta * delta) as f64;
+                (max_link * (-beta * d2).exp() / length).round() as Cap
+            }));
+            (lengths.len() - 1) as u32
+        })
+        .collect();
+    (tables, table_of)
+}
+
 /// Integer grey data: every direction's capacities by `|I_p − I_q|` from a per-distance table.
 fn fill_nlinks_grey_integer(
     graph: &mut GridGraph,
@@ -350,25 +378,32 @@ fn fill_nlinks_grey_integer(
     dist: &[f64],
     max_link: f64,
 ) {
-    let conn = graph.connectivity();
-    let mut tables: Vec<(f64, Vec<Cap>)> = Vec::new();
-    for (d, &length) in dist.iter().enumerate().take(conn.degree()) {
-        if !tables.iter().any(|(dd, _)| *dd == length) {
-            let t = (0..=span)
-                .map(|delta| {
-                    let d2 = (delta * delta) as f64;
-                    (max_link * (-beta * d2).exp() / dist[d]).round() as Cap
-                })
-                .collect();
-            tables.push((dist[d], t));
-        }
-        let table = &tables
-            .iter()
-            .find(|(dd, _)| *dd == dist[d])
-            .expect("just added")
-            .1;
+    let degree = graph.connectivity().degree();
+    let (tables, table_of) = grey_nlink_tables(span, beta, &dist[..degree], max_link);
+    for (d, &t) in table_of.iter().enumerate() {
+        let table = &tables[t as usize * (span + 1)..(t as usize + 1) * (span + 1)];
         fill_direction(graph, d, |v, q| table[(data[v] - data[q]).abs() as usize]);
     }
+}
+
+/// The energy's integer scale (`opts.scale`, or the largest that keeps every node's summed
+/// capacities within budget) and the largest n-link it gives, `λ · scale`. An overflow error
+/// when an arc pair of such n-links would not fit [`Cap`].
+pub(crate) fn link_scale(opts: &EnergyOptions, dist: &[f64]) -> Result<(f64, f64)> {
+    let bound = 1.0 + opts.lambda * dist.iter().map(|d| 1.0 / d).sum::<f64>();
+    let scale = match opts.scale {
+        Some(s) => s,
+        None => DEFAULT_SCALE.min(CAP_BUDGET / bound),
+    };
+    let max_link = opts.lambda * scale;
+    if 2.0 * max_link.round() > Cap::MAX as f64 {
+        return Err(Error::Overflow(format!(
+            "lambda {} at scale {scale} gives n-links of {max_link:.0} units; an arc pair must fit {}",
+            opts.lambda,
+            Cap::MAX
+        )));
+    }
+    Ok((scale, max_link))
 }
 
 /// Writes `link(v, q)` into direction `d`'s capacity of every node `v` whose neighbour `q` lies
@@ -448,19 +483,7 @@ pub fn build_nlinks(image: &Image, opts: &EnergyOptions) -> Result<Energy> {
     let mut graph = GridGraph::new(w, h, depth, conn)?;
     let beta = beta(image, conn, opts.sigma);
     let dist = direction_distances(conn, image.spacing);
-    let bound = 1.0 + opts.lambda * dist.iter().map(|d| 1.0 / d).sum::<f64>();
-    let scale = match opts.scale {
-        Some(s) => s,
-        None => DEFAULT_SCALE.min(CAP_BUDGET / bound),
-    };
-    let max_link = opts.lambda * scale;
-    if 2.0 * max_link.round() > Cap::MAX as f64 {
-        return Err(Error::Overflow(format!(
-            "lambda {} at scale {scale} gives n-links of {max_link:.0} units; an arc pair must fit {}",
-            opts.lambda,
-            Cap::MAX
-        )));
-    }
+    let (scale, max_link) = link_scale(opts, &dist)?;
 
     let (lo, hi, integral) = value_range(&image.data);
     if image.channels == 1 && integral && ((hi - lo) as usize) < NLINK_TABLE_LEVELS {

@@ -31,8 +31,8 @@ use cudarc::driver::{
 };
 use rayon::prelude::*;
 
-use super::energy::{self, direction_distances, EnergyOptions, CAP_BUDGET, COST_TABLE_NODES};
-use super::energy::{DEFAULT_SCALE, NLINK_TABLE_LEVELS};
+use super::energy::NLINK_TABLE_LEVELS;
+use super::energy::{self, direction_distances, EnergyOptions, COST_TABLE_NODES};
 use super::model::{ColorModel, Model, ModelKind, ModelParams};
 use super::pipeline::{srgb_to_lab, Blend, ColorSpace};
 use super::{Image, Seeds};
@@ -454,19 +454,7 @@ impl GpuEnergy {
             }
         };
         let dist = direction_distances(conn, image.spacing);
-        let bound = 1.0 + opts.lambda * dist.iter().map(|d| 1.0 / d).sum::<f64>();
-        let scale = match opts.scale {
-            Some(s) => s,
-            None => DEFAULT_SCALE.min(CAP_BUDGET / bound),
-        };
-        let max_link = opts.lambda * scale;
-        if 2.0 * max_link.round() > Cap::MAX as f64 {
-            return Err(Error::Overflow(format!(
-                "lambda {} at scale {scale} gives n-links of {max_link:.0} units; an arc pair must fit {}",
-                opts.lambda,
-                Cap::MAX
-            )));
-        }
+        let (scale, max_link) = energy::link_scale(opts, &dist)?;
         let mut caps = stream
             .alloc_zeros::<i32>(deg * n)
             .map_err(alloc("n-links"))?;
@@ -476,7 +464,7 @@ impl GpuEnergy {
         match grey_range {
             Some((lo, hi, true)) if ((hi - lo) as usize) < NLINK_TABLE_LEVELS => {
                 let span = (hi - lo) as usize;
-                let (tables, table_of) = grey_nlink_tables(span, beta, &dist, max_link);
+                let (tables, table_of) = energy::grey_nlink_tables(span, beta, &dist, max_link);
                 let tables = stream.clone_htod(&tables).map_err(htod("n-link tables"))?;
                 let table_of = stream
                     .clone_htod(&table_of)
@@ -873,28 +861,6 @@ fn exp_table(top: f64) -> (Vec<f32>, f32) {
         .map(|i| (top * (-(i as f64) / EXP_STEPS).exp()) as f32)
         .collect();
     (values, steps as f32)
-}
-
-/// energy.rs's grey integer n-links: one table of final capacities per distinct direction
-/// length, indexed by `|I_p − I_q|`, and each direction's table.
-fn grey_nlink_tables(span: usize, beta: f64, dist: &[f64], max_link: f64) -> (Vec<i32>, Vec<u32>) {
-    let mut lengths: Vec<f64> = Vec::new();
-    let mut tables = Vec::new();
-    let table_of = dist
-        .iter()
-        .map(|&length| {
-            if let Some(i) = lengths.iter().position(|&l| l == length) {
-                return i as u32;
-            }
-            lengths.push(length);
-            tables.extend((0..=span).map(|delta| {
-                let d2 = (delta * delta) as f64;
-                (max_link * (-beta * d2).exp() / length).round() as Cap
-            }));
-            (lengths.len() - 1) as u32
-        })
-        .collect();
-    (tables, table_of)
 }
 
 /// energy.rs's `CostTable` for a grey image with value range `[lo, hi]`: `(D_fg, D_bg)` per node,
