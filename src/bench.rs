@@ -71,7 +71,7 @@ pub struct PhotoSpec {
     pub name: String,
     /// The image file.
     pub image: PathBuf,
-    /// The seed file (any format [`segment::io::load_seeds`] detects).
+    /// The seed file (any format [`crate::io::load_seeds`] detects).
     pub seeds: PathBuf,
     /// Upscale the photo (Catmull–Rom) and its seeds (nearest) to this width, keeping the aspect
     /// ratio; `None` keeps the native size.
@@ -357,8 +357,8 @@ pub fn photo_instances(data: &Path, widths: &[Option<usize>]) -> Result<Vec<Benc
 
 /// A photo and its seeds, upscaled when the spec asks.
 pub fn load_photo(p: &PhotoSpec) -> Result<(Image, Seeds)> {
-    let image = segment::io::load_image(&p.image)?;
-    let seeds = segment::io::load_seeds(&p.seeds, image.dims, &Default::default())?;
+    let image = crate::io::load_image(&p.image)?;
+    let seeds = crate::io::load_seeds(&p.seeds, image.dims, &Default::default())?;
     match p.width {
         Some(w) if w != image.dims[0] => upscale(&p.image, &image, &seeds, w),
         _ => Ok((image, seeds)),
@@ -587,7 +587,7 @@ pub fn run(
                 })
                 .collect();
             let comment = format!("segcut bench instance {name}");
-            crate::graph::dimacs::write_max_file(
+            crate::io::dimacs::write_max_file(
                 &dir.join(format!("{file}.max")),
                 &net,
                 &[comment.as_str()],

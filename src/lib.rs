@@ -20,9 +20,11 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod cuda;
 pub mod error;
 pub mod gen;
 pub mod graph;
+pub mod io;
 pub mod maxflow;
 pub mod rng;
 pub mod segment;

@@ -8,7 +8,7 @@ use common::gpu_or_skip;
 use segcut::gen::{random_sparse, SparseSpec};
 use segcut::graph::{Connectivity, GridGraph, Network};
 use segcut::maxflow::bk::Bk;
-use segcut::maxflow::cuda::{self, Auto};
+use segcut::maxflow::cuda::Auto;
 use segcut::maxflow::{
     auto_min_gpu_nodes, choose_solver, choose_solver_for, Choice, GraphSize, Solver,
     AUTO_MIN_GPU_NODES,
@@ -95,7 +95,7 @@ fn this_machine_decides_consistently() {
     }
     let big = Network::Grid(GridGraph::new_2d(512, 512, Connectivity::N4).unwrap());
     let c = choose_solver("auto", &big);
-    match cuda::gpu_unavailable_reason() {
+    match segcut::cuda::gpu_unavailable_reason() {
         Some(why) => {
             assert_eq!(c.solver, "bk");
             assert!(c.reason.contains(&why), "{}", c.reason);
@@ -172,7 +172,7 @@ fn auto_flows_come_from_the_chosen_solver() {
     let choice = auto.last_choice().unwrap();
     assert_eq!(choice, choose_solver("auto", &net));
     assert!(flow > 0);
-    if cuda::gpu_available() && auto_min_gpu_nodes() <= net_nodes(&net) {
+    if segcut::cuda::gpu_available() && auto_min_gpu_nodes() <= net_nodes(&net) {
         assert_eq!(choice.solver, "cuda-grid", "{}", choice.reason);
     }
 }

@@ -225,7 +225,7 @@ fn dump_writes_instances_that_load_back() {
             .collect();
         let path = dir.join(format!("{stem}.max"));
         let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
-        let inst = segcut::graph::dimacs::read_max(file, &path.display().to_string()).unwrap();
+        let inst = segcut::io::dimacs::read_max(file, &path.display().to_string()).unwrap();
         let cut = segcut::maxflow::bk::Bk::default()
             .solve(&inst.network)
             .unwrap();

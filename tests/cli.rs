@@ -96,7 +96,7 @@ fn flows_file_is_a_maximum_flow_of_the_file() {
     use std::collections::HashMap;
     let dir = tempfile::tempdir().unwrap();
     let mut solvers = vec!["bk", "dinic", "auto"];
-    if segcut::maxflow::cuda::gpu_available() {
+    if segcut::cuda::gpu_available() {
         solvers.extend(["cuda-grid", "cuda-csr"]);
     }
     for (path, expected) in common::waterloo_crops() {

@@ -6,11 +6,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
-use segcut::graph::dimacs::{
+use segcut::graph::{Connectivity, CsrBuilder, CsrGraph, FlowNetwork, GridGraph, Network};
+use segcut::io::dimacs::{
     read_instances, read_max, read_sol, stem_of, write_max, write_max_file, Layout, MaxInstance,
     ReadOptions,
 };
-use segcut::graph::{Connectivity, CsrBuilder, CsrGraph, FlowNetwork, GridGraph, Network};
 use segcut::maxflow::bk::Bk;
 use segcut::maxflow::Solver;
 use segcut::rng::Rng;

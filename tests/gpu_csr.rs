@@ -8,7 +8,7 @@ use common::gpu_or_skip;
 use segcut::gen::{generate, InstanceSpec};
 use segcut::graph::{Cap, Connectivity, CsrBuilder, CsrGraph, GridGraph, Network, Vertex};
 use segcut::maxflow::bk::Bk;
-use segcut::maxflow::cuda::{self, CudaCsr};
+use segcut::maxflow::cuda::CudaCsr;
 use segcut::maxflow::{solve_timed, solver_by_name, verify, Solver, SOLVER_NAMES};
 use segcut::rng::Rng;
 use segcut::Error;
@@ -365,11 +365,11 @@ fn registered_by_name_and_errors_without_a_gpu() {
     let g = b.build().unwrap();
     match s.solve_csr(&g) {
         Ok(cut) => {
-            assert!(cuda::gpu_available());
+            assert!(segcut::cuda::gpu_available());
             assert_eq!(cut.flow, 3);
         }
         Err(e) => {
-            assert!(!cuda::gpu_available(), "{e}");
+            assert!(!segcut::cuda::gpu_available(), "{e}");
             assert!(matches!(e, Error::Unsupported(_)), "{e}");
         }
     }

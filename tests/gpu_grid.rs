@@ -451,7 +451,7 @@ fn general_graphs_are_refused_and_auto_solves_both() {
 
 #[test]
 fn without_a_gpu_the_solver_errors_instead_of_panicking() {
-    if cuda::gpu_available() {
+    if segcut::cuda::gpu_available() {
         return; // covered by the tests above
     }
     let mut g = GridGraph::new_2d(3, 3, Connectivity::N4).unwrap();

@@ -7,11 +7,11 @@ mod common;
 
 use common::gpu_or_skip;
 use segcut::graph::{Connectivity, FlowNetwork, GridGraph};
-use segcut::maxflow::cuda;
+
+use segcut::io::{load_image, load_seeds};
 use segcut::rng::Rng;
 use segcut::segment::energy::{self, EnergyOptions};
 use segcut::segment::gpu::{supported, GpuEnergy};
-use segcut::segment::io::{load_image, load_seeds};
 use segcut::segment::model::{Model, ModelKind, ModelParams};
 use segcut::segment::pipeline::{to_color_space, Blend, ColorSpace};
 use segcut::segment::{segment, Image, Seed, Seeds, SegmentOptions};
@@ -579,7 +579,7 @@ fn coverage_of_the_gpu_builder() {
     )
     .unwrap();
     assert!(seg.stats.gpu.is_none());
-    if cuda::gpu_unavailable_reason().is_some() {
+    if segcut::cuda::gpu_unavailable_reason().is_some() {
         let seg = segment(&rgb, &seeds, &SegmentOptions::default()).unwrap();
         assert!(seg.stats.gpu.is_none());
     }

@@ -2,7 +2,7 @@
 //! H100's architecture and for the oldest one CUDA 13 supports. CI installs NVRTC from PyPI and
 //! sets `SEGCUT_REQUIRE_NVRTC=1`; without it, a machine lacking NVRTC skips with a message.
 
-use segcut::maxflow::cuda::{compile_all_kernels_ptx, nvrtc_available, runtime, OLDEST_ARCH};
+use segcut::cuda::{self as runtime, compile_all_kernels_ptx, nvrtc_available, OLDEST_ARCH};
 
 /// Whether the test may run: false (skip) only when NVRTC is missing and not required.
 fn nvrtc_or_skip() -> bool {

@@ -2,7 +2,7 @@
 
 mod common;
 
-use segcut::segment::io::{load_image, save_volume};
+use segcut::io::{load_image, save_volume};
 use segcut::segment::Image;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -141,7 +141,7 @@ fn outputs_overlay_stats_and_graph() {
     assert_eq!(s["dims"][0], 320);
     assert_eq!(s["connectivity"], 8);
     // The default solver is `auto`: the GPU grid solver where a GPU is usable, BK elsewhere.
-    let expected = if segcut::maxflow::cuda::gpu_available() {
+    let expected = if segcut::cuda::gpu_available() {
         "cuda-grid"
     } else {
         "bk"

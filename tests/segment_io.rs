@@ -3,7 +3,7 @@
 //! Test inputs are made here with the `png`, `image` and `tiff` crates, or byte by byte from the
 //! NIfTI-1 layout, so that a reader bug is not hidden by the same bug in our own writer.
 
-use segcut::segment::io::{
+use segcut::io::{
     load_image, load_image_with, load_seeds, memory_needed, rect_seeds, rect_with_seeds, save_mask,
     save_nifti, save_tiff, save_volume, LoadOptions, NiftiOptions, NiftiType, Rect, SeedFormat,
     SeedOptions,

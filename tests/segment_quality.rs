@@ -4,8 +4,8 @@
 //! classic reference pipeline's published means. The ignored tests print tables for the docs:
 //! `cargo test --release --test segment_quality -- --ignored --nocapture`.
 
+use segcut::io::{load_image, load_seeds};
 use segcut::segment::eval::{load_ground_truth, score};
-use segcut::segment::io::{load_image, load_seeds};
 use segcut::segment::model::ModelKind;
 use segcut::segment::{segment, ColorSpace, SegmentOptions};
 use std::path::{Path, PathBuf};

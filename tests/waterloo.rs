@@ -3,8 +3,8 @@
 
 mod common;
 
-use segcut::graph::dimacs::{self, ReadOptions};
 use segcut::graph::{FlowNetwork, Network};
+use segcut::io::dimacs::{self, ReadOptions};
 use segcut::maxflow::{solver_by_name, verify};
 
 /// The solvers that take any graph on any machine (`auto` falls back to BK for general graphs).

@@ -3,8 +3,8 @@
 
 use super::segment::EnergyArgs;
 use anyhow::{bail, Context, Result};
+use segcut::io::{self, SeedOptions};
 use segcut::segment::eval::{load_ground_truth, score, Score};
-use segcut::segment::io::{self, SeedOptions};
 use segcut::segment::segment;
 use serde::Serialize;
 use std::io::Write;

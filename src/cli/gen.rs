@@ -2,7 +2,8 @@
 
 use anyhow::{Context, Result};
 use segcut::gen::{self, GenrmfSpec, GridSpec, WashingtonSpec};
-use segcut::graph::{dimacs, FlowNetwork, Network};
+use segcut::graph::{FlowNetwork, Network};
+use segcut::io::dimacs;
 use std::path::PathBuf;
 use std::process::ExitCode;
 

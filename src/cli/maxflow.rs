@@ -1,8 +1,8 @@
 //! `segcut maxflow`: solve `.max` files and archives, one row per instance.
 
 use anyhow::{bail, Context, Result};
-use segcut::graph::dimacs::{self, MaxInstance, ReadOptions};
 use segcut::graph::FlowNetwork;
+use segcut::io::dimacs::{self, MaxInstance, ReadOptions};
 use segcut::maxflow::{self, solver_by_name, verify};
 use serde::Serialize;
 use std::io::Write;

@@ -1,12 +1,13 @@
 //! `segcut segment` (the default subcommand): image or volume + seeds → mask.
 
 use anyhow::{bail, Context, Result};
-use segcut::graph::{dimacs, Connectivity, Network};
+use segcut::graph::{Connectivity, Network};
+use segcut::io::{self, LoadOptions, Rect, SeedFormat, SeedOptions};
+use segcut::io::{dimacs, overlay};
 use segcut::maxflow::SOLVER_NAMES;
-use segcut::segment::io::{self, LoadOptions, Rect, SeedFormat, SeedOptions};
 use segcut::segment::model::ModelKind;
 use segcut::segment::pipeline::{ColorSpace, SegmentOptions};
-use segcut::segment::{overlay, segment, Image, Seeds};
+use segcut::segment::{segment, Image, Seeds};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -238,7 +239,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             &opts.solver,
             size,
             mf::auto_min_gpu_nodes(),
-            mf::cuda::gpu_unavailable_reason,
+            segcut::cuda::gpu_unavailable_reason,
         );
         (c.solver, c.reason)
     };

@@ -5,7 +5,6 @@
 //! Capacities are `i32` ([`Cap`]); flows and sums are `i64` ([`Flow`]) and checked.
 
 mod csr;
-pub mod dimacs;
 mod grid;
 
 pub use csr::{CsrBuilder, CsrGraph, Vertex};

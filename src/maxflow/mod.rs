@@ -239,7 +239,7 @@ pub fn choose_solver(requested: &str, net: &Network) -> Choice {
         requested,
         GraphSize::of(net),
         auto_min_gpu_nodes(),
-        cuda::gpu_unavailable_reason,
+        crate::cuda::gpu_unavailable_reason,
     )
 }
 
@@ -312,7 +312,7 @@ pub fn resolved_solver_name(requested: &str, grid: bool) -> &str {
         requested,
         size,
         auto_min_gpu_nodes(),
-        cuda::gpu_unavailable_reason,
+        crate::cuda::gpu_unavailable_reason,
     )
     .solver
     {

@@ -48,8 +48,8 @@
 //! ```
 
 use super::model::ColorModel;
-use super::{Image, Seed, Seeds};
 use crate::graph::{offset_step, valid_box, Cap, Connectivity, GridGraph};
+use crate::io::{Image, Seed, Seeds};
 use crate::{Error, Result};
 use rayon::prelude::*;
 

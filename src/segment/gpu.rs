@@ -35,9 +35,9 @@ use super::energy::NLINK_TABLE_LEVELS;
 use super::energy::{self, direction_distances, EnergyOptions, COST_TABLE_NODES};
 use super::model::{ColorModel, Model, ModelKind, ModelParams};
 use super::pipeline::{srgb_to_lab, Blend, ColorSpace};
-use super::{Image, Seeds};
+use crate::cuda::{gpu, DeviceGrid};
 use crate::graph::{valid_box, Cap, Connectivity, GridGraph};
-use crate::maxflow::cuda::{gpu, DeviceGrid};
+use crate::io::{Image, Seeds};
 use crate::maxflow::Cut;
 use crate::{Error, Result};
 
@@ -192,7 +192,7 @@ fn launch_cfg(n: usize) -> LaunchConfig {
 }
 
 fn driver_err(call: &str, e: cudarc::driver::DriverError) -> Error {
-    crate::maxflow::cuda::runtime::driver_err(call, e)
+    crate::cuda::driver_err(call, e)
 }
 
 /// What the host's pass over the image found.

@@ -20,9 +20,10 @@
 use super::energy::{self, Energy, EnergyOptions};
 use super::gpu::{GpuEnergy, GpuTimes, WorkSpace};
 use super::model::{ColorModel, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
-use super::{Image, Seed, Seeds};
+use crate::cuda;
 use crate::graph::{Connectivity, GridGraph};
-use crate::maxflow::cuda::{self, CudaGrid};
+use crate::io::{Image, Seed, Seeds};
+use crate::maxflow::cuda::CudaGrid;
 use crate::maxflow::{solver_by_name, verify, Cut};
 use crate::{Error, Result};
 use rayon::prelude::*;

@@ -89,7 +89,7 @@ pub fn repo_root() -> PathBuf {
 /// Whether a GPU is usable; false (the test skips, saying why) only when none is and none is
 /// required: under `SEGCUT_REQUIRE_GPU=1` (the GPU machine's `.gpu/run`) a missing GPU fails.
 pub fn gpu_or_skip() -> bool {
-    match segcut::maxflow::cuda::gpu_unavailable_reason() {
+    match segcut::cuda::gpu_unavailable_reason() {
         None => true,
         Some(why) if std::env::var_os("SEGCUT_REQUIRE_GPU").is_some_and(|v| v != "0") => {
             panic!("SEGCUT_REQUIRE_GPU is set but no GPU is usable: {why}")

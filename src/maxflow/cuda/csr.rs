@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
-use super::runtime::{self, driver_err};
+use crate::cuda::{self as runtime, driver_err};
 use crate::graph::{Cap, CsrGraph, Flow, GridGraph, Network};
 use crate::maxflow::{Cut, Flows, Solver};
 use crate::{Error, Result};

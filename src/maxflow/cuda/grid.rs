@@ -31,8 +31,8 @@ use cudarc::driver::{
     CudaFunction, CudaGraph, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
 };
 
-use super::device::DeviceGrid;
-use super::runtime::{self, driver_err};
+use crate::cuda::DeviceGrid;
+use crate::cuda::{self as runtime, driver_err};
 use crate::graph::{Connectivity, CsrGraph, Flow, GridGraph, Network};
 use crate::maxflow::{Cut, Flows, Solver};
 use crate::{Error, Result};

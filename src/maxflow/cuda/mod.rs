@@ -1,30 +1,15 @@
-//! GPU solvers (CUDA): the runtime layer, the grid and general-graph push-relabel solvers, and
-//! [`Auto`], which uses the GPU when one is usable and the graph is large enough, BK otherwise.
-//!
-//! Nothing here needs CUDA at build time: the driver and NVRTC are loaded when first used, and
-//! without them [`gpu_available`] is false and the GPU solvers return [`Error::Unsupported`].
-//!
-//! ```
-//! use segcut::maxflow::cuda;
-//! match cuda::gpu_unavailable_reason() {
-//!     None => println!("GPU: {}", cuda::gpu().unwrap().name),
-//!     Some(why) => println!("no GPU ({why}): the CPU solver is used"),
-//! }
-//! ```
+//! The GPU max-flow solvers: [`CudaGrid`] (tiled push-relabel for grids, `kernels/grid_pr.cu`),
+//! [`CudaCsr`] (worklist push-relabel for any graph, `kernels/csr_pr.cu`), and [`Auto`], which uses
+//! the GPU when one is usable and the graph is large enough, BK otherwise. The runtime they share
+//! (context, NVRTC, kernel cache, device buffers) is [`crate::cuda`].
 
 mod csr;
-mod device;
 mod grid;
-pub mod runtime;
 
 pub use csr::{CsrLayout, CsrStats, CudaCsr};
-pub use device::DeviceGrid;
 pub use grid::{grid_bytes_per_node, CudaGrid, Discharge, GridStats, Launch, Relabel, TileBlocks};
-pub use runtime::{
-    compile_all_kernels_ptx, gpu, gpu_available, gpu_unavailable_reason, nvrtc_available, Gpu,
-    OLDEST_ARCH,
-};
 
+use crate::cuda::gpu_unavailable_reason;
 use crate::graph::{CsrGraph, FlowNetwork, GridGraph, Network};
 use crate::maxflow::{
     auto_min_gpu_nodes, bk::Bk, choose_solver_for, Choice, Cut, Flows, GraphSize, Solver,

@@ -3,7 +3,7 @@
 use super::nifti::{save_nifti, NiftiOptions, NiftiType};
 use super::tiff_stack::{read_meta, save_tiff};
 use super::{dims_text, input_err, sniff, Kind};
-use crate::segment::Image;
+use crate::io::Image;
 use crate::{Error, Result};
 use std::path::Path;
 
@@ -66,7 +66,7 @@ pub(crate) fn check_image(path: &Path, img: &Image) -> Result<()> {
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
-/// use segcut::segment::io::{load_image, save_mask};
+/// use segcut::io::{load_image, save_mask};
 /// let path = dir.path().join("mask.png");
 /// save_mask(&path, &[true, false, false, true], [2, 2, 1], None)?;
 /// assert_eq!(load_image(&path)?.data, vec![255.0, 0.0, 0.0, 255.0]);
@@ -155,7 +155,7 @@ pub fn save_mask(path: &Path, mask: &[bool], dims: [usize; 3], like: Option<&Pat
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
-/// use segcut::segment::{io::{load_image, save_volume}, Image};
+/// use segcut::io::{load_image, save_volume, Image};
 /// let vol = Image { dims: [3, 2, 2], channels: 1, data: (0..12).map(|v| v as f32).collect(),
 ///                   spacing: [0.5, 0.5, 2.0] };
 /// let path = dir.path().join("vol.nii.gz");

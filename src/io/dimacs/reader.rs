@@ -859,7 +859,7 @@ fn line_error(file: &str, line: u64, e: LineError, stream: &str) -> Error {
 /// are allowed and ignored).
 ///
 /// ```
-/// let flow = segcut::graph::dimacs::read_sol("c solved\ns 50\n".as_bytes(), "x.sol").unwrap();
+/// let flow = segcut::io::dimacs::read_sol("c solved\ns 50\n".as_bytes(), "x.sol").unwrap();
 /// assert_eq!(flow, 50);
 /// ```
 pub fn read_sol<R: BufRead>(r: R, name: &str) -> Result<i64> {

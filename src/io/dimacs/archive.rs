@@ -161,7 +161,7 @@ impl<R: Read> Read for Exact<R> {
 /// any `.max` member is an error too.
 ///
 /// ```
-/// use segcut::graph::dimacs::{read_instances, ReadOptions};
+/// use segcut::io::dimacs::{read_instances, ReadOptions};
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("pair.max");
 /// std::fs::write(&path, "p max 3 2\nn 1 s\nn 2 t\na 1 3 4\na 3 2 5\n").unwrap();

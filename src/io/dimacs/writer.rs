@@ -87,7 +87,8 @@ impl<W: Write> LineWriter<W> {
 /// [`GridGraph::validate`] is refused with [`io::ErrorKind::InvalidInput`].
 ///
 /// ```
-/// use segcut::graph::{dimacs::write_max, CsrBuilder, Network};
+/// use segcut::graph::{CsrBuilder, Network};
+/// use segcut::io::dimacs::write_max;
 /// let mut b = CsrBuilder::new(2).unwrap();
 /// b.add_terminals(0, 5, 0).unwrap();
 /// b.add_edge(0, 1, 3, 0).unwrap();
@@ -206,7 +207,7 @@ fn write_csr<W: Write>(lw: &mut LineWriter<W>, g: &CsrGraph, comments: &[&str]) 
 /// Writes `net` to `path` with [`write_max`], compressed when the name ends in `.gz` or `.bz2`.
 ///
 /// ```
-/// use segcut::graph::dimacs::{read_instances, write_max_file, ReadOptions};
+/// use segcut::io::dimacs::{read_instances, write_max_file, ReadOptions};
 /// use segcut::graph::{Connectivity, GridGraph, Network};
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("g.max.bz2");

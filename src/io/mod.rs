@@ -1,4 +1,6 @@
-//! Reading images, volumes and seeds; writing masks and volumes.
+//! Every format in and out: images, volumes and seeds ([`load_image`], [`load_seeds`]), masks and
+//! volumes ([`save_mask`], [`save_volume`]), overlays ([`overlay`]), and DIMACS / Waterloo
+//! max-flow files ([`dimacs`]).
 //!
 //! [`load_image`] opens anything segcut segments, chosen by the file's first bytes (then its
 //! extension):
@@ -18,7 +20,7 @@
 //! seeds. [`save_mask`] and [`save_volume`] write results as PNG, TIFF or NIfTI.
 //!
 //! ```no_run
-//! use segcut::segment::io::{load_image, load_seeds, save_mask, SeedOptions};
+//! use segcut::io::{load_image, load_seeds, save_mask, SeedOptions};
 //! use std::path::Path;
 //!
 //! let image = load_image(Path::new("photo.jpg"))?;
@@ -30,8 +32,11 @@
 //! # Ok::<(), segcut::Error>(())
 //! ```
 
+pub mod dimacs;
+mod image;
 mod mask;
 pub mod nifti;
+pub mod overlay;
 mod raster;
 mod seeds;
 mod tiff_stack;
@@ -44,9 +49,9 @@ pub use seeds::{
 };
 pub use tiff_stack::save_tiff;
 
-use super::Image;
 use crate::graph::Connectivity;
 use crate::{Error, Result};
+pub use image::{Image, Seed, Seeds};
 use std::io::Read;
 use std::path::Path;
 
@@ -67,7 +72,7 @@ pub struct LoadOptions {
 /// overflowing.
 ///
 /// ```
-/// use segcut::segment::io::memory_needed;
+/// use segcut::io::memory_needed;
 /// // 100×100 RGB, 4-connected: 100·100·(3·4 + 6·4) bytes.
 /// assert_eq!(memory_needed([100, 100, 1], 3, 4), 360_000);
 /// ```

@@ -33,7 +33,7 @@
 //! [`MaxInstance::layout`] says which way it went and why.
 //!
 //! ```
-//! use segcut::graph::dimacs::{read_max, write_max};
+//! use segcut::io::dimacs::{read_max, write_max};
 //! use segcut::graph::{Connectivity, GridGraph, Network};
 //!
 //! let mut g = GridGraph::new_2d(3, 2, Connectivity::N4).unwrap();
@@ -60,7 +60,7 @@ pub use archive::read_instances;
 pub use reader::{read_max, read_max_with, read_sol};
 pub use writer::{write_max, write_max_file};
 
-use super::{Connectivity, Network};
+use crate::graph::{Connectivity, Network};
 
 /// A max-flow instance read from a DIMACS file.
 #[derive(Clone, Debug)]
@@ -99,7 +99,7 @@ pub struct MaxInstance {
 ///
 /// ```
 /// let text = "p max 6 4\nn 1 s\nn 2 t\na 3 4 1\na 4 3 1\na 3 5 2\na 5 3 2\n";
-/// let inst = segcut::graph::dimacs::read_max(text.as_bytes(), "x.max").unwrap();
+/// let inst = segcut::io::dimacs::read_max(text.as_bytes(), "x.max").unwrap();
 /// assert_eq!(inst.layout.to_string(), "grid 2x2 N4 inferred from arc offsets");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,7 +147,7 @@ impl MaxInstance {
     ///
     /// ```
     /// let text = "p max 4 0\nn 3 s\nn 1 t\n";
-    /// let inst = segcut::graph::dimacs::read_max(text.as_bytes(), "x.max").unwrap();
+    /// let inst = segcut::io::dimacs::read_max(text.as_bytes(), "x.max").unwrap();
     /// assert_eq!((inst.dimacs_id(0), inst.dimacs_id(1)), (2, 4));
     /// ```
     pub fn dimacs_id(&self, node: usize) -> u64 {
@@ -170,7 +170,7 @@ impl MaxInstance {
     /// of this instance's `.sol` value in the map [`read_instances`] returns.
     ///
     /// ```
-    /// # use segcut::graph::dimacs::stem_of;
+    /// # use segcut::io::dimacs::stem_of;
     /// assert_eq!(stem_of("data/BVZ-tsukuba.tbz2:BVZ-tsukuba/BVZ-tsukuba3.max"), "BVZ-tsukuba3");
     /// ```
     pub fn stem(&self) -> &str {

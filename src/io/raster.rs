@@ -1,7 +1,7 @@
 //! 2D images through the `image` crate.
 
 use super::{check_memory, input_err, LoadOptions};
-use crate::segment::Image;
+use crate::io::Image;
 use crate::{Error, Result};
 use image::{DynamicImage, ImageDecoder, ImageReader};
 use std::path::Path;

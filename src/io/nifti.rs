@@ -6,7 +6,7 @@
 //! `scl_slope` is neither 0 nor NaN (the standard's rule).
 
 use super::{check_memory, dims_text, input_err, pixel_text, LoadOptions};
-use crate::segment::Image;
+use crate::io::Image;
 use crate::{Error, Result};
 use flate2::read::MultiGzDecoder;
 use std::fs::File;
@@ -432,7 +432,7 @@ impl Default for NiftiOptions {
 /// `pixdim[1..3]`. A 3-channel image needs [`NiftiType::Rgb24`]; 1-channel any other type.
 ///
 /// ```no_run
-/// use segcut::segment::{io::{save_nifti, NiftiOptions, NiftiType}, Image};
+/// use segcut::io::{save_nifti, Image, NiftiOptions, NiftiType};
 /// let vol = Image { dims: [8, 8, 4], channels: 1, data: vec![3.0; 256], spacing: [1.0, 1.0, 2.5] };
 /// let opts = NiftiOptions { datatype: NiftiType::I16, ..Default::default() };
 /// save_nifti(std::path::Path::new("vol.nii.gz"), &vol, &opts)?;

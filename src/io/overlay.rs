@@ -15,7 +15,7 @@ const ALPHA: f32 = 0.45;
 /// Renders `mask` over slice `z` of `image` (the middle slice for volumes when `z` is `None`).
 ///
 /// ```
-/// use segcut::segment::{overlay::render, Image};
+/// use segcut::io::{overlay::render, Image};
 /// let image = Image { dims: [4, 3, 1], channels: 1, data: vec![100.0; 12], spacing: [1.0; 3] };
 /// let mask: Vec<bool> = (0..12).map(|i| i % 4 >= 2).collect();
 /// let pic = render(&image, &mask, None).unwrap();

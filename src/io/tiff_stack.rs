@@ -1,7 +1,7 @@
 //! TIFF images and multi-page TIFF volumes (one page per z slice), with ImageJ spacing.
 
 use super::{check_memory, input_err, LoadOptions};
-use crate::segment::Image;
+use crate::io::Image;
 use crate::{Error, Result};
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
@@ -209,7 +209,7 @@ enum Sample {
 /// 0–255, 16-bit for integers in 0–65535, else 32-bit float. Channels must be 1 or 3.
 ///
 /// ```no_run
-/// use segcut::segment::{io::save_tiff, Image};
+/// use segcut::io::{save_tiff, Image};
 /// let vol = Image { dims: [4, 4, 3], channels: 1, data: vec![7.0; 48], spacing: [0.5, 0.5, 2.0] };
 /// save_tiff(std::path::Path::new("vol.tif"), &vol, None)?;
 /// # Ok::<(), segcut::Error>(())

@@ -23,11 +23,11 @@ use crate::{Error, Result};
 /// The CUDA C sources in `kernels/`, by name, embedded in the binary.
 pub const KERNELS: &[(&str, &str)] = &[
     // cuda-grid
-    ("grid_pr", include_str!("../../../kernels/grid_pr.cu")),
+    ("grid_pr", include_str!("../../kernels/grid_pr.cu")),
     // cuda-csr
-    ("csr_pr", include_str!("../../../kernels/csr_pr.cu")),
+    ("csr_pr", include_str!("../../kernels/csr_pr.cu")),
     // the segmentation energy (src/segment/gpu.rs)
-    ("seg_energy", include_str!("../../../kernels/seg_energy.cu")),
+    ("seg_energy", include_str!("../../kernels/seg_energy.cu")),
 ];
 
 /// The NVRTC options a kernel file is compiled with for `arch`. `seg_energy` turns off
@@ -132,7 +132,7 @@ pub fn compile_ptx(name: &str, src: &str, arch: &str) -> Result<Ptx> {
 /// CUDA C compiles.
 ///
 /// ```no_run
-/// let compiled = segcut::maxflow::cuda::compile_all_kernels_ptx("sm_90").unwrap();
+/// let compiled = segcut::cuda::compile_all_kernels_ptx("sm_90").unwrap();
 /// assert!(compiled.iter().all(|(_, len)| *len > 0));
 /// ```
 pub fn compile_all_kernels_ptx(arch: &str) -> Result<Vec<(String, usize)>> {

@@ -1,7 +1,7 @@
 //! User seeds: scribble files in their common conventions, and GrabCut rectangles.
 
 use super::{dims_text, input_err, pixel_text, raster, sniff, Kind, LoadOptions};
-use crate::segment::{Seed, Seeds};
+use crate::io::{Seed, Seeds};
 use crate::{Error, Result};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -193,7 +193,7 @@ impl Grey {
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
-/// use segcut::segment::{io::{load_seeds, SeedOptions}, Seed};
+/// use segcut::io::{load_seeds, Seed, SeedOptions};
 /// // A 3×1 OpenCV grabCut mask: background, foreground, probably foreground.
 /// let path = dir.path().join("mask.png");
 /// image::GrayImage::from_raw(3, 1, vec![0, 1, 3]).unwrap().save(&path).unwrap();
@@ -607,7 +607,7 @@ impl FromStr for Rect {
     /// Parses `"x,y,w,h"` (non-negative integers; spaces allowed).
     ///
     /// ```
-    /// use segcut::segment::io::Rect;
+    /// use segcut::io::Rect;
     /// let r: Rect = "10, 20,30,40".parse()?;
     /// assert_eq!(r, Rect { x: 10, y: 20, w: 30, h: 40 });
     /// assert!("10,20,30".parse::<Rect>().is_err());
@@ -654,7 +654,7 @@ impl fmt::Display for Rect {
 /// The rectangle must be non-empty, lie inside the image and leave some background.
 ///
 /// ```
-/// use segcut::segment::{io::{rect_seeds, Rect}, Seed};
+/// use segcut::io::{rect_seeds, Rect, Seed};
 /// let s = rect_seeds([4, 3, 1], &Rect { x: 1, y: 1, w: 2, h: 1 })?;
 /// assert_eq!(s.counts()[Seed::ProbablyForeground as usize], 2);
 /// assert_eq!(s.counts()[Seed::Background as usize], 10);
@@ -703,7 +703,7 @@ pub fn rect_seeds(dims: [usize; 3], rect: &Rect) -> Result<Seeds> {
 /// inside (they cannot undo the hard background outside).
 ///
 /// ```
-/// use segcut::segment::{io::{rect_with_seeds, Rect}, Seed, Seeds};
+/// use segcut::io::{rect_with_seeds, Rect, Seed, Seeds};
 /// let mut file = Seeds::unknown([3, 1, 1]);
 /// file.labels[0] = Seed::Foreground; // outside the rectangle: the hard seed wins
 /// let s = rect_with_seeds(&Rect { x: 1, y: 0, w: 2, h: 1 }, &file)?;
