@@ -36,6 +36,7 @@ pub mod dimacs;
 mod image;
 mod mask;
 pub mod nifti;
+mod output;
 pub mod overlay;
 mod raster;
 mod seeds;
@@ -52,6 +53,7 @@ pub use tiff_stack::save_tiff;
 use crate::graph::Connectivity;
 use crate::{Error, Result};
 pub use image::{Image, Seed, Seeds};
+pub use output::{write_atomic, AtomicFile};
 use std::io::Read;
 use std::path::Path;
 
