@@ -2,7 +2,7 @@
 //!
 //! `cargo bench --bench bk [SPEC ...]` prints, per grid, the median of `SEGCUT_BENCH_REPS` (default
 //! 3) solves through `solve_csr` on the CSR form (conversion excluded) and through the grid path
-//! (`solve_grid_timed`, its arc construction reported separately), the flow value and BK's counters.
+//! (`Solver::run`, its arc construction reported separately), the flow value and BK's counters.
 //! Without arguments it runs a default list of 2D and 3D grids (see `DEFAULT`).
 //!
 //! With `SEGCUT_BENCH_DUMP=DIR`, each grid is also written to `DIR/SPEC.grid` (little-endian:
@@ -88,7 +88,8 @@ fn main() {
             let cut = bk.solve_csr(&csr).expect("solve");
             csr_t.push(t.elapsed());
             let t = Instant::now();
-            let (cut2, build) = bk.solve_grid_timed(&g).expect("solve");
+            let solved = bk.run((&g).into(), false).expect("solve");
+            let (cut2, build) = (solved.cut, solved.stats.build);
             grid_t.push(t.elapsed() - build);
             build_t.push(build);
             ok &= cut == cut2 && verify(&g, &cut).is_ok();

@@ -31,8 +31,13 @@ fn reps() -> usize {
 /// A 3840×2160 RGB image: the dev photo 65019 upscaled (bilinear), or synthetic stripes.
 fn photo_4k() -> Image {
     let (w, h) = (3840u32, 2160u32);
-    let dir = std::env::var("SEGCUT_DEV_DATA")
-        .unwrap_or_else(|_| "/work/shared/data/segmentation/grabcut-bsds-dev".into());
+    let dir = std::env::var("SEGCUT_DEV_DATA").unwrap_or_else(|_| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/data/segmentation/grabcut-bsds-dev"
+        )
+        .into()
+    });
     let path = std::path::Path::new(&dir).join("images/65019.jpg");
     let data: Vec<f32> = match image::open(&path) {
         Ok(img) => {

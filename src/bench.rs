@@ -4,14 +4,16 @@
 //!
 //! ```
 //! use segcut::bench::{run, suite, BenchOptions, SuiteOptions};
+//! use segcut::maxflow::SolverKind::{Bk, Dinic};
 //! let s = suite("tiny", &SuiteOptions::default()).unwrap();
-//! let records = run(&s.instances, &["bk", "dinic"], &BenchOptions { runs: 1, ..Default::default() }, |_| {}).unwrap();
+//! let opts = BenchOptions { runs: 1, ..Default::default() };
+//! let records = run(&s.instances, &[Bk, Dinic], &opts, |_| {}).unwrap();
 //! assert!(records.iter().all(|r| r.verified && r.agrees));
 //! ```
 
 use crate::gen::{self, InstanceSpec};
 use crate::graph::{FlowNetwork, Network};
-use crate::maxflow::{self, solver_by_name, verify, Cut};
+use crate::maxflow::{solver_of, verify, AutoPolicy, Cut, Solver, SolverKind};
 use crate::segment::{self, Image, Seeds};
 use crate::{Error, Result};
 use serde::Serialize;
@@ -31,9 +33,11 @@ pub const SUITES: &[&str] = &[
     "crossover",
 ];
 
-/// Where the `photo` suite (and the photo part of `standard`) finds the GrabCut-BSDS dev set:
-/// `images/*.jpg` and their `scribbles-1/<stem>-anno.png` seeds.
-pub const DEFAULT_PHOTO_DATA: &str = "/work/shared/data/segmentation/grabcut-bsds-dev";
+/// Where the `photo` suite (and the photo part of `standard`) finds the GrabCut-BSDS dev set
+/// (`images/*.jpg` and their `scribbles-1/<stem>-anno.png` seeds) unless told otherwise:
+/// relative to the working directory, i.e. the `shared/` folder beside a checkout when run from
+/// its root.
+pub const DEFAULT_PHOTO_DATA: &str = "../shared/data/segmentation/grabcut-bsds-dev";
 
 /// The width photos are upscaled to for the 4K instances.
 pub const PHOTO_4K_WIDTH: usize = 3840;
@@ -184,7 +188,7 @@ pub struct Suite {
 ///   to 3840 wide.
 /// - `crossover`: 2D N4 grids and 3D N6 grids of about 4^5 … 4^11 nodes (1 K to 4 M) and
 ///   random sparse graphs of 4^5 … 4^9 nodes, to find where the GPU, fixed costs included, overtakes BK (the `total_ms`
-///   column; see [`maxflow::AUTO_MIN_GPU_NODES`]).
+///   column; see [`crate::maxflow::AUTO_MIN_GPU_NODES`]).
 pub fn suite(name: &str, opts: &SuiteOptions) -> Result<Suite> {
     let mut notes = Vec::new();
     let gen = |specs: Vec<String>| -> Result<Vec<BenchInstance>> {
@@ -456,6 +460,8 @@ pub struct BenchOptions {
     /// their `c regulargrid` hint) before it is solved, e.g. to run other solvers on the very
     /// same graphs.
     pub dump: Option<std::path::PathBuf>,
+    /// How `auto` chooses, when it is among the solvers.
+    pub auto: AutoPolicy,
 }
 
 impl Default for BenchOptions {
@@ -464,6 +470,7 @@ impl Default for BenchOptions {
             runs: 3,
             max_nodes: None,
             dump: None,
+            auto: AutoPolicy::default(),
         }
     }
 }
@@ -477,8 +484,12 @@ pub struct BenchRecord {
     pub nodes: usize,
     /// Arcs between non-terminal nodes.
     pub arcs: usize,
-    /// Solver name.
-    pub solver: String,
+    /// The solver asked for.
+    pub solver: SolverKind,
+    /// The solver that ran the last run (what `auto` chose), and why.
+    pub ran: String,
+    /// Why that solver ran (`requested`, or `auto`'s reason).
+    pub ran_reason: String,
     /// Why the solver did not run on this instance (`n/a` in the table): it takes grids only,
     /// or it declined ([`Error::Unsupported`]: no GPU, out of memory, not built yet). The
     /// numbers below are then zero.
@@ -520,23 +531,18 @@ pub enum Event<'a> {
     Done(&'a BenchRecord),
 }
 
-/// Solvers that take grids only: on general instances they get an `n/a` row.
-const GRID_ONLY: &[&str] = &["cuda-grid"];
-
 /// Runs `solvers` on every instance, `opts.runs` times each, verifying every result.
 pub fn run(
     instances: &[BenchInstance],
-    solvers: &[&str],
+    solvers: &[SolverKind],
     opts: &BenchOptions,
     mut progress: impl FnMut(Event<'_>),
 ) -> Result<Vec<BenchRecord>> {
     if solvers.is_empty() {
         return Err(Error::Unsupported("no solver named".into()));
     }
-    let mut solvers: Vec<Box<dyn maxflow::Solver>> = solvers
-        .iter()
-        .map(|s| solver_by_name(s))
-        .collect::<Result<_>>()?;
+    let mut solvers: Vec<Box<dyn Solver + Send>> =
+        solvers.iter().map(|&k| solver_of(k, opts.auto)).collect();
     let runs = opts.runs.max(1);
     let mut records = Vec::new();
     for inst in instances {
@@ -595,7 +601,7 @@ pub fn run(
         }
         let mut reference: Option<(Cut, f64)> = None;
         for solver in solvers.iter_mut() {
-            let grid_only = GRID_ONLY.contains(&solver.name());
+            let grid_only = solver.kind().grids_only();
             let input = match (&general, grid_only) {
                 (Some(csr), false) => csr,
                 _ => &net,
@@ -604,7 +610,9 @@ pub fn run(
                 instance: name.clone(),
                 nodes: net.num_nodes(),
                 arcs: net.num_arcs(),
-                solver: solver.name().to_string(),
+                solver: solver.kind(),
+                ran: String::new(),
+                ran_reason: String::new(),
                 not_run: None,
                 flow: 0,
                 solve_ms: 0.0,
@@ -626,7 +634,7 @@ pub fn run(
             let mut totals = Vec::with_capacity(runs);
             for r in 0..runs {
                 progress(Event::Solving(&name, solver.name(), r));
-                let timed = match maxflow::solve_timed(solver.as_mut(), input) {
+                let timed = match solver.run(input.into(), false) {
                     Ok(t) => t,
                     // The solver cannot take this graph here (no GPU, too large, not built):
                     // a row that says so, and the other solvers go on.
@@ -641,9 +649,11 @@ pub fn run(
                     rec.agrees &= *cut == timed.cut;
                 }
                 rec.flow = timed.cut.flow;
+                rec.ran = timed.ran.solver.to_string();
+                rec.ran_reason = timed.ran.reason.clone();
                 let (b, s) = (
-                    timed.build.as_secs_f64() * 1e3,
-                    timed.solve.as_secs_f64() * 1e3,
+                    timed.stats.build.as_secs_f64() * 1e3,
+                    timed.stats.solve.as_secs_f64() * 1e3,
                 );
                 rec.solve_ms_all.push(s);
                 builds.push(b);

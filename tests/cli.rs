@@ -403,7 +403,7 @@ fn maxflow_reports_the_solver_choice_and_its_reason() {
         "{why}"
     );
     // The threshold lowered to 4: the GPU is considered, and used only if there is one.
-    let v = json(&[("SEGCUT_AUTO_MIN_GPU_NODES", "4")], &[]);
+    let v = json(&[], &["--gpu-min-nodes", "4"]);
     let why = v["solver_reason"].as_str().unwrap();
     match v["solver"].as_str().unwrap() {
         "bk" => assert!(

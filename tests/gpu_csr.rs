@@ -9,7 +9,7 @@ use segcut::gen::{generate, InstanceSpec};
 use segcut::graph::{Cap, Connectivity, CsrBuilder, CsrGraph, GridGraph, Network, Vertex};
 use segcut::maxflow::bk::Bk;
 use segcut::maxflow::cuda::CudaCsr;
-use segcut::maxflow::{solve_timed, solver_by_name, verify, Solver, SOLVER_NAMES};
+use segcut::maxflow::{solver_of, verify, AutoPolicy, Solver, SolverKind};
 use segcut::rng::Rng;
 use segcut::Error;
 
@@ -355,8 +355,8 @@ fn repeated_solves_give_identical_cuts() {
 
 #[test]
 fn registered_by_name_and_errors_without_a_gpu() {
-    assert!(SOLVER_NAMES.contains(&"cuda-csr"));
-    let mut s = solver_by_name("cuda-csr").unwrap();
+    let kind: SolverKind = "cuda-csr".parse().unwrap();
+    let mut s = solver_of(kind, AutoPolicy::default());
     assert_eq!(s.name(), "cuda-csr");
     let mut b = CsrBuilder::new(2).unwrap();
     b.add_terminals(0, 4, 0).unwrap();
@@ -459,7 +459,7 @@ fn timings_at_scale() {
                 solver.small_list,
                 solver.spread_after
             );
-            let t = solve_timed(&mut solver, &net).unwrap();
+            let t = solver.run((&net).into(), false).unwrap();
             verify(g, &t.cut).unwrap();
             match &first {
                 None => first = Some(t.cut.clone()),
@@ -473,8 +473,8 @@ fn timings_at_scale() {
                 g.num_nodes(),
                 g.num_arcs(),
                 t.cut.flow,
-                t.solve.as_secs_f64() * 1e3,
-                t.build.as_secs_f64() * 1e3,
+                t.stats.solve.as_secs_f64() * 1e3,
+                t.stats.build.as_secs_f64() * 1e3,
                 solver.stats.rounds,
                 solver.stats.small_rounds,
                 solver.stats.global_relabels,
@@ -482,21 +482,21 @@ fn timings_at_scale() {
                 solver.stats.small_levels,
                 solver.stats.launches
             );
-            rows.push((what, t.solve));
+            rows.push((what, t.stats.solve));
         }
         if no_bk {
             continue;
         }
-        let bk = solve_timed(&mut Bk::default(), &net).unwrap();
+        let bk = Bk::default().run((&net).into(), false).unwrap();
         let first = first.unwrap();
         assert_eq!(first.flow, bk.cut.flow, "{name}");
         assert!(first.sink_side == bk.cut.sink_side, "{name}: canonical cut");
         for (what, solve) in rows {
             eprintln!(
                 "{name}: bk {:.1} ms | cuda-csr {what}: {:.1} ms | speed-up {:.2}",
-                bk.solve.as_secs_f64() * 1e3,
+                bk.stats.solve.as_secs_f64() * 1e3,
                 solve.as_secs_f64() * 1e3,
-                bk.solve.as_secs_f64() / solve.as_secs_f64()
+                bk.stats.solve.as_secs_f64() / solve.as_secs_f64()
             );
         }
     }

@@ -9,7 +9,7 @@ use segcut::gen::grid::{vision_grid, GridSpec};
 use segcut::graph::{Cap, Connectivity, GridGraph, Network};
 use segcut::maxflow::bk::Bk;
 use segcut::maxflow::cuda::{self, CudaGrid, Launch, TileBlocks};
-use segcut::maxflow::{solver_by_name, verify, Solver};
+use segcut::maxflow::{solver_of, verify, AutoPolicy, Solver, SolverKind};
 use segcut::rng::Rng;
 use segcut::Error;
 
@@ -440,13 +440,14 @@ fn general_graphs_are_refused_and_auto_solves_both() {
     let csr = g.to_csr().unwrap();
     let err = CudaGrid::default().solve_csr(&csr).unwrap_err();
     assert!(matches!(err, Error::Unsupported(_)), "{err}");
-    let mut auto = solver_by_name("auto").unwrap();
+    let mut auto = solver_of(SolverKind::Auto, AutoPolicy::default());
     let a = auto.solve_grid(&g).unwrap();
     let b = auto.solve_csr(&csr).unwrap();
     let bk = Bk::default().solve_grid(&g).unwrap();
     assert_eq!(a, bk);
     assert_eq!(b.flow, bk.flow);
-    assert_eq!(solver_by_name("cuda-grid").unwrap().name(), "cuda-grid");
+    let grid = solver_of(SolverKind::CudaGrid, AutoPolicy::default());
+    assert_eq!(grid.name(), "cuda-grid");
 }
 
 #[test]

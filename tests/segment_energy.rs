@@ -1,7 +1,7 @@
 //! Unit-level checks of the colour models, the energy graph and the pipeline's errors.
 
 use segcut::graph::{Connectivity, FlowNetwork};
-use segcut::maxflow::{solver_by_name, verify};
+use segcut::maxflow::{bk::Bk, verify, Solver};
 use segcut::rng::Rng;
 use segcut::segment::energy::{beta, build_graph, build_nlinks, EnergyOptions};
 use segcut::segment::eval::{score, GroundTruth};
@@ -140,7 +140,7 @@ fn hard_capacity_exceeds_every_nlink_sum_and_seeds_land_on_their_side() {
         (u.graph.source_caps()[0], u.graph.sink_caps()[0])
     );
     assert!(g.source_caps()[0] == 0 && g.sink_caps()[0] > 0);
-    let cut = solver_by_name("bk").unwrap().solve_grid(g).unwrap();
+    let cut = Bk::default().solve_grid(g).unwrap();
     verify(g, &cut).unwrap();
     assert!(
         !cut.sink_side[dark],

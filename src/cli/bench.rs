@@ -2,6 +2,7 @@
 
 use anyhow::{Context, Result};
 use segcut::bench::{self, BenchInstance, BenchOptions, BenchRecord, Event, SuiteOptions};
+use segcut::maxflow::{AutoPolicy, SolverKind};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,9 +21,13 @@ pub struct Args {
     /// Solvers, comma-separated; speed-ups are relative to the first. Default: bk; for the
     /// generic suite bk,cuda-csr,cuda-grid; for generic-large cuda-csr,cuda-grid (BK would take
     /// hours on its GENRMF and RLG graphs).
-    #[arg(long, value_delimiter = ',')]
-    solvers: Vec<String>,
-    /// The GrabCut-BSDS dev set, for the photo suite and the 4K photos of the standard suite.
+    #[arg(long, value_delimiter = ',', value_parser = super::solver_parser())]
+    solvers: Vec<SolverKind>,
+    /// With `auto` among the solvers: graphs with fewer nodes are solved on the CPU.
+    #[arg(long, value_name = "NODES", default_value_t = segcut::maxflow::AUTO_MIN_GPU_NODES)]
+    gpu_min_nodes: usize,
+    /// The GrabCut-BSDS dev set, for the photo suite and the 4K photos of the standard suite
+    /// (the default is relative to the working directory: run from the repository's root).
     #[arg(long, value_name = "DIR", default_value = bench::DEFAULT_PHOTO_DATA)]
     data: PathBuf,
     /// Timed runs per solver and instance (the median is reported).
@@ -70,24 +75,29 @@ pub fn run(args: Args) -> Result<ExitCode> {
         !instances.is_empty(),
         "no instance left to run (see --only and --suite)"
     );
-    let solvers: Vec<&str> = if !args.solvers.is_empty() {
-        args.solvers.iter().map(String::as_str).collect()
+    use SolverKind::{Bk, CudaCsr, CudaGrid};
+    let solvers: Vec<SolverKind> = if !args.solvers.is_empty() {
+        args.solvers.clone()
     } else if args.instances.is_empty() && args.suite == "generic" {
-        vec!["bk", "cuda-csr", "cuda-grid"]
+        vec![Bk, CudaCsr, CudaGrid]
     } else if args.instances.is_empty() && args.suite == "generic-large" {
-        vec!["cuda-csr", "cuda-grid"]
+        vec![CudaCsr, CudaGrid]
     } else {
-        vec!["bk"]
+        vec![Bk]
     };
     let opts = BenchOptions {
         runs: args.runs,
         max_nodes: args.max_nodes,
         dump: args.dump.clone(),
+        auto: AutoPolicy {
+            min_gpu_nodes: args.gpu_min_nodes,
+            ..Default::default()
+        },
     };
     let total = (instances.len() * solvers.len() * opts.runs.max(1)) as u64;
     let pb = super::bar(total, "{spinner} [{bar:30}] {pos}/{len} {msg}");
     let mut out = std::io::stdout().lock();
-    print_header(&mut out, solvers[0])?;
+    print_header(&mut out, solvers[0].name())?;
     let mut failed = false;
     let records = bench::run(&instances, &solvers, &opts, |ev| match ev {
         Event::Generating(name) => pb.set_message(format!("generating {name}")),
@@ -151,7 +161,11 @@ fn print_row(out: &mut impl Write, r: &BenchRecord) -> std::io::Result<()> {
         r.instance,
         r.nodes,
         r.arcs,
-        r.solver,
+        if r.solver == SolverKind::Auto {
+            format!("auto:{}", r.ran)
+        } else {
+            r.solver.to_string()
+        },
         r.flow,
         r.build_ms,
         r.solve_ms,

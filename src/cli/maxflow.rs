@@ -3,7 +3,7 @@
 use anyhow::{bail, Context, Result};
 use segcut::graph::FlowNetwork;
 use segcut::io::dimacs::{self, MaxInstance, ReadOptions};
-use segcut::maxflow::{self, solver_by_name, verify};
+use segcut::maxflow::{self, verify, MaxFlow, SolveOptions, SolverKind};
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,9 +16,14 @@ pub struct Args {
     /// .tgz, .tar) holding many .max files and their .sol values.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
-    /// Max-flow solver.
-    #[arg(long, default_value = "auto", value_parser = clap::builder::PossibleValuesParser::new(maxflow::SOLVER_NAMES))]
-    solver: String,
+    /// Max-flow solver (`auto`: the GPU for graphs of at least --gpu-min-nodes nodes when one
+    /// is usable, else BK).
+    #[arg(long, default_value = "auto", value_parser = super::solver_parser())]
+    solver: SolverKind,
+    /// With `--solver auto`: graphs with fewer nodes are solved on the CPU, where the GPU's
+    /// fixed costs would dominate.
+    #[arg(long, value_name = "NODES", default_value_t = maxflow::AUTO_MIN_GPU_NODES)]
+    gpu_min_nodes: usize,
     /// Check each result's certificate (cut capacity == flow); a failure exits with status 1.
     #[arg(long)]
     verify: bool,
@@ -92,7 +97,16 @@ fn output_path(
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let mut solver = solver_by_name(&args.solver)?;
+    let mut solver = MaxFlow::new(SolveOptions {
+        solver: args.solver,
+        auto: maxflow::AutoPolicy {
+            min_gpu_nodes: args.gpu_min_nodes,
+            ..Default::default()
+        },
+        flows: args.flows.is_some(),
+        // Checked below, so that a failed certificate is a row that says so, not an error.
+        verify: false,
+    });
     let mut written = Written::default();
     let mut all_ok = true;
     let mut printed_header = false;
@@ -115,7 +129,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let sols = dimacs::read_instances(path, &opts, |inst: MaxInstance| {
             // Time since the previous instance finished: reading and decompressing this one.
             let parse = mark.elapsed();
-            let row = solve_one(&mut *solver, &inst, parse, &args, &mut written)?;
+            let row = solve_one(&mut solver, &inst, parse, &args, &mut written)?;
             rows.push(row);
             mark = Instant::now();
             Ok(())
@@ -203,28 +217,19 @@ struct Written {
 }
 
 fn solve_one(
-    solver: &mut dyn maxflow::Solver,
+    solver: &mut MaxFlow,
     inst: &MaxInstance,
     parse: Duration,
     args: &Args,
     written: &mut Written,
 ) -> segcut::Result<Row> {
-    let (timed, flows) = if args.flows.is_some() {
-        // Phase two is part of the solve here.
-        let t = Instant::now();
-        let (cut, flows, build) = solver.solve_flows_timed(&inst.network)?;
-        let solve = t.elapsed().saturating_sub(build);
+    // With --flows, phase two is part of the solve.
+    let solved = solver.solve(&inst.network)?;
+    if let Some(flows) = &solved.flows {
         // Never write a flow that is not one: the check is linear in the arcs.
-        maxflow::verify_flows(&inst.network, &flows)?;
-        let timed = maxflow::Timed { cut, build, solve };
-        (timed, Some(flows))
-    } else {
-        (maxflow::solve_timed(solver, &inst.network)?, None)
-    };
-    // `auto` knows what it ran (fallbacks included); a named solver is itself.
-    let choice = solver
-        .last_choice()
-        .unwrap_or_else(|| maxflow::choose_solver(&args.solver, &inst.network));
+        maxflow::verify_flows(&inst.network, flows)?;
+    }
+    let (timed, flows, choice) = (&solved, &solved.flows, &solved.ran);
     let verified = if args.verify {
         Some(verify(&inst.network, &timed.cut).is_ok())
     } else {
@@ -240,7 +245,7 @@ fn solve_one(
     let mut flows_file = None;
     if let (Some(out), Some(flows)) = (&args.flows, &flows) {
         let target = output_path(out, inst, "flow", written.flows)?;
-        write_flows(&target, inst, flows, choice.solver)
+        write_flows(&target, inst, flows, choice.solver.name())
             .map_err(|e| segcut::Error::io(&target, e))?;
         written.flows += 1;
         flows_file = Some(target.display().to_string());
@@ -251,15 +256,18 @@ fn solve_one(
         graph: inst.network.kind(),
         layout: inst.layout.to_string(),
         solver: choice.solver.to_string(),
-        solver_reason: choice.reason,
+        solver_reason: match &choice.fallback {
+            Some(why) => format!("{} ({why})", choice.reason),
+            None => choice.reason.clone(),
+        },
         nodes: inst.network.num_nodes(),
         arcs: inst.network.num_arcs(),
         flow: timed.cut.flow,
         expected: inst.expected_flow,
         matches: None,
         parse_ms: round3(super::ms(parse)),
-        build_ms: round3(super::ms(timed.build)),
-        solve_ms: round3(super::ms(timed.solve)),
+        build_ms: round3(super::ms(timed.stats.build)),
+        solve_ms: round3(super::ms(timed.stats.solve)),
         verified,
         cut_file,
         flows_file,

@@ -84,6 +84,13 @@ fn bar(len: u64, template: &str) -> indicatif::ProgressBar {
     pb
 }
 
+/// A clap parser for solver names (`auto`, `bk`, ...), listing them in the help.
+fn solver_parser() -> impl clap::builder::TypedValueParser<Value = segcut::maxflow::SolverKind> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(segcut::maxflow::SolverKind::names())
+        .map(|s| s.parse().expect("a listed name"))
+}
+
 fn ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }

@@ -4,7 +4,7 @@ use anyhow::{bail, Context, Result};
 use segcut::graph::{Connectivity, Network};
 use segcut::io::{self, LoadOptions, Rect, SeedFormat, SeedOptions};
 use segcut::io::{dimacs, overlay};
-use segcut::maxflow::SOLVER_NAMES;
+use segcut::maxflow::SolverKind;
 use segcut::segment::model::ModelKind;
 use segcut::segment::pipeline::{ColorSpace, SegmentOptions};
 use segcut::segment::{segment, Image, Seeds};
@@ -42,11 +42,16 @@ pub struct EnergyArgs {
     /// mask settles).
     #[arg(long)]
     iterations: Option<usize>,
-    /// Max-flow solver (`auto`: the best available).
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(SOLVER_NAMES))]
-    solver: Option<String>,
+    /// Max-flow solver (`auto`: the GPU for images of at least --gpu-min-nodes pixels when one
+    /// is usable, else BK).
+    #[arg(long, value_parser = super::solver_parser())]
+    solver: Option<SolverKind>,
+    /// With `--solver auto`: images with fewer pixels are cut on the CPU, where the GPU's fixed
+    /// costs would dominate [default: 65536].
+    #[arg(long, value_name = "PIXELS")]
+    gpu_min_nodes: Option<usize>,
     /// Build the graph on the CPU even when it is solved on the GPU (by default a GPU solver
-    /// builds it on the GPU; also `SEGCUT_CPU_BUILD=1`).
+    /// builds it on the GPU).
     #[arg(long)]
     cpu_build: bool,
 }
@@ -95,8 +100,11 @@ impl EnergyArgs {
             }
             o.iterations = n;
         }
-        if let Some(s) = &self.solver {
-            o.solver = s.clone();
+        if let Some(s) = self.solver {
+            o.solver = s;
+        }
+        if let Some(n) = self.gpu_min_nodes {
+            o.auto.min_gpu_nodes = n;
         }
         o.gpu_build = !self.cpu_build;
         Ok(o)
@@ -227,22 +235,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
     let fg = seg.mask.iter().filter(|&&m| m).count();
     let st = &seg.stats;
-    // The solver that `auto` resolves to for this graph on this machine, and why.
-    let choice = {
-        use segcut::maxflow::{self as mf, GraphSize};
-        let size = GraphSize {
-            grid: true,
-            nodes: st.nodes,
-            arcs: 2 * st.edges,
-        };
-        let c = mf::choose_solver_for(
-            &opts.solver,
-            size,
-            mf::auto_min_gpu_nodes(),
-            segcut::cuda::gpu_unavailable_reason,
-        );
-        (c.solver, c.reason)
-    };
+    if let Some(why) = &st.solver.fallback {
+        eprintln!("segcut: GPU not used ({why}); solved with bk on the CPU");
+    }
+    if let Some(why) = &st.gpu_build_declined {
+        eprintln!("segcut: graph built on the CPU ({why})");
+    }
     let iterations: Vec<_> = st
         .iterations
         .iter()
@@ -275,7 +273,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "options": { "lambda": opts.lambda, "sigma": opts.sigma, "beta": st.beta,
                      "model": format!("{:?}", opts.model), "color_space": format!("{:?}", opts.color_space),
                      "quantisation_scale": st.scale, "hard_constraint": st.hard },
-        "solver": choice.0, "solver_reason": choice.1, "solver_requested": opts.solver.clone(), "flow": seg.flow, "energy": seg.energy, "verified": seg.verified,
+        "solver": st.solver.solver, "solver_reason": st.solver.reason, "solver_requested": opts.solver, "flow": seg.flow, "energy": seg.energy, "verified": seg.verified,
         "foreground_pixels": fg, "foreground_fraction": fg as f64 / image.num_pixels() as f64,
         "times_ms": { "load_image": load_ms, "load_seeds": seeds_ms, "prepare": super::ms(st.prepare),
                       "save": save_ms, "total": super::ms(t_all.elapsed()) },

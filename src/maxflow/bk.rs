@@ -32,9 +32,11 @@
 //! search. The returned cut is the canonical one (the nodes that can reach the sink in the final
 //! residual graph), which on termination is exactly T: see `sink_side`.
 
-use super::{Cut, Flows, Solver};
-use crate::graph::{Cap, CsrGraph, Flow, GridGraph, Network};
+use super::solver::timed;
+use super::{Cut, Flows, GraphRef, Solved, Solver, SolverKind};
+use crate::graph::{Cap, CsrGraph, Flow, GridGraph};
 use crate::{Error, Result};
+use std::time::Instant;
 
 /// `parent` of a node whose parent is its terminal (a tree root).
 const TERMINAL: u32 = u32::MAX;
@@ -660,7 +662,7 @@ impl Bk {
 
     /// The main loop: grow from the active nodes in FIFO order; each time the trees touch,
     /// augment and adopt, then keep growing from the same node (it may have more paths).
-    fn run(&mut self) {
+    fn search(&mut self) {
         let mut current = NONE;
         loop {
             let i = if current != NONE && self.nodes[current as usize].parent != NONE {
@@ -686,17 +688,12 @@ impl Bk {
     }
 }
 
-impl Solver for Bk {
-    fn name(&self) -> &'static str {
-        "bk"
-    }
-
-    fn solve_csr(&mut self, g: &CsrGraph) -> Result<Cut> {
-        self.init_csr(g);
-        self.run();
+impl Bk {
+    /// The cut after the search, adding the graph's direct source → sink flow.
+    fn cut(&self, constant: Flow) -> Result<Cut> {
         let flow = self
             .flow
-            .checked_add(g.constant_flow())
+            .checked_add(constant)
             .ok_or_else(|| Error::Overflow("flow value exceeds i64".into()))?;
         Ok(Cut {
             flow,
@@ -706,35 +703,53 @@ impl Solver for Bk {
 
     /// BK ends with a flow, not a preflow: the flows are read off the residuals. Grids go
     /// through their CSR form here (flows are the rare request; the cut path stays direct).
-    fn solve_flows_timed(&mut self, net: &Network) -> Result<(Cut, Flows, std::time::Duration)> {
-        let t = std::time::Instant::now();
-        let csr = net.to_csr()?;
+    fn run_flows(&mut self, g: GraphRef<'_>) -> Result<Solved> {
+        let t = Instant::now();
+        let csr = g.to_csr()?;
+        self.init_csr(&csr);
         let build = t.elapsed();
-        let cut = self.solve_csr(&csr)?;
-        let flows = self.flows(&csr, cut.flow);
-        let flows = match net {
-            Network::Grid(g) => flows.csr_to_grid(g, &csr)?,
-            Network::Csr(_) => flows,
-        };
-        Ok((cut, flows, build))
+        self.search();
+        let cut = self.cut(csr.constant_flow())?;
+        let mut flows = self.flows(&csr, cut.flow);
+        if let GraphRef::Grid(grid) = g {
+            flows = flows.csr_to_grid(grid, &csr)?;
+        }
+        let mut s = Solved::new(cut, SolverKind::Bk);
+        s.flows = Some(flows);
+        s.stats.build = build;
+        Ok(s)
+    }
+}
+
+impl Solver for Bk {
+    fn kind(&self) -> SolverKind {
+        SolverKind::Bk
     }
 
-    /// Solves a grid without building its CSR form: same arcs, same search, same result.
-    fn solve_grid(&mut self, g: &GridGraph) -> Result<Cut> {
-        self.solve_grid_timed(g).map(|(cut, _)| cut)
-    }
-
-    /// The arcs built from the grid count as build time; the search and the cut as solve time.
-    fn solve_grid_timed(&mut self, g: &GridGraph) -> Result<(Cut, std::time::Duration)> {
-        let t = std::time::Instant::now();
-        self.init_grid(g)?;
-        let build = t.elapsed();
-        self.run();
-        let cut = Cut {
-            flow: self.flow,
-            sink_side: self.sink_side(),
-        };
-        Ok((cut, build))
+    /// Grids are solved without building their CSR form: same arcs, same search, same result.
+    /// Building BK's arcs counts as build time; the search and the cut as solve time.
+    fn run(&mut self, g: GraphRef<'_>, flows: bool) -> Result<Solved> {
+        timed(|| {
+            if flows {
+                return self.run_flows(g);
+            }
+            let t = Instant::now();
+            let constant = match g {
+                GraphRef::Grid(grid) => {
+                    self.init_grid(grid)?;
+                    0
+                }
+                GraphRef::Csr(csr) => {
+                    self.init_csr(csr);
+                    csr.constant_flow()
+                }
+            };
+            let build = t.elapsed();
+            self.search();
+            let mut s = Solved::new(self.cut(constant)?, SolverKind::Bk);
+            s.stats.build = build;
+            Ok(s)
+        })
     }
 }
 
@@ -808,7 +823,7 @@ mod tests {
             let mut bk = Bk::default();
             bk.init_csr(&g);
             bk.time = u32::MAX - 3;
-            bk.run();
+            bk.search();
             if bk.time < 100 {
                 wrapped += 1;
             }

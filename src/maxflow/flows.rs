@@ -9,7 +9,8 @@
 //! capacity, conservation at every node, and the value equal to what leaves the source and enters
 //! the sink. Together with [`verify`](super::verify) of the cut, it proves both optimal.
 
-use crate::graph::{Cap, CsrGraph, Flow, GridGraph, Network};
+use super::GraphRef;
+use crate::graph::{Cap, CsrGraph, Flow, GridGraph};
 use crate::{Error, Result};
 
 /// A maximum flow, arc by arc.
@@ -94,10 +95,10 @@ impl Flows {
 /// `0..=capacity`, flow is conserved at every node, and `f.value` equals both the flow leaving
 /// the source and the flow entering the sink (direct source → sink arcs included). The error
 /// names the first node or arc at fault.
-pub fn verify_flows(net: &Network, f: &Flows) -> Result<()> {
-    match net {
-        Network::Csr(g) => verify_csr(g, f),
-        Network::Grid(g) => verify_grid(g, f),
+pub fn verify_flows<'a>(g: impl Into<GraphRef<'a>>, f: &Flows) -> Result<()> {
+    match g.into() {
+        GraphRef::Csr(g) => verify_csr(g, f),
+        GraphRef::Grid(g) => verify_grid(g, f),
     }
 }
 
@@ -223,7 +224,7 @@ fn verify_grid(g: &GridGraph, f: &Flows) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{Connectivity, CsrBuilder};
+    use crate::graph::{Connectivity, CsrBuilder, Network};
 
     fn path() -> (Network, Flows) {
         let mut b = CsrBuilder::new(2).unwrap();

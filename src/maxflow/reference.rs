@@ -6,9 +6,11 @@
 //! than [`sink_reachable`](super::sink_reachable), so that a bug in either side shows up as a
 //! disagreement. It favours obviousness over speed.
 
-use super::{Cut, Flows, Solver};
+use super::solver::timed;
+use super::{Cut, Flows, GraphRef, Solved, Solver, SolverKind};
 use crate::graph::{Cap, CsrGraph, Flow};
 use crate::{Error, Result};
+use std::time::Instant;
 
 /// Dinic's algorithm: breadth-first levels from the source, then a blocking flow found by
 /// depth-first search along level-increasing arcs, repeated until the sink is unreachable.
@@ -137,7 +139,7 @@ impl Network {
 }
 
 /// A solved residual network and where the graph's arcs went in it.
-struct Solved {
+struct DinicRun {
     net: Network,
     flow: Flow,
     /// Edge index of each graph arc (its residual is `net.edges[e].rcap`).
@@ -148,7 +150,7 @@ struct Solved {
 }
 
 impl Dinic {
-    fn run(g: &CsrGraph) -> Result<Solved> {
+    fn max_flow(g: &CsrGraph) -> Result<DinicRun> {
         let n = g.num_nodes();
         let (s, t) = (n, n + 1);
         let mut net = Network {
@@ -190,7 +192,7 @@ impl Dinic {
                 .checked_add(pushed)
                 .ok_or_else(|| Error::Overflow("flow value exceeds i64".into()))?;
         }
-        Ok(Solved {
+        Ok(DinicRun {
             net,
             flow,
             arc_edge,
@@ -199,7 +201,7 @@ impl Dinic {
         })
     }
 
-    fn cut(solved: &Solved, n: usize) -> Cut {
+    fn cut(solved: &DinicRun, n: usize) -> Cut {
         let mut sink_side = solved.net.reaching(n + 1);
         sink_side.truncate(n);
         Cut {
@@ -210,26 +212,31 @@ impl Dinic {
 }
 
 impl Solver for Dinic {
-    fn name(&self) -> &'static str {
-        "dinic"
+    fn kind(&self) -> SolverKind {
+        SolverKind::Dinic
     }
 
-    fn solve_csr(&mut self, g: &CsrGraph) -> Result<Cut> {
-        Ok(Self::cut(&Self::run(g)?, g.num_nodes()))
+    fn run(&mut self, g: GraphRef<'_>, flows: bool) -> Result<Solved> {
+        timed(|| {
+            let t = Instant::now();
+            let csr = g.to_csr()?;
+            let build = t.elapsed();
+            let run = Self::max_flow(&csr)?;
+            let mut s = Solved::new(Self::cut(&run, csr.num_nodes()), SolverKind::Dinic);
+            s.stats.build = build;
+            if flows {
+                s.flows = Some(Self::flows(&run, &csr, g)?);
+            }
+            Ok(s)
+        })
     }
+}
 
-    fn solve_flows_timed(
-        &mut self,
-        net: &crate::graph::Network,
-    ) -> Result<(Cut, Flows, std::time::Duration)> {
-        let csr = net.to_csr()?;
-        let solved = Self::run(&csr)?;
-        let edges = &solved.net.edges;
-        let rcap: Vec<Cap> = solved
-            .arc_edge
-            .iter()
-            .map(|&e| edges[e].rcap as Cap)
-            .collect();
+impl Dinic {
+    /// The flows of a finished run, read off its residuals, in `g`'s own arc order.
+    fn flows(run: &DinicRun, csr: &CsrGraph, g: GraphRef<'_>) -> Result<Flows> {
+        let edges = &run.net.edges;
+        let rcap: Vec<Cap> = run.arc_edge.iter().map(|&e| edges[e].rcap as Cap).collect();
         // A terminal edge's flow is what its residual lost; absent edges carry nothing.
         let terminal = |edge: &[usize], caps: &[Cap]| -> Vec<Cap> {
             edge.iter()
@@ -244,17 +251,15 @@ impl Solver for Dinic {
                 .collect()
         };
         let flows = Flows::from_residuals(
-            &csr,
+            csr,
             &rcap,
-            terminal(&solved.source_edge, csr.source_caps()),
-            terminal(&solved.sink_edge, csr.sink_caps()),
-            solved.flow,
+            terminal(&run.source_edge, csr.source_caps()),
+            terminal(&run.sink_edge, csr.sink_caps()),
+            run.flow,
         );
-        let flows = match net {
-            crate::graph::Network::Grid(g) => flows.csr_to_grid(g, &csr)?,
-            crate::graph::Network::Csr(_) => flows,
-        };
-        let cut = Self::cut(&solved, csr.num_nodes());
-        Ok((cut, flows, std::time::Duration::ZERO))
+        match g {
+            GraphRef::Grid(grid) => flows.csr_to_grid(grid, csr),
+            GraphRef::Csr(_) => Ok(flows),
+        }
     }
 }

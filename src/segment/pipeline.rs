@@ -20,11 +20,14 @@
 use super::energy::{self, Energy, EnergyOptions};
 use super::gpu::{GpuEnergy, GpuTimes, WorkSpace};
 use super::model::{ColorModel, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
-use crate::cuda;
+use crate::cuda::gpu_unavailable_reason;
 use crate::graph::{Connectivity, GridGraph};
 use crate::io::{Image, Seed, Seeds};
 use crate::maxflow::cuda::CudaGrid;
-use crate::maxflow::{solver_by_name, verify, Cut};
+use crate::maxflow::{
+    choose, verify, AutoPolicy, Certificate, Choice, GraphSize, MaxFlow, SolveOptions, Solved,
+    Solver, SolverKind,
+};
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::borrow::Cow;
@@ -60,16 +63,18 @@ pub struct SegmentOptions {
     /// Weight `w` of the seed-fitted model in the refit rounds: each class's likelihood is
     /// `(1 − w)·p_refit + w·p_seeds`. 0 is plain GrabCut; 1 keeps the seed models throughout.
     pub seed_weight: f64,
-    /// Max-flow solver name (see [`crate::maxflow::SOLVER_NAMES`]); `auto` (the default) uses the
-    /// GPU grid solver when a GPU is usable and BK otherwise.
-    pub solver: String,
+    /// Max-flow solver; `auto` (the default) uses the GPU grid solver when a GPU is usable and
+    /// the image is large enough ([`SegmentOptions::auto`]), BK otherwise.
+    pub solver: SolverKind,
+    /// How `auto` chooses.
+    pub auto: AutoPolicy,
     /// Check every cut's optimality certificate with [`verify`].
     pub verify: bool,
     /// Keep the last iteration's graph in [`Segmentation::graph`].
     pub keep_graph: bool,
-    /// Build the graph on the GPU when the solver is `auto` or `cuda-grid`, a GPU is usable and
-    /// the input is covered ([`gpu::supported`](super::gpu::supported)); false, or the
-    /// environment variable `SEGCUT_CPU_BUILD=1`, builds on the CPU.
+    /// Build the graph on the GPU when the solver that runs is `cuda-grid` (named, or chosen by
+    /// `auto`) and the input is covered ([`gpu::supported`](super::gpu::supported)); false
+    /// builds on the CPU.
     pub gpu_build: bool,
 }
 
@@ -84,7 +89,8 @@ impl Default for SegmentOptions {
             color_space: ColorSpace::Lab,
             iterations: 5,
             seed_weight: 0.5,
-            solver: "auto".into(),
+            solver: SolverKind::Auto,
+            auto: AutoPolicy::default(),
             verify: true,
             keep_graph: false,
             gpu_build: true,
@@ -157,6 +163,11 @@ pub struct SegmentStats {
     pub prepare: Duration,
     /// Where the graph was built, with the GPU build's stage times; `None`: on the CPU.
     pub gpu: Option<GpuTimes>,
+    /// Why the graph was built on the CPU although the GPU solver runs (the GPU build declined
+    /// the input), if it was.
+    pub gpu_build_declined: Option<String>,
+    /// The solver that ran the last round's cut, and why.
+    pub solver: Choice,
     /// One entry per round run.
     pub iterations: Vec<IterationStats>,
 }
@@ -383,19 +394,20 @@ pub fn build_graph(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Resul
     energy::build_graph(w, seeds, &fg, &bg, &opts.energy_options(w))
 }
 
-/// Whether to build on the GPU: a GPU solver, a usable GPU, a covered input, and not turned off.
-fn gpu_build_wanted(image: &Image, opts: &SegmentOptions) -> bool {
-    let forced_cpu = std::env::var_os("SEGCUT_CPU_BUILD").is_some_and(|v| v != "0");
-    opts.gpu_build
-        && !forced_cpu
-        && matches!(opts.solver.as_str(), "auto" | "cuda-grid")
-        && super::gpu::supported(image, opts.model).is_ok()
-        && cuda::gpu_available()
-}
-
-fn note_cpu_build(reason: &str) {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| eprintln!("segcut: graph built on the CPU ({reason})"));
+/// The solver that runs on `image`'s graph, and whether the graph is built on the GPU: only
+/// when that solver is `cuda-grid` and the GPU builder covers the input.
+fn plan_solve(image: &Image, opts: &SegmentOptions) -> (Choice, bool) {
+    let conn = opts.connectivity_for(image);
+    let size = GraphSize {
+        grid: true,
+        nodes: image.num_pixels(),
+        arcs: image.num_pixels() * conn.degree(),
+    };
+    let choice = choose(opts.solver, size, &opts.auto, gpu_unavailable_reason);
+    let on_gpu = opts.gpu_build
+        && choice.solver == SolverKind::CudaGrid
+        && super::gpu::supported(image, opts.model).is_ok();
+    (choice, on_gpu)
 }
 
 /// The graph being cut: on the host, or on the GPU.
@@ -404,131 +416,87 @@ enum Graph {
     Device(Box<GpuEnergy>),
 }
 
+/// What the rounds share: the image in the models' space, the graph, and the solvers.
+struct Rounds<'a> {
+    image: &'a Image,
+    seeds: &'a Seeds,
+    opts: &'a SegmentOptions,
+    work: Work<'a>,
+    params: ModelParams,
+    eopts: EnergyOptions,
+    graph: Option<Graph>,
+    choice: Choice,
+    host: MaxFlow,
+    device: CudaGrid,
+    buf: Vec<f32>,
+}
+
+/// One round's cut and the solver that made it.
+struct RoundCut {
+    solved: Solved,
+    graph: Duration,
+    solve: Duration,
+    verify: Duration,
+}
+
+fn check_options(opts: &SegmentOptions) -> Result<()> {
+    let bad = |msg: String| {
+        Err(Error::Input {
+            file: "segment options".into(),
+            msg,
+        })
+    };
+    if !(0.0..=1.0).contains(&opts.seed_weight) {
+        return bad(format!(
+            "seed_weight must be in [0, 1], got {}",
+            opts.seed_weight
+        ));
+    }
+    if opts.iterations == 0 {
+        return bad("iterations must be at least 1".into());
+    }
+    Ok(())
+}
+
 /// Segments `image` given `seeds`.
 pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Segmentation> {
     let seed_counts = check_seeds(image, seeds)?;
-    if !(0.0..=1.0).contains(&opts.seed_weight) {
-        return Err(Error::Input {
-            file: "segment options".into(),
-            msg: format!("seed_weight must be in [0, 1], got {}", opts.seed_weight),
-        });
-    }
-    if opts.iterations == 0 {
-        return Err(Error::Input {
-            file: "segment options".into(),
-            msg: "iterations must be at least 1".into(),
-        });
-    }
-    let mut solver = solver_by_name(&opts.solver)?;
+    check_options(opts)?;
     // Asked first: creating the GPU context is process start-up, not preparation.
-    let on_gpu = gpu_build_wanted(image, opts);
+    let (choice, on_gpu) = plan_solve(image, opts);
     let t = Instant::now();
-    let eopts = opts.energy_options(image);
-    // The GPU build checks the image in its own (parallel) pass over it.
-    let mut device = None;
-    if on_gpu {
-        match GpuEnergy::new(image, seeds, opts.color_space, &eopts) {
-            Ok(e) => device = Some(e),
-            Err(Error::Unsupported(reason)) => note_cpu_build(&reason),
-            Err(e) => return Err(e),
-        }
-    }
-    let (work, params) = match &device {
-        Some(d) => (Work::Lazy(image, d.space), d.params.clone()),
-        None => {
-            energy::check_image(image)?;
-            let work = to_color_space(image, opts.color_space);
-            let params = ModelParams::from_image(&work.data, work.channels);
-            (Work::Host(work), params)
-        }
-    };
-    let mut graph = device.map(|d| Graph::Device(Box::new(d)));
-    let gpu_times = match &graph {
+    let (mut r, gpu_build_declined) = Rounds::prepare(image, seeds, opts, choice, on_gpu)?;
+    let gpu_times = match &r.graph {
         Some(Graph::Device(d)) => Some(d.times.clone()),
         _ => None,
     };
-    let mut cuda_grid = CudaGrid::default();
     let prepare_time = t.elapsed();
 
     let n = image.num_pixels();
     let mut mask = vec![false; n];
     let mut rounds = Vec::new();
-    let mut buf = Vec::new();
     let mut seed_models: Option<(Model, Model)> = None;
-    let (mut flow, mut value) = (0, 0.0);
+    let (mut flow, mut value, mut ran) = (0, 0.0, r.choice.clone());
     for round in 0..opts.iterations {
         let t0 = Instant::now();
-        let (fg, bg) = if round == 0 {
-            fit_seed_models(&work, &params, opts.model, seeds, &mut buf)?
-        } else {
-            fit_models(
-                &work,
-                &params,
-                opts.model,
-                |i| mask[i],
-                |i| !mask[i],
-                &mut buf,
-            )?
-        };
+        let (fg, bg) = r.fit(round, &mask)?;
         if round == 0 {
             seed_models = Some((fg.clone(), bg.clone()));
         }
         let (sf, sb) = seed_models.as_ref().expect("set in round 0");
         let w = if round > 0 { opts.seed_weight } else { 0.0 };
         let (fg, bg) = (Blend::new(fg, sf, w), Blend::new(bg, sb, w));
-        let t1 = Instant::now();
-        // The n-links do not depend on the models: build them once, redo only the t-links.
-        let g = match graph.as_mut() {
-            Some(g) => g,
-            None => graph.insert(Graph::Host(energy::build_nlinks(work.image(), &eopts)?)),
-        };
-        let (cut, t2, t3): (Cut, Instant, Instant) = match g {
-            Graph::Host(e) => {
-                energy::set_tlinks(e, work.image(), seeds, &fg, &bg)?;
-                let t2 = Instant::now();
-                let cut = solver.solve_grid(&e.graph)?;
-                let t3 = Instant::now();
-                if opts.verify {
-                    verify(&e.graph, &cut)?;
-                }
-                (cut, t2, t3)
-            }
-            Graph::Device(d) => {
-                d.set_tlinks(image, &fg, &bg)?;
-                let t2 = Instant::now();
-                let cut = match cuda_grid.solve_device(d.device_grid()?) {
-                    Ok((cut, _)) => cut,
-                    // Out of GPU memory for the solver, say: `auto` may still solve on the CPU.
-                    Err(Error::Unsupported(_)) if opts.solver == "auto" => {
-                        solver.solve_grid(&d.download()?)?
-                    }
-                    Err(e) => return Err(e),
-                };
-                let t3 = Instant::now();
-                if opts.verify {
-                    d.verify(&cut)?;
-                }
-                (cut, t2, t3)
-            }
-        };
-        let t4 = Instant::now();
-        let mut changed = 0;
-        let mut foreground = 0;
-        for (m, &s) in mask.iter_mut().zip(&cut.sink_side) {
-            changed += (*m == s) as usize; // new label is !s
-            *m = !s;
-            foreground += *m as usize;
-        }
-        flow = cut.flow;
-        value = match g {
-            Graph::Host(e) => e.energy_of_flow(cut.flow),
-            Graph::Device(d) => d.energy_of_flow(cut.flow),
-        };
+        let models = t0.elapsed();
+        let cut = r.cut(&fg, &bg)?;
+        let (changed, foreground) = apply_cut(&mut mask, &cut.solved.cut.sink_side);
+        flow = cut.solved.cut.flow;
+        value = r.energy_of_flow(flow);
+        ran = cut.solved.ran;
         rounds.push(IterationStats {
-            models: t1 - t0,
-            graph: t2 - t1,
-            solve: t3 - t2,
-            verify: t4 - t3,
+            models,
+            graph: cut.graph,
+            solve: cut.solve,
+            verify: cut.verify,
             flow,
             energy: value,
             foreground,
@@ -542,42 +510,21 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
             break;
         }
     }
-    let (connectivity, edges, beta, scale, hard, kept) =
-        match graph.expect("at least one round ran") {
-            Graph::Host(e) => (
-                e.graph.connectivity(),
-                e.graph.num_edges(),
-                e.beta,
-                e.scale,
-                e.hard,
-                opts.keep_graph.then_some(e.graph),
-            ),
-            Graph::Device(d) => (
-                d.connectivity(),
-                d.num_edges(),
-                d.beta,
-                d.scale,
-                d.hard,
-                if opts.keep_graph {
-                    Some(d.download()?)
-                } else {
-                    None
-                },
-            ),
-        };
-    let stats = SegmentStats {
+    let (stats, kept) = r.finish(SegmentStats {
         dims: image.dims,
-        connectivity,
+        connectivity: opts.connectivity_for(image),
         nodes: n,
-        edges,
+        edges: 0,
         seed_counts,
-        beta,
-        scale,
-        hard,
+        beta: 0.0,
+        scale: 0.0,
+        hard: 0,
         prepare: prepare_time,
         gpu: gpu_times,
+        gpu_build_declined,
+        solver: ran,
         iterations: rounds,
-    };
+    })?;
     Ok(Segmentation {
         mask,
         flow,
@@ -586,6 +533,183 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
         graph: kept,
         stats,
     })
+}
+
+/// Sets `mask` to the source side of a cut; returns how many labels changed and how many
+/// pixels are foreground.
+fn apply_cut(mask: &mut [bool], sink_side: &[bool]) -> (usize, usize) {
+    let (mut changed, mut foreground) = (0, 0);
+    for (m, &s) in mask.iter_mut().zip(sink_side) {
+        changed += (*m == s) as usize; // the new label is !s
+        *m = !s;
+        foreground += *m as usize;
+    }
+    (changed, foreground)
+}
+
+impl<'a> Rounds<'a> {
+    /// Converts the image and, when planned, builds the n-links on the GPU (the CPU build makes
+    /// them in the first round). Returns why the GPU build declined, if it did.
+    fn prepare(
+        image: &'a Image,
+        seeds: &'a Seeds,
+        opts: &'a SegmentOptions,
+        choice: Choice,
+        on_gpu: bool,
+    ) -> Result<(Self, Option<String>)> {
+        let eopts = opts.energy_options(image);
+        // The GPU build checks the image in its own (parallel) pass over it.
+        let mut device = None;
+        let mut declined = None;
+        if on_gpu {
+            match GpuEnergy::new(image, seeds, opts.color_space, &eopts) {
+                Ok(e) => device = Some(e),
+                Err(Error::Unsupported(reason)) => declined = Some(reason),
+                Err(e) => return Err(e),
+            }
+        }
+        let (work, params) = match &device {
+            Some(d) => (Work::Lazy(image, d.space), d.params.clone()),
+            None => {
+                energy::check_image(image)?;
+                let work = to_color_space(image, opts.color_space);
+                let params = ModelParams::from_image(&work.data, work.channels);
+                (Work::Host(work), params)
+            }
+        };
+        // The host solver runs what was chosen (BK, or cuda-grid on a CPU-built graph); the
+        // certificate is checked here, per round, on whichever graph was cut.
+        let host = MaxFlow::new(SolveOptions {
+            solver: choice.solver,
+            auto: opts.auto,
+            flows: false,
+            verify: false,
+        });
+        let rounds = Rounds {
+            image,
+            seeds,
+            opts,
+            work,
+            params,
+            eopts,
+            graph: device.map(|d| Graph::Device(Box::new(d))),
+            choice,
+            host,
+            device: CudaGrid::default(),
+            buf: Vec::new(),
+        };
+        Ok((rounds, declined))
+    }
+
+    /// The models of `round`: fitted on the seeds in the first, on the last mask after.
+    fn fit(&mut self, round: usize, mask: &[bool]) -> Result<(Model, Model)> {
+        let (work, params, kind) = (&self.work, &self.params, self.opts.model);
+        if round == 0 {
+            fit_seed_models(work, params, kind, self.seeds, &mut self.buf)
+        } else {
+            fit_models(work, params, kind, |i| mask[i], |i| !mask[i], &mut self.buf)
+        }
+    }
+
+    /// Sets the t-links from the models (building the n-links on first use) and cuts.
+    fn cut(&mut self, fg: &Blend, bg: &Blend) -> Result<RoundCut> {
+        let t1 = Instant::now();
+        // The n-links do not depend on the models: build them once, redo only the t-links.
+        let g = match self.graph.as_mut() {
+            Some(g) => g,
+            None => self.graph.insert(Graph::Host(energy::build_nlinks(
+                self.work.image(),
+                &self.eopts,
+            )?)),
+        };
+        let (solved, t2, t3) = match g {
+            Graph::Host(e) => {
+                energy::set_tlinks(e, self.work.image(), self.seeds, fg, bg)?;
+                let t2 = Instant::now();
+                let mut solved = self.host.solve(&e.graph)?;
+                let t3 = Instant::now();
+                if self.opts.verify {
+                    solved.certificate = Some(verify(&e.graph, &solved.cut)?);
+                }
+                if self.opts.solver == SolverKind::Auto && solved.ran.fallback.is_none() {
+                    solved.ran = self.choice.clone();
+                }
+                (solved, t2, t3)
+            }
+            Graph::Device(d) => {
+                d.set_tlinks(self.image, fg, bg)?;
+                let t2 = Instant::now();
+                let mut solved = match self.device.solve_device(d.device_grid()?) {
+                    Ok(s) => Solved {
+                        ran: self.choice.clone(),
+                        ..s
+                    },
+                    // Out of GPU memory for the solver, say: `auto` may still solve on the CPU.
+                    Err(Error::Unsupported(why)) if self.opts.solver == SolverKind::Auto => {
+                        let mut s = crate::maxflow::bk::Bk::default()
+                            .run((&d.download()?).into(), false)?;
+                        s.ran = Choice {
+                            solver: SolverKind::Bk,
+                            reason: format!("{}, but cuda-grid declined", self.choice.reason),
+                            fallback: Some(why),
+                        };
+                        s
+                    }
+                    Err(e) => return Err(e),
+                };
+                let t3 = Instant::now();
+                if self.opts.verify {
+                    d.verify(&solved.cut)?;
+                    solved.certificate = Some(Certificate {
+                        flow: solved.cut.flow,
+                        cut_capacity: solved.cut.flow,
+                    });
+                }
+                (solved, t2, t3)
+            }
+        };
+        Ok(RoundCut {
+            solved,
+            graph: t2 - t1,
+            solve: t3 - t2,
+            verify: t3.elapsed(),
+        })
+    }
+
+    /// The energy of a cut of this graph, in nats.
+    fn energy_of_flow(&self, flow: i64) -> f64 {
+        match self.graph.as_ref().expect("cut before") {
+            Graph::Host(e) => e.energy_of_flow(flow),
+            Graph::Device(d) => d.energy_of_flow(flow),
+        }
+    }
+
+    /// Fills in what the graph knows, and hands back its host copy when asked to keep it.
+    fn finish(self, stats: SegmentStats) -> Result<(SegmentStats, Option<GridGraph>)> {
+        let keep = self.opts.keep_graph;
+        Ok(match self.graph.expect("at least one round ran") {
+            Graph::Host(e) => (
+                SegmentStats {
+                    edges: e.graph.num_edges(),
+                    beta: e.beta,
+                    scale: e.scale,
+                    hard: e.hard,
+                    ..stats
+                },
+                keep.then_some(e.graph),
+            ),
+            Graph::Device(d) => (
+                SegmentStats {
+                    edges: d.num_edges(),
+                    beta: d.beta,
+                    scale: d.scale,
+                    hard: d.hard,
+                    ..stats
+                },
+                if keep { Some(d.download()?) } else { None },
+            ),
+        })
+    }
 }
 
 /// A refitted model blended with the seed-fitted one: `p = (1 − w)·p_refit + w·p_seeds`. The

@@ -31,8 +31,9 @@ use std::time::{Duration, Instant};
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 
 use crate::cuda::{self as runtime, driver_err};
-use crate::graph::{Cap, CsrGraph, Flow, GridGraph, Network};
-use crate::maxflow::{Cut, Flows, Solver};
+use crate::graph::{Cap, CsrGraph, Flow};
+use crate::maxflow::solver::timed;
+use crate::maxflow::{Cut, Flows, GpuStats, GraphRef, Solved, Solver, SolverKind};
 use crate::{Error, Result};
 
 /// Threads per block of every kernel.
@@ -330,67 +331,66 @@ struct DeviceGraph {
 }
 
 impl Solver for CudaCsr {
-    fn name(&self) -> &'static str {
-        "cuda-csr"
+    fn kind(&self) -> SolverKind {
+        SolverKind::CudaCsr
     }
 
-    fn solve_csr(&mut self, g: &CsrGraph) -> Result<Cut> {
-        Ok(self.solve_csr_timed(g)?.0)
+    /// Building the solver's layout (and a grid's CSR form) counts as build time. With flows,
+    /// phase one is followed by phase two on the GPU with the source as the target (as in
+    /// `cuda-grid`: the excess of the maximum preflow flows back to the source).
+    fn run(&mut self, g: GraphRef<'_>, flows: bool) -> Result<Solved> {
+        timed(|| {
+            let t0 = Instant::now();
+            let csr = g.to_csr()?;
+            let layout = CsrLayout::new(&csr)?;
+            let build = t0.elapsed();
+            let source = flows.then(|| csr.source_caps());
+            let (cut, back) = self.solve_layout_with(&layout, source)?;
+            self.stats.layout = build;
+            let mut s = Solved::new(cut, SolverKind::CudaCsr);
+            if flows {
+                let back =
+                    back.ok_or_else(|| Error::Graph("cuda-csr: no phase two state".into()))?;
+                s.flows = Some(flows_of(&csr, &layout, &back, s.cut.flow, g)?);
+            }
+            s.stats.build = build;
+            s.stats.gpu = Some(GpuStats::Csr(self.stats.clone()));
+            Ok(s)
+        })
     }
+}
 
-    fn solve_csr_timed(&mut self, g: &CsrGraph) -> Result<(Cut, Duration)> {
-        let t0 = Instant::now();
-        let layout = CsrLayout::new(g)?;
-        let build = t0.elapsed();
-        let cut = self.solve_layout(&layout)?;
-        self.stats.layout = build;
-        Ok((cut, build))
-    }
-
-    /// Phase one, then phase two on the GPU with the source as the target (as in `cuda-grid`:
-    /// the excess of the maximum preflow flows back to the source).
-    fn solve_flows_timed(&mut self, net: &Network) -> Result<(Cut, Flows, Duration)> {
-        let t0 = Instant::now();
-        let csr = net.to_csr()?;
-        let layout = CsrLayout::new(&csr)?;
-        let build = t0.elapsed();
-        let (cut, back) = self.solve_layout_with(&layout, Some(csr.source_caps()))?;
-        let back = back.ok_or_else(|| Error::Graph("cuda-csr: no phase two state".into()))?;
-        // Forward arc p is the graph's arc a < sister(a), in node then arc order (as
-        // `CsrLayout::new` numbered them); the reverse arc's residual is the pair's rest.
-        let mut rcap = vec![0; csr.num_arcs()];
-        let mut p = 0;
-        for v in 0..csr.num_nodes() {
-            for a in csr.arcs_of(v) {
-                let b = csr.sisters()[a] as usize;
-                if a < b {
-                    rcap[a] = back.rf[p];
-                    rcap[b] = layout.tot[p] - back.rf[p];
-                    p += 1;
-                }
+/// The arc flows from phase two's final residuals, in `g`'s own arc order.
+fn flows_of(
+    csr: &CsrGraph,
+    layout: &CsrLayout,
+    back: &Residuals,
+    value: Flow,
+    g: GraphRef<'_>,
+) -> Result<Flows> {
+    // Forward arc p is the graph's arc a < sister(a), in node then arc order (as
+    // `CsrLayout::new` numbered them); the reverse arc's residual is the pair's rest.
+    let mut rcap = vec![0; csr.num_arcs()];
+    let mut p = 0;
+    for v in 0..csr.num_nodes() {
+        for a in csr.arcs_of(v) {
+            let b = csr.sisters()[a] as usize;
+            if a < b {
+                rcap[a] = back.rf[p];
+                rcap[b] = layout.tot[p] - back.rf[p];
+                p += 1;
             }
         }
-        let sink = csr
-            .sink_caps()
-            .iter()
-            .zip(&back.sink_r)
-            .map(|(&c, &r)| c - r);
-        let flows = Flows::from_residuals(&csr, &rcap, back.source_flow, sink.collect(), cut.flow);
-        let flows = match net {
-            Network::Grid(g) => flows.csr_to_grid(g, &csr)?,
-            Network::Csr(_) => flows,
-        };
-        Ok((cut, flows, build))
     }
-
-    fn solve_grid_timed(&mut self, g: &GridGraph) -> Result<(Cut, Duration)> {
-        let t0 = Instant::now();
-        let csr = g.to_csr()?;
-        let layout = CsrLayout::new(&csr)?;
-        let build = t0.elapsed();
-        let cut = self.solve_layout(&layout)?;
-        self.stats.layout = build;
-        Ok((cut, build))
+    let sink = csr
+        .sink_caps()
+        .iter()
+        .zip(&back.sink_r)
+        .map(|(&c, &r)| c - r);
+    let flows = Flows::from_residuals(csr, &rcap, back.source_flow.clone(), sink.collect(), value);
+    match g {
+        GraphRef::Grid(grid) => flows.csr_to_grid(grid, csr),
+        GraphRef::Csr(_) => Ok(flows),
     }
 }
 

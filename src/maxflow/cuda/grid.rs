@@ -33,8 +33,9 @@ use cudarc::driver::{
 
 use crate::cuda::DeviceGrid;
 use crate::cuda::{self as runtime, driver_err};
-use crate::graph::{Connectivity, CsrGraph, Flow, GridGraph, Network};
-use crate::maxflow::{Cut, Flows, Solver};
+use crate::graph::{Connectivity, Flow, GridGraph};
+use crate::maxflow::solver::timed;
+use crate::maxflow::{Cut, Flows, GpuStats, GraphRef, Solved, Solver, SolverKind};
 use crate::{Error, Result};
 
 /// Threads per block of every kernel (`TILE_BLOCK` in the kernels too).
@@ -311,44 +312,34 @@ struct DeviceGraph {
 }
 
 impl Solver for CudaGrid {
-    fn name(&self) -> &'static str {
-        "cuda-grid"
+    fn kind(&self) -> SolverKind {
+        SolverKind::CudaGrid
     }
 
-    fn solve_csr(&mut self, _g: &CsrGraph) -> Result<Cut> {
-        Err(Error::Unsupported(
-            "the cuda-grid solver takes grid graphs only; use bk for general graphs".into(),
-        ))
-    }
-
-    fn solve_grid(&mut self, g: &GridGraph) -> Result<Cut> {
-        Ok(self.solve_grid_timed(g)?.0)
-    }
-
-    fn solve_grid_timed(&mut self, g: &GridGraph) -> Result<(Cut, Duration)> {
-        let t0 = Instant::now();
-        let dg = upload(g)?;
-        let build = t0.elapsed();
-        // Module load (NVRTC compile on first use) and allocation count as set-up too.
-        let (cut, setup) = self.solve_device(dg)?;
-        Ok((cut, build + setup))
-    }
-
-    /// Phase one, then phase two on the GPU: the excess left on source-side nodes flows back to
-    /// the source by the same kernels with the source as the target (see [`Flows`]).
-    fn solve_flows_timed(&mut self, net: &Network) -> Result<(Cut, Flows, Duration)> {
-        let Network::Grid(g) = net else {
+    /// The upload, module load and allocation count as build time. With flows, phase one is
+    /// followed by phase two on the GPU: the excess left on source-side nodes flows back to the
+    /// source by the same kernels with the source as the target (see [`Flows`]).
+    fn run(&mut self, g: GraphRef<'_>, flows: bool) -> Result<Solved> {
+        let GraphRef::Grid(g) = g else {
             return Err(Error::Unsupported(
-                "the cuda-grid solver takes grid graphs only; use bk for general graphs".into(),
+                "the cuda-grid solver takes grid graphs only; use bk or cuda-csr for general \
+                 graphs"
+                    .into(),
             ));
         };
-        let t0 = Instant::now();
-        let dg = upload(g)?;
-        let build = t0.elapsed();
-        let solved = self.phase_one(dg, true)?;
-        let (cut, setup) = (solved.cut.clone(), solved.setup);
-        let flows = self.phase_two(g, solved)?;
-        Ok((cut, flows, build + setup))
+        timed(|| {
+            let t0 = Instant::now();
+            let dg = upload(g)?;
+            let upload_time = t0.elapsed();
+            let solved = self.phase_one(dg, flows)?;
+            let mut s = Solved::new(solved.cut.clone(), SolverKind::CudaGrid);
+            s.stats.build = upload_time + solved.setup;
+            if flows {
+                s.flows = Some(self.phase_two(g, solved)?);
+            }
+            s.stats.gpu = Some(GpuStats::Grid(self.stats.clone()));
+            Ok(s)
+        })
     }
 }
 
@@ -408,11 +399,15 @@ struct PhaseOne {
 
 impl CudaGrid {
     /// Solves a grid whose capacities are already on the GPU (see [`DeviceGrid`]); nothing goes
-    /// back to the host but the cut. Returns the cut and the time spent before the solve proper
-    /// (module load and allocation).
-    pub fn solve_device(&mut self, g: DeviceGrid) -> Result<(Cut, Duration)> {
-        let solved = self.phase_one(g, false)?;
-        Ok((solved.cut, solved.setup))
+    /// back to the host but the cut. The module load and allocation count as build time.
+    pub fn solve_device(&mut self, g: DeviceGrid) -> Result<Solved> {
+        timed(|| {
+            let solved = self.phase_one(g, false)?;
+            let mut s = Solved::new(solved.cut, SolverKind::CudaGrid);
+            s.stats.build = solved.setup;
+            s.stats.gpu = Some(GpuStats::Grid(self.stats.clone()));
+            Ok(s)
+        })
     }
 
     /// Phase one of push-relabel: a maximum preflow and the canonical cut. With `keep_source`
@@ -1837,7 +1832,7 @@ mod tiled_emulation {
                 assert!(cut.sink_side == bk.sink_side, "{what}: canonical cut");
                 verify(&g, &cut).unwrap();
                 // Phase two as the GPU runs it ends with a maximum flow.
-                let net = Network::Grid(g.clone());
+                let net = crate::graph::Network::Grid(g.clone());
                 verify_flows(&net, &flows.unwrap()).unwrap_or_else(|e| panic!("{what}: {e}"));
             }
         }
