@@ -124,7 +124,7 @@ pub struct CsrStats {
     /// Device bytes allocated for the graph.
     pub device_bytes: u64,
     /// Host time spent building the forward/reverse layout and the initial preflow (and the CSR
-    /// form of a grid), as [`solve_timed`](crate::maxflow::solve_timed) reports it in `build`.
+    /// form of a grid), as [`SolveStats::build`](crate::maxflow::SolveStats::build) reports it.
     pub layout: Duration,
 }
 
