@@ -1,6 +1,6 @@
 //! `segcut bench`: a table of solve times on a named suite, every result verified.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use segcut::bench::{self, BenchInstance, BenchOptions, BenchRecord, Event, SuiteOptions};
 use segcut::maxflow::{AutoPolicy, SolverKind};
 use std::io::Write;
@@ -119,7 +119,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     pb.finish_and_clear();
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&records)?;
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        segcut::io::write_atomic(path, |w| w.write_all(text.as_bytes()))?;
     }
     writeln!(out, "{} records; machine: {}", records.len(), machine())?;
     Ok(if failed {

@@ -81,8 +81,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         )?;
     }
     if let Some(p) = &args.json {
-        std::fs::write(p, serde_json::to_string_pretty(&rows)?)
-            .with_context(|| format!("writing {}", p.display()))?;
+        let text = serde_json::to_string_pretty(&rows)?;
+        io::write_atomic(p, |w| w.write_all(text.as_bytes()))?;
     }
     Ok(ExitCode::SUCCESS)
 }
