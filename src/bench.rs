@@ -29,6 +29,7 @@ pub const SUITES: &[&str] = &[
     "cpu",
     "standard",
     "generic",
+    "generic-large",
     "photo",
     "crossover",
 ];
@@ -135,7 +136,7 @@ impl FromStr for BenchInstance {
         if spec.starts_with("photo:") {
             return Err(Error::Input {
                 file: format!("instance spec '{text}'"),
-                msg: "photo instances come from a suite (--suite photo, with --data DIR)".into(),
+                msg: "photo instances come from the photo suite, with its data folder".into(),
             });
         }
         Ok(BenchInstance {
@@ -551,7 +552,7 @@ pub fn run(
             if nodes > max {
                 progress(Event::Skipped(
                     &name,
-                    format!("{nodes} nodes > --max-nodes {max}"),
+                    format!("{nodes} nodes > the node limit {max}"),
                 ));
                 continue;
             }
@@ -576,7 +577,7 @@ pub fn run(
         let gen_ms = t.elapsed().as_secs_f64() * 1e3;
         if let Some(max) = opts.max_nodes {
             if net.num_nodes() > max {
-                let why = format!("{} nodes > --max-nodes {max}", net.num_nodes());
+                let why = format!("{} nodes > the node limit {max}", net.num_nodes());
                 progress(Event::Skipped(&name, why));
                 continue;
             }

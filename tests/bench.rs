@@ -143,7 +143,7 @@ fn csr_instances_solve_like_their_grid_and_grid_only_solvers_say_n_a() {
 #[test]
 fn photo_instances_build_native_and_upscaled() {
     let Some(data) = photo_dir() else {
-        eprintln!("skipped: no segmentation dev set beside the checkout");
+        common::skipped("no segmentation dev set beside the checkout");
         return;
     };
     let list = photo_instances(&data, &[None]).unwrap();

@@ -149,7 +149,7 @@ fn palette_index_above_two_errors_and_rgb_reads_palette_colours() {
     // Index 3 (white) at (1, 1).
     indexed(&p, 3, 2, png::BitDepth::Eight, &[1, 2, 0, 0, 3, 0]);
     let msg = err_text(seeds_of(&p, [3, 2, 1], SeedFormat::Auto));
-    assert_has(&msg, &["pal.png", "(1, 1)", "index 3", "--seed-format rgb"]);
+    assert_has(&msg, &["pal.png", "(1, 1)", "index 3", "rgb seed format"]);
     // By colour: index 2 is red (fg by default), index 1 is blue (bg), green/white unknown.
     let s = seeds_of(&p, [3, 2, 1], SeedFormat::Rgb).unwrap();
     assert_eq!(s.labels, [B, F, U, U, U, U]);
@@ -201,7 +201,7 @@ fn labels_zero_one_two_are_ambiguous_without_a_format() {
     let msg = err_text(seeds_of(&p, [3, 1, 1], SeedFormat::Auto));
     assert_has(
         &msg,
-        &["lab.png", "ambiguous", "labels", "opencv", "--seed-format"],
+        &["lab.png", "ambiguous", "labels", "opencv", "seed format"],
     );
     assert_eq!(
         seeds_of(&p, [3, 1, 1], SeedFormat::Labels).unwrap().labels,
@@ -264,7 +264,7 @@ fn rgb_scribbles_default_and_custom_colours() {
         ..SeedOptions::default()
     };
     let msg = err_text(load_seeds(&p, [3, 2, 1], &opts));
-    assert_has(&msg, &["rgb.png", "(255, 0, 0) ×2", "--fg-color"]);
+    assert_has(&msg, &["rgb.png", "(255, 0, 0) ×2", "scribble colours"]);
     let same = SeedOptions {
         fg_color: [9, 9, 9],
         bg_color: [9, 9, 9],
@@ -304,7 +304,7 @@ fn grey_stored_as_rgb_is_read_as_grey() {
     let q = dir.path().join("colour.png");
     rgb8(&q, 2, 1, &[[0, 0, 0], [255, 0, 0]]);
     let msg = err_text(seeds_of(&q, [2, 1, 1], SeedFormat::Trimap));
-    assert_has(&msg, &["(1, 0)", "--seed-format rgb"]);
+    assert_has(&msg, &["(1, 0)", "rgb seed format"]);
 }
 
 #[test]
@@ -339,7 +339,7 @@ fn seed_format_parses_every_name() {
         assert_eq!(parsed.to_string(), s.to_ascii_lowercase());
     }
     let msg = err_text("scribble".parse::<SeedFormat>());
-    assert_has(&msg, &["scribble", "--seed-format", "trimap"]);
+    assert_has(&msg, &["scribble", "seed format", "trimap"]);
 }
 
 #[test]
@@ -409,7 +409,7 @@ fn rect_parses_and_rejects() {
     assert_eq!(r.to_string(), "3,4,5,6");
     for bad in ["1,2,3", "1,2,3,4,5", "a,2,3,4", "-1,2,3,4", "", "1,2,3,"] {
         let msg = err_text(bad.parse::<Rect>());
-        assert_has(&msg, &["--rect"]);
+        assert_has(&msg, &["rectangle"]);
     }
 }
 
@@ -496,7 +496,7 @@ fn rect_validation() {
     ];
     for (r, what) in cases {
         let msg = err_text(rect_seeds(dims, &r));
-        assert_has(&msg, &["--rect", what, "10×8"]);
+        assert_has(&msg, &["rectangle", what, "10×8"]);
     }
     assert!(rect_seeds(
         dims,

@@ -89,7 +89,7 @@ fn run_set(dir: &Path, set: &str, opts: &SegmentOptions, label: &str) -> (f64, f
 #[test]
 fn defaults_beat_reference() {
     let Some(dir) = dev_dir() else {
-        eprintln!("dev data not found (set SEGCUT_DEV_DATA); skipping");
+        common::skipped("dev data not found (set SEGCUT_DEV_DATA)");
         return;
     };
     let opts = SegmentOptions::default();

@@ -122,7 +122,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         );
         progress.set_message(path.display().to_string());
         let opts = ReadOptions {
-            progress: Some(progress.clone()),
+            progress: Some(std::sync::Arc::new(super::Bar(progress.clone()))),
         };
         let mut rows: Vec<Row> = Vec::new();
         let mut mark = Instant::now();

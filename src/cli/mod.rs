@@ -21,22 +21,63 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Segment an image or volume from seeds (the default: `segcut IMAGE --seeds S -o MASK`).
+    #[command(after_help = SEGMENT_EXAMPLES)]
     Segment(segment::Args),
     /// Score masks against ground truth, or segment and score a whole dataset.
+    #[command(after_help = EVAL_EXAMPLES)]
     Eval(eval::Args),
     /// Solve DIMACS / Waterloo `.max` max-flow instances (plain, .gz, .bz2, or .tbz2/.tar.* archives).
+    #[command(after_help = MAXFLOW_EXAMPLES)]
     Maxflow(maxflow::Args),
     /// Generate deterministic instances (vision grids, genrmf, Washington RLG) as `.max` files.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = GEN_EXAMPLES)]
     Gen(gen::Command),
     /// Time solvers on a named suite of generated instances, verifying every result.
+    #[command(after_help = BENCH_EXAMPLES)]
     Bench(bench::Args),
 }
+
+const SEGMENT_EXAMPLES: &str = "Examples:
+  segcut photo.jpg --seeds scribbles.png -o mask.png
+  segcut photo.jpg --rect 40,30,200,150 -o mask.png --overlay overlay.png
+  segcut scan.nii.gz --seeds labels.nii.gz --seed-format labels -o mask.nii.gz
+  segcut photo.jpg --seeds s.png -o m.png --stats-json stats.json --solver bk
+  segcut segment ./eval --seeds s.png -o m.png   # a file named like a subcommand";
+
+const EVAL_EXAMPLES: &str = "Examples:
+  segcut eval --gt gt.png mask.png
+  segcut eval --gt ground-truth/ masks/
+  segcut eval --dataset ../shared/data/segmentation/grabcut-bsds-dev --json scores.json";
+
+const MAXFLOW_EXAMPLES: &str = "Examples:
+  segcut maxflow BVZ-tsukuba.tbz2 --verify
+  segcut maxflow graph.max --solver bk --json
+  segcut maxflow graph.max --cut graph.cut --flows graph.flow
+  segcut maxflow big.max --explain        # how the file was read and which solver ran, and why";
+
+const GEN_EXAMPLES: &str = "Examples:
+  segcut gen grid 2d:1024x1024:n4:c10:s1 -o grid.max
+  segcut gen grid 3d:128x128x128:n6:c100:s7 -o vol.max.gz
+  segcut gen genrmf --a 16 --b 64 -o rmf.max
+  segcut gen washington --width 512 --levels 1024 -o rlg.max";
+
+const BENCH_EXAMPLES: &str = "Examples:
+  segcut bench --suite quick
+  segcut bench --suite cpu --solvers bk,dinic --runs 3 --json bench.json
+  segcut bench --suite standard --solvers bk,cuda-grid     # needs a GPU for cuda-grid
+  segcut bench --instances 2d:2048x2048:n4:c100:s1 --solvers bk,auto";
 
 /// Runs the command line; errors are printed with their causes and give exit code 2, wrong or
 /// unverified answers exit code 1.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse_from(with_default_subcommand(std::env::args_os().collect()));
+    let args = match with_default_subcommand(std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(msg) => {
+            eprintln!("segcut: error: {msg}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = Cli::parse_from(args);
     let result = match cli.command {
         Command::Segment(args) => segment::run(args),
         Command::Eval(args) => eval::run(args),
@@ -47,29 +88,74 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("segcut: error: {e:#}");
+            eprintln!("segcut: error: {}", error_chain(&e));
             ExitCode::from(2)
         }
     }
 }
 
+/// The error and its causes, `: `-separated, leaving out a cause whose text the message already
+/// shows (segcut's I/O errors include their OS error, which is also their source).
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let c = cause.to_string();
+        if text.contains(&c) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&c);
+    }
+    text
+}
+
 /// `segcut IMAGE ...` means `segcut segment IMAGE ...`: insert the subcommand when the first
-/// argument is neither a subcommand nor a top-level flag (help, version).
-fn with_default_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+/// argument is neither a subcommand nor a top-level flag (help, version). A first argument that
+/// is no file and looks like a mistyped subcommand is an error that names the subcommand meant.
+/// Subcommand names win over files of the same name: `segcut ./eval ...` or `segcut segment eval`
+/// segments a file called `eval`.
+fn with_default_subcommand(
+    mut args: Vec<std::ffi::OsString>,
+) -> Result<Vec<std::ffi::OsString>, String> {
     use clap::CommandFactory;
     let Some(first) = args.get(1).and_then(|a| a.to_str()) else {
-        return args;
+        return Ok(args);
     };
     let cmd = Cli::command();
-    let is_subcommand = first == "help"
-        || cmd
-            .get_subcommands()
-            .any(|s| s.get_name() == first || s.get_all_aliases().any(|a| a == first));
-    let top_flag = matches!(first, "-h" | "--help" | "-V" | "--version");
-    if !is_subcommand && !top_flag {
-        args.insert(1, "segment".into());
+    let names: Vec<&str> = cmd.get_subcommands().map(|s| s.get_name()).collect();
+    let is_subcommand = first == "help" || names.contains(&first);
+    if is_subcommand || first.starts_with('-') {
+        return Ok(args);
     }
-    args
+    let is_file = std::path::Path::new(first).exists();
+    if !is_file && !first.contains(['.', '/', '\\']) {
+        if let Some(near) = names.iter().find(|n| edit_distance(first, n) <= 2) {
+            return Err(format!(
+                "unknown subcommand '{first}'; did you mean '{near}'? (to segment a file of \
+                 that name, write ./{first})"
+            ));
+        }
+    }
+    args.insert(1, "segment".into());
+    Ok(args)
+}
+
+/// Levenshtein distance, for "did you mean".
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + (ca != cb) as usize).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 /// A progress bar on stderr that stays hidden when stderr is not a terminal.
@@ -89,6 +175,23 @@ fn solver_parser() -> impl clap::builder::TypedValueParser<Value = segcut::maxfl
     use clap::builder::TypedValueParser;
     clap::builder::PossibleValuesParser::new(segcut::maxflow::SolverKind::names())
         .map(|s| s.parse().expect("a listed name"))
+}
+
+/// The library's progress reports shown on an indicatif bar.
+struct Bar(indicatif::ProgressBar);
+
+impl segcut::progress::Progress for Bar {
+    fn start(&self, total: Option<u64>) {
+        if let Some(t) = total {
+            self.0.set_length(t);
+        }
+    }
+    fn advance(&self, n: u64) {
+        self.0.inc(n);
+    }
+    fn note(&self, text: &str) {
+        self.0.suspend(|| eprintln!("segcut: {text}"));
+    }
 }
 
 fn ms(d: std::time::Duration) -> f64 {

@@ -13,47 +13,64 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-/// The energy and solver settings, shared by `segment` and `eval`. Unset values keep the
-/// library's defaults (`SegmentOptions::default()`, see docs/segmentation.md).
+/// The energy and solver settings, shared by `segment` and `eval`; the defaults shown are the
+/// library's (`SegmentOptions::default()`, see docs/segmentation.md).
 #[derive(clap::Args, Debug, Clone)]
 pub struct EnergyArgs {
-    /// Neighbourhood: 4 or 8 for images, 6 or 26 for volumes [default: 8 / 6].
+    /// Neighbourhood: 4 or 8 for images, 6 or 26 for volumes [default: 8 for images, 6 for
+    /// volumes].
     #[arg(long, short = 'c', value_parser = ["4", "8", "6", "26"])]
     connectivity: Option<String>,
     /// Smoothness weight λ of the n-links.
-    #[arg(long)]
-    lambda: Option<f64>,
-    /// Contrast scale σ (β = 1/(2σ²)); by default β = 1/(2⟨‖Ip−Iq‖²⟩) from the image.
+    #[arg(long, default_value_t = SegmentOptions::default().lambda)]
+    lambda: f64,
+    /// Contrast scale σ (β = 1/(2σ²)) [default: β = 1/(2⟨‖Ip−Iq‖²⟩) from the image].
     #[arg(long)]
     sigma: Option<f64>,
     /// Colour model: gmm (Gaussian mixtures) or hist (joint histograms).
-    #[arg(long, value_parser = ["gmm", "hist"])]
-    model: Option<String>,
-    /// Gaussian components per mixture (with --model gmm).
+    #[arg(long, value_parser = ["gmm", "hist"], default_value = model_name(SegmentOptions::default().model))]
+    model: String,
+    /// Gaussian components per mixture, with --model gmm [default: 5].
     #[arg(long)]
     components: Option<usize>,
-    /// Bins per channel (with --model hist).
+    /// Bins per channel, with --model hist [default: 16].
     #[arg(long)]
     bins: Option<usize>,
     /// Colour space of the models and contrasts: rgb (as stored) or lab.
-    #[arg(long, value_parser = ["rgb", "lab"])]
-    color_space: Option<String>,
-    /// GrabCut iterations: refit the models on the segmentation and cut again (stops early when the
-    /// mask settles).
-    #[arg(long)]
-    iterations: Option<usize>,
+    #[arg(long, value_parser = ["rgb", "lab"], default_value = color_space_name(SegmentOptions::default().color_space))]
+    color_space: String,
+    /// Most cuts: after the first, GrabCut refits the models on the segmentation and cuts again,
+    /// stopping early when the mask settles.
+    #[arg(long, default_value_t = SegmentOptions::default().iterations)]
+    iterations: usize,
     /// Max-flow solver (`auto`: the GPU for images of at least --gpu-min-nodes pixels when one
     /// is usable, else BK).
-    #[arg(long, value_parser = super::solver_parser())]
-    solver: Option<SolverKind>,
+    #[arg(long, value_parser = super::solver_parser(), default_value = "auto")]
+    solver: SolverKind,
     /// With `--solver auto`: images with fewer pixels are cut on the CPU, where the GPU's fixed
-    /// costs would dominate [default: 65536].
-    #[arg(long, value_name = "PIXELS")]
-    gpu_min_nodes: Option<usize>,
+    /// costs would dominate.
+    #[arg(long, value_name = "PIXELS", default_value_t = segcut::maxflow::AUTO_MIN_GPU_NODES)]
+    gpu_min_nodes: usize,
     /// Build the graph on the CPU even when it is solved on the GPU (by default a GPU solver
     /// builds it on the GPU).
     #[arg(long)]
     cpu_build: bool,
+}
+
+/// The `--model` name of a model kind, as `--stats-json` shows it.
+pub fn model_name(m: ModelKind) -> &'static str {
+    match m {
+        ModelKind::Gmm { .. } => "gmm",
+        ModelKind::Histogram { .. } => "hist",
+    }
+}
+
+/// The `--color-space` name of a colour space, as `--stats-json` shows it.
+pub fn color_space_name(c: ColorSpace) -> &'static str {
+    match c {
+        ColorSpace::Lab => "lab",
+        ColorSpace::AsIs => "rgb",
+    }
 }
 
 impl EnergyArgs {
@@ -62,50 +79,46 @@ impl EnergyArgs {
         if let Some(c) = &self.connectivity {
             o.connectivity = Connectivity::from_number(c.parse()?);
         }
-        if let Some(l) = self.lambda {
-            if !(l.is_finite() && l >= 0.0) {
-                bail!("--lambda must be a finite number ≥ 0, got {l}");
-            }
-            o.lambda = l;
+        let l = self.lambda;
+        if !(l.is_finite() && l >= 0.0) {
+            bail!("--lambda must be a finite number ≥ 0, got {l}");
         }
+        o.lambda = l;
         if let Some(s) = self.sigma {
             if !(s.is_finite() && s > 0.0) {
                 bail!("--sigma must be a finite number > 0, got {s}");
             }
             o.sigma = Some(s);
         }
-        match self.model.as_deref() {
-            Some("hist") => {
-                o.model = ModelKind::Histogram {
+        o.model = match self.model.as_str() {
+            "hist" => {
+                if self.components.is_some() {
+                    bail!("--components sets the Gaussian mixtures of --model gmm, not histograms (use --bins)");
+                }
+                ModelKind::Histogram {
                     bins: self.bins.unwrap_or(16),
                 }
             }
-            Some("gmm") | None => {
-                if let Some(k) = self.components {
-                    o.model = ModelKind::Gmm { components: k };
+            _ => {
+                if self.bins.is_some() {
+                    bail!("--bins sets the histograms of --model hist; with Gaussian mixtures use --components");
+                }
+                ModelKind::Gmm {
+                    components: self.components.unwrap_or(5),
                 }
             }
-            Some(other) => bail!("unknown model '{other}'"),
+        };
+        o.color_space = if self.color_space == "lab" {
+            ColorSpace::Lab
+        } else {
+            ColorSpace::AsIs
+        };
+        if self.iterations == 0 {
+            bail!("--iterations must be at least 1");
         }
-        if let Some(cs) = &self.color_space {
-            o.color_space = if cs == "lab" {
-                ColorSpace::Lab
-            } else {
-                ColorSpace::AsIs
-            };
-        }
-        if let Some(n) = self.iterations {
-            if n == 0 {
-                bail!("--iterations must be at least 1");
-            }
-            o.iterations = n;
-        }
-        if let Some(s) = self.solver {
-            o.solver = s;
-        }
-        if let Some(n) = self.gpu_min_nodes {
-            o.auto.min_gpu_nodes = n;
-        }
+        o.iterations = self.iterations;
+        o.solver = self.solver;
+        o.auto.min_gpu_nodes = self.gpu_min_nodes;
         o.gpu_build = !self.cpu_build;
         Ok(o)
     }
@@ -150,6 +163,14 @@ pub struct Args {
     energy: EnergyArgs,
 }
 
+/// The model as `--stats-json` shows it: `{"kind": "gmm", "components": 5}`.
+fn model_json(m: ModelKind) -> serde_json::Value {
+    match m {
+        ModelKind::Gmm { components } => json!({ "kind": "gmm", "components": components }),
+        ModelKind::Histogram { bins } => json!({ "kind": "hist", "bins": bins }),
+    }
+}
+
 fn parse_color(s: &str) -> Result<[u8; 3], String> {
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
     if parts.len() != 3 {
@@ -172,20 +193,31 @@ pub fn load_seeds(
     rect: Option<&Rect>,
     opts: SeedOptions,
 ) -> Result<Seeds> {
+    // The library names the seed format and the rectangle; here they are flags.
+    let flags = |e: segcut::Error, hint: &str| anyhow::anyhow!("{e}\n  ({hint})");
     let from_file = match seeds {
-        Some(p) => Some(io::load_seeds(
-            p,
-            image.dims,
-            &SeedOptions {
-                image_file: Some(image_path.to_path_buf()),
-                ..opts
-            },
-        )?),
+        Some(p) => Some(
+            io::load_seeds(
+                p,
+                image.dims,
+                &SeedOptions {
+                    image_file: Some(image_path.to_path_buf()),
+                    ..opts
+                },
+            )
+            .map_err(|e| {
+                flags(
+                    e,
+                    "the seed format is --seed-format; scribble colours are --fg-color / --bg-color",
+                )
+            })?,
+        ),
         None => None,
     };
+    let rect_hint = |e| flags(e, "the rectangle is --rect X,Y,W,H");
     Ok(match (rect, from_file) {
-        (Some(r), Some(s)) => io::rect_with_seeds(r, &s)?,
-        (Some(r), None) => io::rect_seeds(image.dims, r)?,
+        (Some(r), Some(s)) => io::rect_with_seeds(r, &s).map_err(rect_hint)?,
+        (Some(r), None) => io::rect_seeds(image.dims, r).map_err(rect_hint)?,
         (None, Some(s)) => s,
         (None, None) => bail!("give seeds (--seeds FILE) or a rectangle (--rect x,y,w,h)"),
     })
@@ -271,7 +303,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "seeds": { "foreground": st.seed_counts[1], "background": st.seed_counts[2],
                    "probably_foreground": st.seed_counts[3], "probably_background": st.seed_counts[4] },
         "options": { "lambda": opts.lambda, "sigma": opts.sigma, "beta": st.beta,
-                     "model": format!("{:?}", opts.model), "color_space": format!("{:?}", opts.color_space),
+                     "model": model_json(opts.model), "color_space": color_space_name(opts.color_space),
                      "quantisation_scale": st.scale, "hard_constraint": st.hard },
         "solver": st.solver.solver, "solver_reason": st.solver.reason, "solver_requested": opts.solver, "flow": seg.flow, "energy": seg.energy, "verified": seg.verified,
         "foreground_pixels": fg, "foreground_fraction": fg as f64 / image.num_pixels() as f64,
@@ -289,13 +321,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
     } else {
         format!("{w}x{h}")
     };
+    // A zero flow looks like nothing happened; it means the cut runs only along n-links whose
+    // capacity rounds to zero (strong edges), so the colour models alone decide.
+    let flow = if seg.flow == 0 {
+        "flow 0 (the boundary crosses only zero-capacity links)".to_string()
+    } else {
+        format!("flow {}", seg.flow)
+    };
     eprintln!(
-        "{}: {size}, {} foreground ({:.1} %), flow {}, {} cut(s), {}, {:.0} ms -> {}",
+        "{}: {size}, {} foreground ({:.1} %), energy {:.0}, {flow}, {} cut(s) by {}, {}, {:.0} ms -> {}",
         args.image.display(),
         fg,
         100.0 * fg as f64 / image.num_pixels() as f64,
-        seg.flow,
+        seg.energy,
         st.iterations.len(),
+        st.solver.solver,
         if seg.verified {
             "verified"
         } else {

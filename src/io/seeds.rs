@@ -91,7 +91,7 @@ impl FromStr for SeedFormat {
             .find(|(_, n)| *n == low)
             .map(|(f, _)| *f)
             .ok_or_else(|| Error::Input {
-                file: "--seed-format".into(),
+                file: "seed format".into(),
                 msg: format!(
                     "unknown seed format '{s}'; expected one of auto, palette, trimap, opencv, \
                      rgb, labels"
@@ -202,6 +202,7 @@ impl Grey {
 /// # Ok::<(), segcut::Error>(())
 /// ```
 pub fn load_seeds(path: &Path, dims: [usize; 3], opts: &SeedOptions) -> Result<Seeds> {
+    refuse_lossy(path)?;
     let raw = read_raw(path, dims, opts)?;
     let labels =
         match (opts.format, raw) {
@@ -209,8 +210,8 @@ pub fn load_seeds(path: &Path, dims: [usize; 3], opts: &SeedOptions) -> Result<S
             | (SeedFormat::Palette, Raw::Indexed { idx, .. }) => palette_labels(path, dims, &idx)?,
             (SeedFormat::Palette, _) => return Err(input_err(
                 path,
-                "--seed-format palette needs a palette (indexed) PNG, and this file is not one; \
-                 try --seed-format auto, labels, trimap, opencv or rgb",
+                "the palette seed format needs a palette (indexed) PNG, and this file is not one; \
+                 try the seed formats auto, labels, trimap, opencv or rgb",
             )),
             (SeedFormat::Auto, Raw::Rgba(px)) => match grey_of(&px) {
                 Some(values) => auto_grey(path, dims, &values)?,
@@ -236,8 +237,8 @@ pub fn load_seeds(path: &Path, dims: [usize; 3], opts: &SeedOptions) -> Result<S
                         input_err(
                             path,
                             format!(
-                                "--seed-format {} needs grey values, but pixel {} is the colour \
-                             ({}, {}, {}); use --seed-format rgb for coloured scribbles",
+                                "the {} seed format needs grey values, but pixel {} is the colour \
+                             ({}, {}, {}); coloured scribbles are the rgb seed format",
                                 conv.format(),
                                 pixel_text(dims, i),
                                 p[0],
@@ -277,6 +278,25 @@ fn mismatch(path: &Path, dims: [usize; 3], got: [usize; 3], opts: &SeedOptions) 
             dims_text(dims)
         ),
     )
+}
+
+/// Seeds must hold exact values: JPEG compression shifts labels and colours around every stroke,
+/// so a JPEG seed file would be read wrong in ways no check can see. Refused by its bytes.
+fn refuse_lossy(path: &Path) -> Result<()> {
+    use std::io::Read;
+    let mut head = [0u8; 3];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(|e| Error::io(path, e))?;
+    if n == 3 && head == [0xFF, 0xD8, 0xFF] {
+        return Err(input_err(
+            path,
+            "this seed file is a JPEG, which is lossy: compression changes the label values and \
+             scribble colours near every stroke. Save seeds in a lossless format (PNG, TIFF, \
+             NIfTI)",
+        ));
+    }
+    Ok(())
 }
 
 /// Reads the seed file's pixels, checking its size against `dims` as early as the format allows.
@@ -390,7 +410,7 @@ fn palette_labels(path: &Path, dims: [usize; 3], idx: &[u8]) -> Result<Vec<Seed>
                 format!(
                     "pixel {} has palette index {other}; palette seeds use index 0 (unlabelled), \
                      1 (foreground) and 2 (background). If the scribbles are meant by colour, \
-                     pass --seed-format rgb (with --fg-color / --bg-color)",
+                     read them as the rgb seed format (with their two colours)",
                     pixel_text(dims, i)
                 ),
             )),
@@ -407,7 +427,7 @@ fn grey_labels(path: &Path, dims: [usize; 3], values: &[f32], conv: Grey) -> Res
                 input_err(
                     path,
                     format!(
-                        "pixel {} has value {v}, which --seed-format {} does not use: {}",
+                        "pixel {} has value {v}, which the {} seed format does not use: {}",
                         pixel_text(dims, i),
                         conv.format(),
                         conv.describe()
@@ -453,7 +473,7 @@ fn auto_grey(path: &Path, dims: [usize; 3], values: &[f32]) -> Result<Vec<Seed>>
             format!(
                 "the seed values fit no convention ({}); seed files use labels 0/1/2, OpenCV \
                  0–3, trimap 0/64/128/255, palette indices or coloured scribbles \
-                 (--seed-format rgb)",
+                 (the rgb seed format)",
                 why.join("; ")
             ),
         ));
@@ -464,14 +484,12 @@ fn auto_grey(path: &Path, dims: [usize; 3], values: &[f32]) -> Result<Vec<Seed>>
     if !agree {
         let shown: Vec<String> = present.iter().map(|v| v.to_string()).collect();
         let cands: Vec<&str> = fits.iter().map(|c| c.describe()).collect();
-        let flags: Vec<String> = fits
-            .iter()
-            .map(|c| format!("--seed-format {}", c.format()))
-            .collect();
+        let flags: Vec<String> = fits.iter().map(|c| c.format().to_string()).collect();
         return Err(input_err(
             path,
             format!(
-                "ambiguous seeds: the values {{{}}} fit {} with different meanings; pass {}",
+                "ambiguous seeds: the values {{{}}} fit {} with different meanings; name the seed \
+                 format: {}",
                 shown.join(", "),
                 cands.join(" and "),
                 flags.join(" or ")
@@ -574,7 +592,7 @@ fn rgb_labels(
             path,
             format!(
                 "no {} pixel has the foreground colour ({}, {}, {}) or the background colour \
-                 ({}, {}, {}); {seen}; set --fg-color / --bg-color",
+                 ({}, {}, {}); {seen}; name the scribble colours",
                 dims_text(dims),
                 fg[0],
                 fg[1],
@@ -615,7 +633,7 @@ impl FromStr for Rect {
     /// ```
     fn from_str(s: &str) -> Result<Self> {
         let bad = |msg: String| Error::Input {
-            file: "--rect".into(),
+            file: "rectangle".into(),
             msg,
         };
         let parts: Vec<&str> = s.split(',').map(str::trim).collect();
@@ -662,7 +680,7 @@ impl fmt::Display for Rect {
 /// ```
 pub fn rect_seeds(dims: [usize; 3], rect: &Rect) -> Result<Seeds> {
     let bad = |msg: String| Error::Input {
-        file: "--rect".into(),
+        file: "rectangle".into(),
         msg,
     };
     let [w, h, d] = dims;
@@ -714,7 +732,7 @@ pub fn rect_with_seeds(rect: &Rect, seeds: &Seeds) -> Result<Seeds> {
     let mut out = rect_seeds(seeds.dims, rect)?;
     if seeds.labels.len() != out.labels.len() {
         return Err(Error::Input {
-            file: "--rect".into(),
+            file: "rectangle".into(),
             msg: format!(
                 "seeds hold {} labels but their size {} has {} pixels",
                 seeds.labels.len(),

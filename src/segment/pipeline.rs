@@ -377,13 +377,26 @@ struct RoundCut {
     verify: Duration,
 }
 
-fn check_options(opts: &SegmentOptions) -> Result<()> {
+fn check_options(image: &Image, opts: &SegmentOptions) -> Result<()> {
     let bad = |msg: String| {
         Err(Error::Input {
             file: "segment options".into(),
             msg,
         })
     };
+    if let Some(c) = opts.connectivity {
+        if c.is_3d() != image.is_volume() {
+            let (what, fits) = if image.is_volume() {
+                ("a volume", "6 or 26")
+            } else {
+                ("a 2D image", "4 or 8")
+            };
+            return bad(format!(
+                "connectivity {} does not apply to {what}: use {fits}",
+                c.number()
+            ));
+        }
+    }
     if !(0.0..=1.0).contains(&opts.seed_weight) {
         return bad(format!(
             "seed_weight must be in [0, 1], got {}",
@@ -399,7 +412,7 @@ fn check_options(opts: &SegmentOptions) -> Result<()> {
 /// Segments `image` given `seeds`.
 pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Segmentation> {
     let seed_counts = check_seeds(image, seeds)?;
-    check_options(opts)?;
+    check_options(image, opts)?;
     // Asked first: creating the GPU context is process start-up, not preparation.
     let (choice, on_gpu) = plan_solve(image, opts);
     let t = Instant::now();

@@ -3,6 +3,14 @@
 
 use std::path::PathBuf;
 
+/// Says that a test skipped, on the test run's own output: libtest captures `eprintln!` of a
+/// passing test, so the line goes to the process's stderr directly.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let name = std::thread::current().name().unwrap_or("test").to_string();
+    let _ = writeln!(std::io::stderr(), "SKIPPED {name}: {why}");
+}
+
 /// `../shared/data` beside the checkout (or `$SEGCUT_SHARED_DATA`). Returns `None` (and says so)
 /// when it is missing, unless `SEGCUT_REQUIRE_DATA` is set (CI sets it): then missing data fails.
 pub fn shared_data() -> Option<PathBuf> {
@@ -18,7 +26,10 @@ pub fn shared_data() -> Option<PathBuf> {
             dir.display()
         );
     }
-    eprintln!("skipping: shared data not found at {}", dir.display());
+    skipped(&format!(
+        "shared data not found at {} (set SEGCUT_REQUIRE_DATA=1 to require it)",
+        dir.display()
+    ));
     None
 }
 
@@ -95,7 +106,9 @@ pub fn gpu_or_skip() -> bool {
             panic!("SEGCUT_REQUIRE_GPU is set but no GPU is usable: {why}")
         }
         Some(why) => {
-            eprintln!("skipped: no usable GPU ({why}); set SEGCUT_REQUIRE_GPU=1 to require one");
+            skipped(&format!(
+                "no usable GPU ({why}); set SEGCUT_REQUIRE_GPU=1 to require one"
+            ));
             false
         }
     }

@@ -6,8 +6,9 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 
-use super::reader::{parse_max, parse_sol, Progress};
+use super::reader::{parse_max, parse_sol};
 use super::{stem_of, strip_suffix_ci, MaxInstance, ReadOptions};
+use crate::progress::ReadProgress;
 use crate::{Error, Result};
 
 /// A compression layer.
@@ -181,17 +182,10 @@ pub fn read_instances(
 ) -> Result<BTreeMap<String, i64>> {
     let name = path.display().to_string();
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    if let Some(bar) = &opts.progress {
-        if bar.length().is_none() {
-            if let Ok(meta) = file.metadata() {
-                bar.set_length(meta.len());
-            }
-        }
+    if let Some(p) = &opts.progress {
+        p.start(file.metadata().ok().map(|m| m.len()));
     }
-    let raw = Progress {
-        inner: file,
-        bar: opts.progress.clone(),
-    };
+    let raw = ReadProgress::new(file, opts.progress.clone());
     let raw = Peeked::new(raw, 512);
     let comp = compression_of_magic(raw.head()).unwrap_or_else(|| compression_of_name(&name));
     let data = Peeked::new(comp.decode(raw), 512);

@@ -197,9 +197,17 @@ fn strip_suffix_ci<'a>(s: &'a str, suffix: &str) -> Option<&'a str> {
 }
 
 /// Options for reading files.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct ReadOptions {
-    /// A bar advanced by the bytes read from disk (compressed bytes for compressed files); when
-    /// its length is unset, the readers set it to the file size.
-    pub progress: Option<indicatif::ProgressBar>,
+    /// Told the file's size when reading a file starts, then advanced by the bytes read from
+    /// disk (compressed bytes for compressed files).
+    pub progress: Option<crate::progress::SharedProgress>,
+}
+
+impl std::fmt::Debug for ReadOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadOptions")
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
 }

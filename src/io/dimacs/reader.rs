@@ -10,6 +10,7 @@ use super::{infer, Layout, MaxInstance, ReadOptions};
 use crate::graph::{
     Cap, Connectivity, CsrBuilder, CsrGraph, GridGraph, Network, Vertex, MAX_NODES,
 };
+use crate::progress::ReadProgress;
 use crate::{Error, Result};
 
 /// Size of the read buffer.
@@ -777,22 +778,6 @@ pub(super) fn grid_of(csr: &CsrGraph, dims: [usize; 3], is_3d: bool) -> Option<G
     Some(g)
 }
 
-/// Counts the bytes read into a progress bar.
-pub(super) struct Progress<R> {
-    pub(super) inner: R,
-    pub(super) bar: Option<indicatif::ProgressBar>,
-}
-
-impl<R: Read> Read for Progress<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if let Some(bar) = &self.bar {
-            bar.inc(n as u64);
-        }
-        Ok(n)
-    }
-}
-
 /// Reads a DIMACS max-flow problem from `r`; `name` is the file name used in errors.
 ///
 /// See the [module documentation](super) for the format and an example.
@@ -800,13 +785,10 @@ pub fn read_max<R: BufRead>(r: R, name: &str) -> Result<MaxInstance> {
     read_max_with(r, name, &ReadOptions::default())
 }
 
-/// [`read_max`] with options: the progress bar is advanced by the bytes read from `r` (its
-/// length is left alone: a stream has no known size).
+/// [`read_max`] with options: the progress receiver is advanced by the bytes read from `r` (no
+/// total is given: a stream has no known size).
 pub fn read_max_with<R: BufRead>(r: R, name: &str, opts: &ReadOptions) -> Result<MaxInstance> {
-    let src = Progress {
-        inner: r,
-        bar: opts.progress.clone(),
-    };
+    let src = ReadProgress::new(r, opts.progress.clone());
     parse_max(src, name, "input")
 }
 
