@@ -2,7 +2,7 @@
 
 use super::nifti::{save_nifti, NiftiOptions, NiftiType};
 use super::tiff_stack::{read_meta, save_tiff};
-use super::{dims_text, input_err, sniff, Kind};
+use super::{check_image, dims_text, input_err, sniff, Kind};
 use crate::io::Image;
 use crate::{Error, Result};
 use std::path::Path;
@@ -31,26 +31,6 @@ fn out_kind(path: &Path) -> Out {
     } else {
         Out::Other
     }
-}
-
-/// Checks that `img.data` matches its dims and channels (a caller-built `Image` may not).
-pub(crate) fn check_image(path: &Path, img: &Image) -> Result<()> {
-    let n = img
-        .dims
-        .iter()
-        .try_fold(img.channels, |a, &d| a.checked_mul(d));
-    if n != Some(img.data.len()) || img.data.is_empty() {
-        return Err(input_err(
-            path,
-            format!(
-                "cannot write: image of {} × {} channel(s) has {} values",
-                dims_text(img.dims),
-                img.channels,
-                img.data.len()
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// Writes a foreground mask (`true` = foreground) of `dims`, format by extension:

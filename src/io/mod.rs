@@ -241,6 +241,26 @@ pub(crate) fn alloc<T>(path: &Path, n: Option<usize>) -> Result<Vec<T>> {
     }
 }
 
+/// Checks that `img.data` matches its dims and channels (a caller-built `Image` may not).
+pub(crate) fn check_image(path: &Path, img: &Image) -> Result<()> {
+    let n = img
+        .dims
+        .iter()
+        .try_fold(img.channels, |a, &d| a.checked_mul(d));
+    if n != Some(img.data.len()) || img.data.is_empty() {
+        return Err(input_err(
+            path,
+            format!(
+                "cannot write: image of {} × {} channel(s) has {} values",
+                dims_text(img.dims),
+                img.channels,
+                img.data.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `W×H` or `W×H×D`.
 pub(crate) fn dims_text(dims: [usize; 3]) -> String {
     if dims[2] > 1 {

@@ -439,7 +439,7 @@ impl Default for NiftiOptions {
 /// # Ok::<(), segcut::Error>(())
 /// ```
 pub fn save_nifti(path: &Path, img: &Image, opts: &NiftiOptions) -> Result<()> {
-    super::mask::check_image(path, img)?;
+    super::check_image(path, img)?;
     let t = opts.datatype;
     if img.channels != t.channels() {
         return Err(input_err(

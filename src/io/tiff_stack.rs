@@ -215,7 +215,7 @@ enum Sample {
 /// # Ok::<(), segcut::Error>(())
 /// ```
 pub fn save_tiff(path: &Path, img: &Image, unit: Option<&str>) -> Result<()> {
-    super::mask::check_image(path, img)?;
+    super::check_image(path, img)?;
     let integral = |max: f32| {
         img.data
             .iter()
