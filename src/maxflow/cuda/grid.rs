@@ -215,6 +215,22 @@ fn check_memory(gpu: &Gpu, n: usize, conn: Connectivity) -> Result<()> {
     Ok(())
 }
 
+/// An error unless a device grid's arrays have the lengths its shape says: the kernels index
+/// them by node and direction without bounds checks.
+fn check_lengths(g: &DeviceGrid) -> Result<()> {
+    let n = g.num_nodes();
+    let want = [g.conn.degree() * n, n, n];
+    let have = [g.caps.len(), g.source.len(), g.sink.len()];
+    if have != want {
+        return Err(Error::Graph(format!(
+            "device grid {:?} {}: capacity, source and sink arrays have {have:?} entries, not \
+             {want:?}",
+            g.dims, g.conn
+        )));
+    }
+    Ok(())
+}
+
 /// What phase one leaves for phase two: the preflow on the device and the source capacities.
 struct PhaseOne {
     cut: Cut,
@@ -244,6 +260,7 @@ impl CudaGrid {
     fn phase_one(&mut self, g: DeviceGrid, keep_source: bool) -> Result<PhaseOne> {
         let t0 = Instant::now();
         let shape = GridShape::new(g.dims, g.conn)?;
+        check_lengths(&g)?;
         let gpu = cuda::gpu()?;
         gpu.bind()?;
         let k = GridPr::load(gpu, g.conn)?;
