@@ -2,7 +2,7 @@
 // through the typed launchers of src/cuda/launch/seg_energy.rs, which hold every kernel's argument
 // order and launch shape; src/segment/gpu.rs drives them.
 //
-// The kernels redo src/segment/energy.rs (and the Lab conversion of src/segment/pipeline.rs)
+// The kernels redo src/segment/energy.rs (and the Lab conversion of src/segment/color.rs)
 // operation for operation, so that the capacities equal the CPU's: this file is compiled with
 // --fmad=false (no fused multiply-add contraction, which Rust never does either), every float
 // expression keeps the CPU's evaluation order, and the tables (exp, sRGB linearisation, grey
@@ -19,7 +19,7 @@
 #include "common.cuh"
 
 // sRGB (already linearised through the host's table) -> CIE L*a*b*, as srgb_to_lab in
-// src/segment/pipeline.rs. The cube root goes through double precision: rounded to float it is
+// src/segment/color.rs. The cube root goes through double precision: rounded to float it is
 // the correctly rounded cbrtf, which is what the host's libm gives (glibc's cbrtf agrees with it on
 // every float in [0.008, 1.2], all Lab needs); the device's cbrtf is only faithful, and moved 1-3 %
 // of the capacities by one unit.
@@ -226,7 +226,7 @@ __device__ double gmm_nll(const double *comp, unsigned k, unsigned ch, const dou
 }
 
 // A class's cost: the refitted mixture, blended with the seed-fitted one when w > 0
-// (pipeline.rs's Blend). header = {refit offset, refit k, seeds offset (< 0: none), seeds k,
+// (model.rs's Blend). header = {refit offset, refit k, seeds offset (< 0: none), seeds k,
 // ln(1 - w), ln w}, offsets into `models`.
 __device__ double class_nll(const double *models, const double *header, unsigned ch,
                             const double *x) {
