@@ -171,6 +171,8 @@ fn rust_to_c(ty: &str) -> String {
         format!("{}*", inner(r))
     } else if let Some(r) = t.strip_prefix("&mutCudaViewMut<") {
         format!("{}*", inner(r))
+    } else if let Some(r) = t.strip_prefix("Option<&CudaSlice<") {
+        format!("const {}*", inner(r.trim_end_matches('>')))
     } else if let Some(r) = t.strip_prefix("&CudaSlice<") {
         format!("const {}*", inner(r))
     } else if let Some(r) = t.strip_prefix("&CudaView<") {
@@ -368,6 +370,7 @@ fn the_parser_reads_what_the_kernels_write() {
     assert_eq!(rust_to_c("& CudaSlice<u8>"), "const unsigned char*");
     assert_eq!(rust_to_c("&mut CudaViewMut<'_, u32>"), "unsigned*");
     assert_eq!(rust_to_c("GridShape"), "Grid");
+    assert_eq!(rust_to_c("Option<&CudaSlice<f32>>"), "const float*");
     assert_ne!(
         rust_to_c("&CudaSlice<i32>"),
         rust_to_c("&mut CudaSlice<i32>")

@@ -81,6 +81,18 @@ impl<T> KernelArg for &mut CudaSlice<T> {
     }
 }
 
+/// An optional input buffer: its pointer, or a null pointer for `None` (kernels that take an
+/// optional array test it against null).
+impl<T> KernelArg for Option<&CudaSlice<T>> {
+    fn push<'a>(&'a mut self, b: &mut LaunchArgs<'a>) {
+        static NULL: u64 = 0;
+        match self {
+            Some(s) => b.arg(*s),
+            None => b.arg(&NULL),
+        };
+    }
+}
+
 impl<T> KernelArg for &CudaView<'_, T> {
     fn push<'a>(&'a mut self, b: &mut LaunchArgs<'a>) {
         b.arg(*self);
