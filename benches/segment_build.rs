@@ -63,6 +63,7 @@ fn photo_4k() -> Image {
         channels: 3,
         data,
         spacing: [1.0; 3],
+        meta: Default::default(),
     }
 }
 
@@ -97,6 +98,7 @@ fn volume(w: usize, h: usize, d: usize) -> Image {
         channels: 1,
         data,
         spacing: [1.0; 3],
+        meta: Default::default(),
     }
 }
 

@@ -446,6 +446,7 @@ fn upscale(path: &Path, image: &Image, seeds: &Seeds, width: usize) -> Result<(I
             channels: image.channels,
             data,
             spacing: image.spacing,
+            meta: Default::default(),
         },
         Seeds { dims, labels },
     ))

@@ -223,6 +223,7 @@ fn two_tone(w: usize, h: usize) -> (Image, Seeds) {
         channels: 3,
         data,
         spacing: [1.0; 3],
+        meta: Default::default(),
     };
     let mut seeds = Seeds::unknown(image.dims);
     seeds.labels[w / 2 + w * (h / 2)] = Seed::Foreground;

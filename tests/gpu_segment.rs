@@ -29,6 +29,7 @@ fn image(dims: [usize; 3], channels: usize, f: impl FnMut(usize) -> f32) -> Imag
         channels,
         data: (0..n * channels).map(f).collect(),
         spacing: [1.0; 3],
+        meta: Default::default(),
     }
 }
 

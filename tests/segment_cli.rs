@@ -373,12 +373,14 @@ fn ball_volume() -> (Image, Image, Vec<bool>) {
             channels: 1,
             data,
             spacing,
+            meta: Default::default(),
         },
         Image {
             dims,
             channels: 1,
             data: labels,
             spacing,
+            meta: Default::default(),
         },
         truth,
     )

@@ -23,6 +23,7 @@ fn grey(w: usize, h: usize, d: usize, mut f: impl FnMut(usize, usize, usize) -> 
         channels: 1,
         data,
         spacing: [1.0; 3],
+        meta: Default::default(),
     }
 }
 
@@ -383,6 +384,7 @@ fn segmentation_is_deterministic_and_follows_the_seeds() {
         channels: 3,
         data,
         spacing: [1.0; 3],
+        meta: Default::default(),
     };
     let mut seeds = Seeds::unknown(img.dims);
     for y in 10..20 {

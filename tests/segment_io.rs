@@ -642,8 +642,9 @@ fn memory_limit_is_checked_before_loading() {
     let p = dir.path().join("img.png");
     rgb8(&p, 100, 50, &vec![[1, 2, 3]; 5000]);
     let conn = segcut::graph::Connectivity::N8;
-    // 5000 pixels × (3 channels + 8 + 2 capacities) × 4 bytes; the decoder adds 3 bytes per pixel.
-    let need = 5000 * (3 + 10) * 4;
+    // 5000 pixels, 3 channels, 8 neighbours; the decoder adds 3 bytes per pixel.
+    use segcut::io::{BYTES_PER_CHANNEL, BYTES_PER_DIRECTION, BYTES_PER_NODE};
+    let need = 5000 * (3 * BYTES_PER_CHANNEL + BYTES_PER_NODE + 8 * BYTES_PER_DIRECTION);
     assert_eq!(memory_needed([100, 50, 1], 3, 8), need);
     let opts = |limit| LoadOptions {
         memory_limit: Some(limit),
@@ -660,10 +661,11 @@ fn memory_limit_is_checked_before_loading() {
         channels: 1,
         data: vec![1.0; 1000],
         spacing: [1.0; 3],
+        meta: Default::default(),
     };
     save_volume(&v, &vol).unwrap();
     let small = LoadOptions {
-        memory_limit: Some(1000 * (1 + 8) * 4 - 1),
+        memory_limit: Some(memory_needed([10, 10, 10], 1, 6) - 1),
         connectivity: None,
     };
     assert_has(
@@ -671,7 +673,7 @@ fn memory_limit_is_checked_before_loading() {
         &["v.nii", "10×10×10"],
     );
     let fits = LoadOptions {
-        memory_limit: Some(1000 * (1 + 8) * 4),
+        memory_limit: Some(memory_needed([10, 10, 10], 1, 6)),
         connectivity: None,
     };
     assert!(load_image_with(&v, &fits).is_ok());
@@ -772,18 +774,21 @@ fn tiff_float_and_round_trips() {
             channels: 1,
             data: (0..24).map(|v| v as f32 * 0.5 - 3.0).collect(),
             spacing: [0.3, 0.7, 4.0],
+            meta: Default::default(),
         },
         Image {
             dims: [2, 2, 3],
             channels: 1,
             data: (0..12).map(|v| v as f32 * 5000.0).collect(),
             spacing: [1.0, 1.0, 1.0],
+            meta: Default::default(),
         },
         Image {
             dims: [3, 2, 1],
             channels: 3,
             data: (0..18).map(|v| v as f32 * 10.0).collect(),
             spacing: [1.0, 1.0, 1.0],
+            meta: Default::default(),
         },
     ];
     for (k, img) in cases.iter().enumerate() {
@@ -1015,6 +1020,7 @@ fn nifti_round_trips_every_type_both_orders() {
                     channels: 1,
                     data,
                     spacing: [0.5, 1.25, 3.0],
+                    meta: Default::default(),
                 };
                 let p = dir.path().join(format!("{t:?}{be}.{ext}"));
                 let opts = NiftiOptions {
@@ -1053,6 +1059,7 @@ fn nifti_round_trips_every_type_both_orders() {
         channels: 3,
         data: (0..12).map(|v| v as f32 * 20.0).collect(),
         spacing: [1.0; 3],
+        meta: Default::default(),
     };
     let p = dir.path().join("rgb.nii");
     save_volume(&p, &rgb).unwrap();
@@ -1067,6 +1074,7 @@ fn nifti_scl_slope_round_trip_and_range_errors() {
         channels: 1,
         data: vec![-10.0, 0.0, 0.5, 1.5, 100.0, -99.5, 2.0, 3.0],
         spacing: [1.0, 1.0, 2.0],
+        meta: Default::default(),
     };
     let opts = NiftiOptions {
         datatype: NiftiType::I16,
@@ -1103,6 +1111,7 @@ fn nifti_seeds_labels_volume() {
         channels: 1,
         data: vec![0., 1., 2., 0., 0., 0., 2., 2., 1., 0., 0., 0.],
         spacing: [1.0; 3],
+        meta: Default::default(),
     };
     save_volume(&p, &img).unwrap();
     let s = seeds_of(&p, [3, 2, 2], SeedFormat::Labels).unwrap();
@@ -1161,7 +1170,7 @@ fn mask_3d_tiff_and_nifti_like_input() {
     let pages: Vec<Vec<u16>> = vec![vec![0; 6]; 2];
     imagej_tiff(&input_tif, 3, 2, &pages, (2, 1), 4.0);
     let t = dir.path().join("mask.tif");
-    save_mask(&t, &mask, dims, Some(&input_tif)).unwrap();
+    save_mask(&t, &mask, dims, Some(&load_image(&input_tif).unwrap())).unwrap();
     let back = load_image(&t).unwrap();
     assert_eq!(back.dims, dims);
     let expect: Vec<f32> = mask.iter().map(|&m| if m { 255.0 } else { 0.0 }).collect();
@@ -1186,7 +1195,8 @@ fn mask_3d_tiff_and_nifti_like_input() {
     let input_nii = dir.path().join("in.nii");
     std::fs::write(&input_nii, &input).unwrap();
     let m = dir.path().join("mask.nii.gz");
-    save_mask(&m, &mask, dims, Some(&input_nii)).unwrap();
+    let input_vol = load_image(&input_nii).unwrap();
+    save_mask(&m, &mask, dims, Some(&input_vol)).unwrap();
     let back = load_image(&m).unwrap();
     assert_eq!(back.dims, dims);
     let expect: Vec<f32> = mask.iter().map(|&m| m as u8 as f32).collect();
@@ -1210,8 +1220,8 @@ fn mask_3d_tiff_and_nifti_like_input() {
     assert_eq!(le_f32(76), -1.0, "qfac copied");
     // A `like` of another size is refused.
     assert_has(
-        &err_text(save_mask(&m, &mask[..6], [3, 2, 1], Some(&input_nii))),
-        &["in.nii", "3×2×2", "3×2"],
+        &err_text(save_mask(&m, &mask[..6], [3, 2, 1], Some(&input_vol))),
+        &["mask.nii.gz", "3×2×2", "3×2"],
     );
 }
 
@@ -1226,6 +1236,7 @@ fn corrupted_files_never_panic() {
         channels: 1,
         data: (0..24).map(|v| v as f32).collect(),
         spacing: [1.0; 3],
+        meta: Default::default(),
     };
     let nii = dir.path().join("v.nii");
     save_volume(&nii, &vol).unwrap();

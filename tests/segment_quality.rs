@@ -207,6 +207,7 @@ fn volume_connectivity() {
             channels: 1,
             data,
             spacing: [1.0; 3],
+            meta: Default::default(),
         };
         let mut seeds = Seeds::unknown(image.dims);
         for x in 30..50 {

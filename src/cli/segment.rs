@@ -1,6 +1,6 @@
 //! `segcut segment` (the default subcommand): image or volume + seeds → mask.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use segcut::graph::{Connectivity, Network};
 use segcut::io::{self, LoadOptions, Rect, SeedFormat, SeedOptions};
 use segcut::io::{dimacs, overlay};
@@ -144,7 +144,7 @@ pub struct Args {
     #[arg(long, value_name = "R,G,B", value_parser = parse_color)]
     bg_color: Option<[u8; 3]>,
     /// GrabCut rectangle x,y,w,h: outside is background, inside is probably foreground.
-    #[arg(long, value_name = "X,Y,W,H")]
+    #[arg(long, value_name = "X,Y,W,H", allow_hyphen_values = true)]
     rect: Option<Rect>,
     /// Output mask: PNG (255 foreground, 0 background) for images; TIFF or NIfTI for volumes.
     #[arg(short = 'o', long = "output", value_name = "MASK")]
@@ -223,12 +223,38 @@ pub fn load_seeds(
     })
 }
 
+/// Checks every output before any work: none may overwrite an input or another output, each
+/// folder must take a new file, and each name must be a format segcut writes.
+fn plan_outputs(args: &Args) -> Result<()> {
+    let mut plan = io::OutputPlan::default();
+    plan.input(&args.image, "image")?;
+    if let Some(s) = &args.seeds {
+        plan.input(s, "seeds")?;
+    }
+    plan.output(&args.output, "mask (-o)")?;
+    // The mask's format is checked again with the image's size once it is loaded.
+    io::check_mask_path(&args.output, [1, 1, 1])?;
+    if let Some(p) = &args.overlay {
+        plan.output(p, "--overlay")?;
+        overlay::format_of(p)?;
+    }
+    if let Some(p) = &args.stats_json {
+        plan.output(p, "--stats-json")?;
+    }
+    if let Some(p) = &args.export_graph {
+        plan.output(p, "--export-graph")?;
+    }
+    Ok(())
+}
+
 pub fn run(args: Args) -> Result<ExitCode> {
     let t_all = Instant::now();
     let mut opts = args.energy.options()?;
     opts.keep_graph = args.export_graph.is_some();
+    plan_outputs(&args)?;
     let t = Instant::now();
     let image = io::load_image_with(&args.image, &LoadOptions::default())?;
+    io::check_mask_path(&args.output, image.dims)?;
     let load_ms = super::ms(t.elapsed());
     let mut seed_opts = SeedOptions {
         format: args.seed_format,
@@ -252,16 +278,23 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
     let seg = segment(&image, &seeds, &opts)?;
 
+    // Every output is staged (written and synced beside its target) before any is put in
+    // place: a failure leaves all of them as they were.
     let t = Instant::now();
-    let like = image.is_volume().then_some(args.image.as_path());
-    io::save_mask(&args.output, &seg.mask, image.dims, like)
-        .with_context(|| format!("writing the mask {}", args.output.display()))?;
+    let mut staged = vec![io::stage(
+        &args.output,
+        &io::encode_mask(&args.output, &seg.mask, image.dims, Some(&image))?,
+    )?];
     if let Some(p) = &args.overlay {
-        overlay::save(p, &image, &seg.mask, None)?;
+        staged.push(io::stage(p, &overlay::encode(p, &image, &seg.mask, None)?)?);
     }
     if let (Some(p), Some(g)) = (&args.export_graph, &seg.graph) {
         let comment = format!("segcut segment {}", args.image.display());
-        dimacs::write_max_file(p, &Network::Grid(g.clone()), &[&comment])?;
+        staged.push(dimacs::stage_max_file(
+            p,
+            &Network::Grid(g.clone()),
+            &[&comment],
+        )?);
     }
     let save_ms = super::ms(t.elapsed());
 
@@ -308,14 +341,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "solver": st.solver.solver, "solver_reason": st.solver.reason, "solver_requested": opts.solver, "flow": seg.flow, "energy": seg.energy, "verified": seg.verified,
         "foreground_pixels": fg, "foreground_fraction": fg as f64 / image.num_pixels() as f64,
         "times_ms": { "load_image": load_ms, "load_seeds": seeds_ms, "prepare": super::ms(st.prepare),
-                      "save": save_ms, "total": super::ms(t_all.elapsed()) },
+                      "encode_outputs": save_ms, "total": super::ms(t_all.elapsed()) },
         "graph_build": graph_build,
         "iterations": iterations,
     });
     if let Some(p) = &args.stats_json {
-        std::fs::write(p, serde_json::to_string_pretty(&stats)?)
-            .with_context(|| format!("writing {}", p.display()))?;
+        staged.push(io::stage(
+            p,
+            serde_json::to_string_pretty(&stats)?.as_bytes(),
+        )?);
     }
+    io::commit_all(staged)?;
     let size = if d > 1 {
         format!("{w}x{h}x{d}")
     } else {

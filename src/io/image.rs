@@ -3,7 +3,10 @@
 
 /// An image (depth 1) or a volume, channels interleaved per pixel, as `f32` in the file's own
 /// value range (0–255 for 8-bit, 0–65535 for 16-bit, raw values for float volumes).
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Two images are equal when their sizes, pixels and spacing are: [`meta`](Image::meta) says
+/// where an image came from, not what it is.
+#[derive(Clone, Debug)]
 pub struct Image {
     /// `[width, height, depth]`; depth is 1 for a 2D image.
     pub dims: [usize; 3],
@@ -13,9 +16,60 @@ pub struct Image {
     pub data: Vec<f32>,
     /// Voxel spacing `[sx, sy, sz]` in the file's units (1, 1, 1 for ordinary images).
     pub spacing: [f64; 3],
+    /// What the file said beyond the pixels, kept so that results are written like it.
+    pub meta: ImageMeta,
+}
+
+impl PartialEq for Image {
+    fn eq(&self, other: &Self) -> bool {
+        self.dims == other.dims
+            && self.channels == other.channels
+            && self.spacing == other.spacing
+            && self.data == other.data
+    }
+}
+
+/// What a loaded file says beyond its pixels and spacing: enough to write a result "like" it
+/// without reading it again (see [`save_mask`](super::save_mask)).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ImageMeta {
+    /// The format it was read from (`None` for an image built in memory).
+    pub format: Option<ImageFormat>,
+    /// The length unit of the spacing, when the file names one (ImageJ TIFF `unit=`).
+    pub unit: Option<String>,
+    /// A NIfTI file's orientation fields, copied into NIfTI results so that viewers overlay
+    /// them on the input.
+    pub nifti: Option<super::nifti::Orientation>,
+}
+
+/// The file formats images and volumes are read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageFormat {
+    /// PNG, JPEG, BMP, ... through the `image` crate.
+    Raster,
+    /// TIFF, one page per z slice.
+    Tiff,
+    /// NIfTI-1 (`.nii`, `.nii.gz`).
+    Nifti,
 }
 
 impl Image {
+    /// An image built in memory: spacing 1, no file metadata.
+    ///
+    /// ```
+    /// let img = segcut::io::Image::new([2, 1, 1], 1, vec![0.0, 255.0]);
+    /// assert_eq!(img.num_pixels(), 2);
+    /// ```
+    pub fn new(dims: [usize; 3], channels: usize, data: Vec<f32>) -> Self {
+        Image {
+            dims,
+            channels,
+            data,
+            spacing: [1.0; 3],
+            meta: ImageMeta::default(),
+        }
+    }
+
     /// Number of pixels / voxels.
     pub fn num_pixels(&self) -> usize {
         self.dims.iter().product()
@@ -24,6 +78,27 @@ impl Image {
     /// Whether this is a volume (depth > 1).
     pub fn is_volume(&self) -> bool {
         self.dims[2] > 1
+    }
+
+    /// Checks that `data` matches `dims` and `channels` (an image built by a caller may not);
+    /// `path` names the file being written in the error.
+    pub(crate) fn check_shape(&self, path: &std::path::Path) -> crate::Result<()> {
+        let n = self
+            .dims
+            .iter()
+            .try_fold(self.channels, |a, &d| a.checked_mul(d));
+        if n != Some(self.data.len()) || self.data.is_empty() {
+            return Err(super::input_err(
+                path,
+                format!(
+                    "cannot write: image of {} × {} channel(s) has {} values",
+                    super::dims_text(self.dims),
+                    self.channels,
+                    self.data.len()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The values of pixel `i`.

@@ -1,48 +1,91 @@
 //! Writing masks and volumes, by the output file's extension.
 
-use super::nifti::{save_nifti, NiftiOptions, NiftiType};
-use super::tiff_stack::{read_meta, save_tiff};
-use super::{check_image, dims_text, input_err, sniff, Kind};
+use super::nifti::{encode_nifti, NiftiOptions, NiftiType};
+use super::tiff_stack::encode_tiff;
+use super::{dims_text, input_err, write_atomic};
 use crate::io::Image;
 use crate::{Error, Result};
 use std::path::Path;
 
 /// Output kinds by extension.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Out {
     Png,
     Tiff,
     Nifti,
-    /// Another 2D format the `image` crate writes (BMP, PGM, ...).
-    Other,
+    /// Another 2D format the `image` crate writes losslessly (BMP, PGM, TGA, ...).
+    Other(image::ImageFormat),
 }
 
-fn out_kind(path: &Path) -> Out {
+/// The output format `path` names, for data of `dims`: refused, before any work, when the
+/// extension is unknown, lossy (JPEG, WebP) or cannot hold a volume (2D formats).
+fn out_kind(path: &Path, dims: [usize; 3]) -> Result<Out> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default();
-    if name.ends_with(".png") {
+    let kind = if name.ends_with(".png") {
         Out::Png
     } else if name.ends_with(".tif") || name.ends_with(".tiff") {
         Out::Tiff
     } else if name.ends_with(".nii") || name.ends_with(".nii.gz") {
         Out::Nifti
     } else {
-        Out::Other
+        use image::ImageFormat as F;
+        match F::from_path(path) {
+            Ok(F::Jpeg | F::WebP) => {
+                return Err(input_err(
+                    path,
+                    "JPEG and WebP are lossy and would blur the mask's values; use .png, .tif \
+                     or .nii",
+                ))
+            }
+            Ok(f) if f.writing_enabled() => Out::Other(f),
+            _ => {
+                return Err(input_err(
+                    path,
+                    "unknown output format: name the file .png, .tif, .nii or .nii.gz (or \
+                     .bmp, .pgm, .tga)",
+                ))
+            }
+        }
+    };
+    if dims[2] > 1 && matches!(kind, Out::Png | Out::Other(_)) {
+        return Err(input_err(
+            path,
+            format!(
+                "a {} volume cannot be written as a 2D image; use .tif or .nii(.gz)",
+                dims_text(dims)
+            ),
+        ));
     }
+    Ok(kind)
+}
+
+/// Checks, before any work, that a mask of `dims` can be written to `path`: a known lossless
+/// format that holds data of that shape. [`save_mask`] and [`encode_mask`] check the same.
+///
+/// ```
+/// use segcut::io::check_mask_path;
+/// use std::path::Path;
+/// assert!(check_mask_path(Path::new("m.png"), [4, 4, 1]).is_ok());
+/// assert!(check_mask_path(Path::new("m.png"), [4, 4, 4]).is_err()); // a volume
+/// assert!(check_mask_path(Path::new("m.jpg"), [4, 4, 1]).is_err()); // lossy
+/// ```
+pub fn check_mask_path(path: &Path, dims: [usize; 3]) -> Result<()> {
+    out_kind(path, dims).map(|_| ())
 }
 
 /// Writes a foreground mask (`true` = foreground) of `dims`, format by extension:
 ///
 /// - `.png` (2D only): 8-bit grey, 255 foreground, 0 background;
 /// - `.tif` / `.tiff`: one 8-bit page per slice, 255 / 0, with spacing;
-/// - `.nii` / `.nii.gz`: uint8 0 / 1 with spacing in `pixdim`;
-/// - any other extension the `image` crate writes (2D only): grey 255 / 0.
+/// - `.nii` / `.nii.gz`: uint8 1 / 0 (the NIfTI label convention), with spacing in `pixdim`;
+/// - `.bmp`, `.pgm`, `.tga`, ... (2D only): grey 255 / 0.
 ///
-/// `like` is the input the mask belongs to: its spacing (TIFF or NIfTI) is copied, and, when it
-/// is a NIfTI file, its orientation fields (qform, sform, units) too, so that viewers overlay the
-/// mask on it. Its size must equal `dims`.
+/// `like` is the loaded input the mask belongs to: its spacing and unit are copied, and when it
+/// was a NIfTI file, its orientation fields (qform, sform, units) too, so that viewers overlay
+/// the mask on it. Its size must equal `dims`. The file is written atomically.
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
@@ -52,7 +95,19 @@ fn out_kind(path: &Path) -> Out {
 /// assert_eq!(load_image(&path)?.data, vec![255.0, 0.0, 0.0, 255.0]);
 /// # Ok::<(), segcut::Error>(())
 /// ```
-pub fn save_mask(path: &Path, mask: &[bool], dims: [usize; 3], like: Option<&Path>) -> Result<()> {
+pub fn save_mask(path: &Path, mask: &[bool], dims: [usize; 3], like: Option<&Image>) -> Result<()> {
+    let bytes = encode_mask(path, mask, dims, like)?;
+    write_atomic(path, |w| w.write_all(&bytes))
+}
+
+/// The bytes [`save_mask`] writes to `path`, for callers that write several outputs together
+/// (see [`write_all_atomic`](super::write_all_atomic)).
+pub fn encode_mask(
+    path: &Path,
+    mask: &[bool],
+    dims: [usize; 3],
+    like: Option<&Image>,
+) -> Result<Vec<u8>> {
     let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
     if n != Some(mask.len()) || mask.is_empty() {
         return Err(input_err(
@@ -64,43 +119,18 @@ pub fn save_mask(path: &Path, mask: &[bool], dims: [usize; 3], like: Option<&Pat
             ),
         ));
     }
-    let kind = out_kind(path);
-    let lower = path.to_string_lossy().to_ascii_lowercase();
-    if lower.ends_with(".jpg") || lower.ends_with(".jpeg") {
-        return Err(input_err(
-            path,
-            "JPEG is lossy and would blur the mask's 0/255 values; use .png, .tif or .nii",
-        ));
-    }
-    let (mut spacing, mut unit) = ([1.0; 3], None);
-    let mut nifti_like = None;
+    let kind = out_kind(path, dims)?;
     if let Some(l) = like {
-        let (ldims, lspacing) = match sniff(l)? {
-            Kind::Nifti { .. } => {
-                let h = super::nifti::header_of(l)?;
-                nifti_like = Some(l.to_path_buf());
-                (h.dims, h.spacing)
-            }
-            Kind::Tiff => {
-                let m = read_meta(l)?;
-                unit = m.unit;
-                // Only the first page's header was read: the depth is not known here.
-                (dims, m.spacing)
-            }
-            Kind::Raster => (dims, [1.0; 3]),
-        };
-        if ldims != dims {
+        if l.dims != dims {
             return Err(input_err(
                 path,
                 format!(
-                    "mask is {} but {} is {}",
+                    "mask is {} but the image it belongs to is {}",
                     dims_text(dims),
-                    l.display(),
-                    dims_text(ldims)
+                    dims_text(l.dims)
                 ),
             ));
         }
-        spacing = lspacing;
     }
     let (on, off) = if kind == Out::Nifti {
         (1.0, 0.0)
@@ -111,20 +141,22 @@ pub fn save_mask(path: &Path, mask: &[bool], dims: [usize; 3], like: Option<&Pat
         dims,
         channels: 1,
         data: mask.iter().map(|&m| if m { on } else { off }).collect(),
-        spacing,
+        spacing: like.map_or([1.0; 3], |l| l.spacing),
+        meta: Default::default(),
     };
+    let meta = like.map(|l| &l.meta);
     match kind {
-        Out::Nifti => save_nifti(
+        Out::Nifti => encode_nifti(
             path,
             &img,
             &NiftiOptions {
                 datatype: NiftiType::U8,
-                like: nifti_like,
+                orientation: meta.and_then(|m| m.nifti.clone()),
                 ..NiftiOptions::default()
             },
         ),
-        Out::Tiff => save_tiff(path, &img, unit.as_deref()),
-        Out::Png | Out::Other => save_2d(path, &img),
+        Out::Tiff => encode_tiff(path, &img, meta.and_then(|m| m.unit.as_deref())),
+        Out::Png | Out::Other(_) => encode_2d(path, kind, &img),
     }
 }
 
@@ -136,17 +168,24 @@ pub fn save_mask(path: &Path, mask: &[bool], dims: [usize; 3], like: Option<&Pat
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
 /// use segcut::io::{load_image, save_volume, Image};
-/// let vol = Image { dims: [3, 2, 2], channels: 1, data: (0..12).map(|v| v as f32).collect(),
-///                   spacing: [0.5, 0.5, 2.0] };
+/// let mut vol = Image::new([3, 2, 2], 1, (0..12).map(|v| v as f32).collect());
+/// vol.spacing = [0.5, 0.5, 2.0];
 /// let path = dir.path().join("vol.nii.gz");
 /// save_volume(&path, &vol)?;
 /// assert_eq!(load_image(&path)?, vol);
 /// # Ok::<(), segcut::Error>(())
 /// ```
 pub fn save_volume(path: &Path, img: &Image) -> Result<()> {
-    check_image(path, img)?;
-    match out_kind(path) {
-        Out::Tiff => save_tiff(path, img, None),
+    let bytes = encode_volume(path, img)?;
+    write_atomic(path, |w| w.write_all(&bytes))
+}
+
+/// The bytes [`save_volume`] writes to `path`.
+pub fn encode_volume(path: &Path, img: &Image) -> Result<Vec<u8>> {
+    img.check_shape(path)?;
+    let kind = out_kind(path, img.dims)?;
+    match kind {
+        Out::Tiff => encode_tiff(path, img, img.meta.unit.as_deref()),
         Out::Nifti => {
             let fits = |lo: f32, hi: f32| {
                 img.data
@@ -166,25 +205,17 @@ pub fn save_volume(path: &Path, img: &Image) -> Result<()> {
             };
             let opts = NiftiOptions {
                 datatype,
+                orientation: img.meta.nifti.clone(),
                 ..NiftiOptions::default()
             };
-            save_nifti(path, img, &opts)
+            encode_nifti(path, img, &opts)
         }
-        Out::Png | Out::Other => save_2d(path, img),
+        Out::Png | Out::Other(_) => encode_2d(path, kind, img),
     }
 }
 
 /// A 2D image through the `image` crate: 8-bit when the values allow, else 16-bit.
-fn save_2d(path: &Path, img: &Image) -> Result<()> {
-    if img.dims[2] > 1 {
-        return Err(input_err(
-            path,
-            format!(
-                "cannot write a {} volume as a 2D image; use .tif or .nii(.gz)",
-                dims_text(img.dims)
-            ),
-        ));
-    }
+fn encode_2d(path: &Path, kind: Out, img: &Image) -> Result<Vec<u8>> {
     let (w, h) = match (u32::try_from(img.dims[0]), u32::try_from(img.dims[1])) {
         (Ok(w), Ok(h)) => (w, h),
         _ => return Err(input_err(path, "image too large")),
@@ -233,8 +264,14 @@ fn save_2d(path: &Path, img: &Image) -> Result<()> {
         }
     };
     let dynimg = dynimg.ok_or_else(|| input_err(path, "buffer does not match the image size"))?;
-    dynimg.save(path).map_err(|e| match e {
+    let format = match kind {
+        Out::Other(f) => f,
+        _ => image::ImageFormat::Png,
+    };
+    let mut out = std::io::Cursor::new(Vec::new());
+    dynimg.write_to(&mut out, format).map_err(|e| match e {
         image::ImageError::IoError(io) => Error::io(path, io),
         other => input_err(path, format!("cannot write image: {other}")),
-    })
+    })?;
+    Ok(out.into_inner())
 }

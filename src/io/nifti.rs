@@ -10,7 +10,7 @@ use crate::io::Image;
 use crate::{Error, Result};
 use flate2::read::MultiGzDecoder;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::path::Path;
 
 const HEADER_SIZE: usize = 348;
@@ -119,17 +119,24 @@ pub(crate) struct Header {
     pub orient: Orientation,
 }
 
-/// The header's orientation fields: `dim_info`, `pixdim[0]` (qfac), `xyzt_units`, `qform_code`,
-/// `sform_code`, the quaternion and offsets, the three `srow` rows.
+/// A NIfTI header's orientation fields: `dim_info`, `pixdim[0]` (qfac), `xyzt_units`,
+/// `qform_code`, `sform_code`, the quaternion and offsets, the three `srow` rows. Carried verbatim
+/// from a loaded volume into the masks written like it.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Orientation {
+pub struct Orientation {
+    /// `dim_info`.
     pub dim_info: u8,
+    /// `pixdim[0]`: the handedness of the qform, 1 or -1.
     pub qfac: f32,
+    /// `xyzt_units`.
     pub xyzt_units: u8,
+    /// `qform_code`.
     pub qform_code: i16,
+    /// `sform_code`.
     pub sform_code: i16,
     /// quatern_b, c, d, qoffset_x, y, z.
     pub quatern: [f32; 6],
+    /// `srow_x`, `srow_y`, `srow_z`.
     pub srow: [f32; 12],
 }
 
@@ -264,13 +271,23 @@ fn read_header(path: &Path, r: &mut dyn Read) -> Result<Header> {
              float32, float64, rgb24)"
         ))
     })?;
+    // The voxel size weighs the n-links, so a wrong one changes the result: refuse what is not
+    // a size instead of guessing. A 0 on an axis of one voxel (pixdim[3] of a 2D file) is unset.
     let mut spacing = [1.0f64; 3];
     for (k, s) in spacing.iter_mut().enumerate() {
-        let p = f.f32(76 + 4 * (k + 1)).abs() as f64;
-        // pixdim of 0 (or garbage) means "not set": unit spacing.
-        if p.is_finite() && p > 0.0 {
-            *s = p;
+        let p = f.f32(76 + 4 * (k + 1));
+        if p == 0.0 && dims[k] == 1 {
+            continue;
         }
+        if !(p.is_finite() && p > 0.0) {
+            return Err(bad(format!(
+                "pixdim[{}] (the voxel size along axis {}) is {p}; voxel sizes must be positive \
+                 numbers",
+                k + 1,
+                ["x", "y", "z"][k]
+            )));
+        }
+        *s = p as f64;
     }
     let vo = f.f32(108);
     if !(vo.is_finite() && vo >= HEADER_SIZE as f32 && vo.fract() == 0.0) {
@@ -305,12 +322,6 @@ fn read_header(path: &Path, r: &mut dyn Read) -> Result<Header> {
             srow,
         },
     })
-}
-
-/// Reads the header of a `.nii` / `.nii.gz` file.
-pub(crate) fn header_of(path: &Path) -> Result<Header> {
-    let gz = super::sniff(path)? == (super::Kind::Nifti { gz: true });
-    read_header(path, &mut *reader(path, gz)?)
 }
 
 /// Loads a NIfTI-1 volume; see the module doc.
@@ -358,6 +369,11 @@ pub(crate) fn load(path: &Path, gz: bool, opts: &LoadOptions) -> Result<Image> {
         channels,
         data,
         spacing: h.spacing,
+        meta: crate::io::ImageMeta {
+            format: Some(crate::io::ImageFormat::Nifti),
+            unit: None,
+            nifti: Some(h.orient),
+        },
     })
 }
 
@@ -412,8 +428,9 @@ pub struct NiftiOptions {
     pub scl_slope: f32,
     /// See `scl_slope`.
     pub scl_inter: f32,
-    /// Copy the orientation fields (qform, sform, units) from this NIfTI file.
-    pub like: Option<std::path::PathBuf>,
+    /// Orientation fields (qform, sform, units) to write, e.g. those of the input volume
+    /// ([`ImageMeta::nifti`](crate::io::ImageMeta::nifti)); `None`: none (identity).
+    pub orientation: Option<Orientation>,
 }
 
 impl Default for NiftiOptions {
@@ -423,7 +440,7 @@ impl Default for NiftiOptions {
             big_endian: false,
             scl_slope: 0.0,
             scl_inter: 0.0,
-            like: None,
+            orientation: None,
         }
     }
 }
@@ -433,13 +450,20 @@ impl Default for NiftiOptions {
 ///
 /// ```no_run
 /// use segcut::io::{save_nifti, Image, NiftiOptions, NiftiType};
-/// let vol = Image { dims: [8, 8, 4], channels: 1, data: vec![3.0; 256], spacing: [1.0, 1.0, 2.5] };
+/// let mut vol = Image::new([8, 8, 4], 1, vec![3.0; 256]);
+/// vol.spacing = [1.0, 1.0, 2.5];
 /// let opts = NiftiOptions { datatype: NiftiType::I16, ..Default::default() };
 /// save_nifti(std::path::Path::new("vol.nii.gz"), &vol, &opts)?;
 /// # Ok::<(), segcut::Error>(())
 /// ```
 pub fn save_nifti(path: &Path, img: &Image, opts: &NiftiOptions) -> Result<()> {
-    super::check_image(path, img)?;
+    let bytes = encode_nifti(path, img, opts)?;
+    crate::io::write_atomic(path, |w| w.write_all(&bytes))
+}
+
+/// The bytes [`save_nifti`] writes to `path` (gzipped when its name ends in `.gz`).
+pub fn encode_nifti(path: &Path, img: &Image, opts: &NiftiOptions) -> Result<Vec<u8>> {
+    img.check_shape(path)?;
     let t = opts.datatype;
     if img.channels != t.channels() {
         return Err(input_err(
@@ -459,10 +483,7 @@ pub fn save_nifti(path: &Path, img: &Image, opts: &NiftiOptions) -> Result<()> {
             ));
         }
     }
-    let orient = match &opts.like {
-        Some(p) => header_of(p)?.orient,
-        None => Orientation::default(),
-    };
+    let orient = opts.orientation.clone().unwrap_or_default();
     let be = opts.big_endian;
     let mut b = [0u8; HEADER_SIZE];
     let mut put = |at: usize, bytes: &[u8]| b[at..at + bytes.len()].copy_from_slice(bytes);
@@ -549,7 +570,6 @@ pub fn save_nifti(path: &Path, img: &Image, opts: &NiftiOptions) -> Result<()> {
         }
     }
 
-    let f = File::create(path).map_err(|e| Error::io(path, e))?;
     let gz = path
         .file_name()
         .is_some_and(|n| n.to_string_lossy().to_ascii_lowercase().ends_with(".gz"));
@@ -559,11 +579,13 @@ pub fn save_nifti(path: &Path, img: &Image, opts: &NiftiOptions) -> Result<()> {
         w.write_all(&data)?;
         w.flush()
     };
+    let mut out = Vec::with_capacity(HEADER_SIZE + 4 + data.len());
     let res = if gz {
-        let mut enc = flate2::write::GzEncoder::new(BufWriter::new(f), flate2::Compression::fast());
+        let mut enc = flate2::write::GzEncoder::new(&mut out, flate2::Compression::fast());
         write(&mut enc).and_then(|_| enc.finish().map(|_| ()))
     } else {
-        write(&mut BufWriter::new(f))
+        write(&mut out)
     };
-    res.map_err(|e| Error::io(path, e))
+    res.map_err(|e| Error::io(path, e))?;
+    Ok(out)
 }

@@ -16,7 +16,7 @@ const ALPHA: f32 = 0.45;
 ///
 /// ```
 /// use segcut::io::{overlay::render, Image};
-/// let image = Image { dims: [4, 3, 1], channels: 1, data: vec![100.0; 12], spacing: [1.0; 3] };
+/// let image = Image::new([4, 3, 1], 1, vec![100.0; 12]);
 /// let mask: Vec<bool> = (0..12).map(|i| i % 4 >= 2).collect();
 /// let pic = render(&image, &mask, None).unwrap();
 /// assert_eq!(pic.dimensions(), (4, 3));
@@ -74,12 +74,32 @@ pub fn render(image: &Image, mask: &[bool], z: Option<usize>) -> Result<RgbImage
     Ok(out)
 }
 
-/// Renders and saves the overlay (format by the extension: PNG, JPEG, ...).
+/// Renders and saves the overlay (format by the extension: PNG, JPEG, ...), atomically.
 pub fn save(path: &Path, image: &Image, mask: &[bool], z: Option<usize>) -> Result<()> {
+    let bytes = encode(path, image, mask, z)?;
+    super::write_atomic(path, |w| w.write_all(&bytes))
+}
+
+/// The format an overlay file's name asks for; an error names the file when there is none.
+pub fn format_of(path: &Path) -> Result<image::ImageFormat> {
+    image::ImageFormat::from_path(path)
+        .ok()
+        .filter(|f| f.writing_enabled())
+        .ok_or_else(|| Error::Input {
+            file: path.display().to_string(),
+            msg: "unknown picture format: name the overlay .png or .jpg".into(),
+        })
+}
+
+/// The bytes [`save`] writes.
+pub fn encode(path: &Path, image: &Image, mask: &[bool], z: Option<usize>) -> Result<Vec<u8>> {
+    let format = format_of(path)?;
+    let mut out = std::io::Cursor::new(Vec::new());
     render(image, mask, z)?
-        .save(path)
+        .write_to(&mut out, format)
         .map_err(|e| Error::Input {
             file: path.display().to_string(),
             msg: format!("cannot write the overlay: {e}"),
-        })
+        })?;
+    Ok(out.into_inner())
 }

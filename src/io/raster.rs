@@ -19,6 +19,9 @@ pub(crate) fn decode(
         .map_err(|e| Error::io(path, e))?;
     // Our own estimate (in `before`) replaces the crate's fixed allocation cap.
     reader.no_limits();
+    if reader.format() == Some(image::ImageFormat::Jpeg) {
+        check_jpeg_complete(path)?;
+    }
     let decoder = reader.into_decoder().map_err(bad)?;
     let (w, h) = decoder.dimensions();
     let channels = if decoder.color_type().has_color() {
@@ -28,6 +31,29 @@ pub(crate) fn decode(
     };
     before([w as usize, h as usize, 1], channels, decoder.total_bytes())?;
     DynamicImage::from_decoder(decoder).map_err(bad)
+}
+
+/// The JPEG decoder fills a truncated file's missing rows with grey and says nothing, which turns
+/// half an image into a plausible-looking but wrong input. A complete JPEG has an end-of-image
+/// marker (`FF D9`) after its last scan header (`FF DA`); entropy-coded data cannot hold either
+/// (an `FF` there is stuffed with `00`), and an embedded thumbnail's markers come before the
+/// main image's scans.
+fn check_jpeg_complete(path: &Path) -> Result<()> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let last_scan = bytes.windows(2).rposition(|w| w == [0xFF, 0xDA]);
+    let complete = last_scan.is_some_and(|s| bytes[s..].windows(2).any(|w| w == [0xFF, 0xD9]));
+    if complete {
+        Ok(())
+    } else {
+        Err(input_err(
+            path,
+            format!(
+                "the JPEG data is truncated or damaged: no end-of-image marker after the last \
+                 scan ({} bytes read)",
+                bytes.len()
+            ),
+        ))
+    }
 }
 
 /// Loads a 2D image: grey stays one channel, colour becomes RGB; values in the file's range.
@@ -42,6 +68,10 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Image> {
         channels,
         data,
         spacing: [1.0; 3],
+        meta: crate::io::ImageMeta {
+            format: Some(crate::io::ImageFormat::Raster),
+            ..Default::default()
+        },
     })
 }
 

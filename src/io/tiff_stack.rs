@@ -4,7 +4,7 @@ use super::{check_memory, input_err, LoadOptions};
 use crate::io::Image;
 use crate::{Error, Result};
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::BufReader;
 use std::path::Path;
 use tiff::decoder::{Decoder, DecodingResult, Limits};
 use tiff::encoder::{colortype, Rational, TiffEncoder};
@@ -40,14 +40,71 @@ fn layout(path: &Path, page: usize, ct: ColorType) -> Result<(usize, usize)> {
     }
 }
 
+/// The longest ImageDescription read for its ImageJ spacing (real ones are a few hundred bytes).
+const MAX_DESCRIPTION: u64 = 1 << 20;
+
+/// The declared byte count of the first page's ImageDescription tag (270), read from the first
+/// IFD of a classic or Big TIFF without the decoder; `None` when the file has no such tag or
+/// cannot be read that far.
+fn description_len(path: &Path) -> Option<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = File::open(path).ok()?;
+    let mut head = [0u8; 16];
+    f.read_exact(&mut head).ok()?;
+    let le = match &head[..2] {
+        b"II" => true,
+        b"MM" => false,
+        _ => return None,
+    };
+    let u = |b: &[u8]| -> u64 {
+        let mut v = 0u64;
+        for i in 0..b.len() {
+            let byte = if le { b[b.len() - 1 - i] } else { b[i] };
+            v = (v << 8) | byte as u64;
+        }
+        v
+    };
+    let big = match u(&head[2..4]) {
+        42 => false,
+        43 => true,
+        _ => return None,
+    };
+    let (ifd, count_size, entry_size) = if big {
+        (u(&head[8..16]), 8usize, 20usize)
+    } else {
+        (u(&head[4..8]), 2, 12)
+    };
+    f.seek(SeekFrom::Start(ifd)).ok()?;
+    let mut n = [0u8; 8];
+    f.read_exact(&mut n[..count_size]).ok()?;
+    let entries = u(&n[..count_size]).min(4096) as usize;
+    let mut entry = [0u8; 20];
+    for _ in 0..entries {
+        f.read_exact(&mut entry[..entry_size]).ok()?;
+        if u(&entry[..2]) == 270 {
+            return Some(if big {
+                u(&entry[4..12])
+            } else {
+                u(&entry[4..8])
+            });
+        }
+    }
+    None
+}
+
 /// Reads spacing from the current page: `1 / XResolution`, `1 / YResolution` and ImageJ's
 /// `spacing=` for z. Without `spacing=` a volume's voxels are taken as cubic in z (z spacing =
 /// x spacing), since the resolution tags alone say nothing about z.
-fn meta(dec: &mut Decoder<BufReader<File>>) -> TiffMeta {
+fn meta(dec: &mut Decoder<BufReader<File>>, read_description: bool) -> TiffMeta {
     let mut spacing = [1.0f64; 3];
     let mut unit = None;
     let mut z = None;
-    if let Ok(Some(v)) = dec.find_tag(Tag::ImageDescription) {
+    let description = if read_description {
+        dec.find_tag(Tag::ImageDescription)
+    } else {
+        Ok(None)
+    };
+    if let Ok(Some(v)) = description {
         if let Ok(desc) = v.into_string() {
             if desc.starts_with("ImageJ=") {
                 for line in desc.lines() {
@@ -79,11 +136,6 @@ fn meta(dec: &mut Decoder<BufReader<File>>) -> TiffMeta {
     TiffMeta { spacing, unit }
 }
 
-/// Spacing and unit of a TIFF file's first page (for writing masks like it).
-pub(crate) fn read_meta(path: &Path) -> Result<TiffMeta> {
-    Ok(meta(&mut open(path)?))
-}
-
 /// Loads all pages of a TIFF as z slices; every page must match the first in size and type.
 pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Image> {
     let mut dec = open(path)?;
@@ -94,7 +146,12 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Image> {
     let (w, h) = dec.dimensions().map_err(|e| tiff_err(1, e))?;
     let ct = dec.colortype().map_err(|e| tiff_err(1, e))?;
     let (stored, kept) = layout(path, 1, ct)?;
-    let tm = meta(&mut dec);
+    // The decoder allocates a tag's declared length before reading it (and its size check prints
+    // a debugging line): a description longer than the file, or than any ImageJ header, is
+    // skipped unread.
+    let file_len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let sane = description_len(path).is_some_and(|n| n <= file_len.min(MAX_DESCRIPTION));
+    let tm = meta(&mut dec, sane);
     let mut pages = 1usize;
     while dec.more_images() {
         dec.next_image().map_err(|e| tiff_err(pages + 1, e))?;
@@ -167,6 +224,11 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Image> {
         channels: kept,
         data,
         spacing: tm.spacing,
+        meta: crate::io::ImageMeta {
+            format: Some(crate::io::ImageFormat::Tiff),
+            unit: tm.unit,
+            nifti: None,
+        },
     })
 }
 
@@ -210,12 +272,19 @@ enum Sample {
 ///
 /// ```no_run
 /// use segcut::io::{save_tiff, Image};
-/// let vol = Image { dims: [4, 4, 3], channels: 1, data: vec![7.0; 48], spacing: [0.5, 0.5, 2.0] };
+/// let mut vol = Image::new([4, 4, 3], 1, vec![7.0; 48]);
+/// vol.spacing = [0.5, 0.5, 2.0];
 /// save_tiff(std::path::Path::new("vol.tif"), &vol, None)?;
 /// # Ok::<(), segcut::Error>(())
 /// ```
 pub fn save_tiff(path: &Path, img: &Image, unit: Option<&str>) -> Result<()> {
-    super::check_image(path, img)?;
+    let bytes = encode_tiff(path, img, unit)?;
+    crate::io::write_atomic(path, |w| std::io::Write::write_all(w, &bytes))
+}
+
+/// The bytes [`save_tiff`] writes (`path` only names the file in errors).
+pub fn encode_tiff(path: &Path, img: &Image, unit: Option<&str>) -> Result<Vec<u8>> {
+    img.check_shape(path)?;
     let integral = |max: f32| {
         img.data
             .iter()
@@ -228,9 +297,9 @@ pub fn save_tiff(path: &Path, img: &Image, unit: Option<&str>) -> Result<()> {
     } else {
         Sample::F32
     };
-    let f = File::create(path).map_err(|e| Error::io(path, e))?;
+    let mut out = std::io::Cursor::new(Vec::new());
     let werr = |e: tiff::TiffError| input_err(path, format!("cannot write TIFF: {e}"));
-    let mut enc = TiffEncoder::new(BufWriter::new(f)).map_err(werr)?;
+    let mut enc = TiffEncoder::new(&mut out).map_err(werr)?;
     let [w, h, d] = img.dims;
     let (w32, h32) = match (u32::try_from(w), u32::try_from(h)) {
         (Ok(a), Ok(b)) => (a, b),
@@ -274,5 +343,5 @@ pub fn save_tiff(path: &Path, img: &Image, unit: Option<&str>) -> Result<()> {
             }
         }
     }
-    Ok(())
+    Ok(out.into_inner())
 }

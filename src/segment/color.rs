@@ -6,7 +6,7 @@
 //! ```
 //! use segcut::segment::color::{to_color_space, ColorSpace};
 //! use segcut::segment::Image;
-//! let white = Image { dims: [1, 1, 1], channels: 3, data: vec![255.0; 3], spacing: [1.0; 3] };
+//! let white = Image::new([1, 1, 1], 3, vec![255.0; 3]);
 //! let lab = to_color_space(&white, ColorSpace::Lab);
 //! assert!((lab.data[0] - 100.0).abs() < 0.01); // L* of white
 //! ```

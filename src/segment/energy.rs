@@ -35,7 +35,7 @@
 //! use segcut::graph::Connectivity;
 //! use segcut::segment::{energy::{build_graph, EnergyOptions}, model::{Model, ModelKind, ModelParams}};
 //! use segcut::segment::{Image, Seed, Seeds};
-//! let image = Image { dims: [4, 1, 1], channels: 1, data: vec![0.0, 10.0, 200.0, 210.0], spacing: [1.0; 3] };
+//! let image = Image::new([4, 1, 1], 1, vec![0.0, 10.0, 200.0, 210.0]);
 //! let mut seeds = Seeds::unknown(image.dims);
 //! seeds.labels[0] = Seed::Background;
 //! seeds.labels[3] = Seed::Foreground;

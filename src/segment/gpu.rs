@@ -18,7 +18,7 @@
 //!
 //! ```no_run
 //! use segcut::segment::{gpu::GpuEnergy, ColorSpace, energy::EnergyOptions, Image, Seeds};
-//! let image = Image { dims: [64, 48, 1], channels: 1, data: vec![0.0; 64 * 48], spacing: [1.0; 3] };
+//! let image = Image::new([64, 48, 1], 1, vec![0.0; 64 * 48]);
 //! let seeds = Seeds::unknown(image.dims);
 //! let e = GpuEnergy::new(&image, &seeds, ColorSpace::AsIs, &EnergyOptions::default()).unwrap();
 //! println!("beta {}, K {}", e.beta, e.hard);

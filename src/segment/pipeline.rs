@@ -8,7 +8,7 @@
 //! let data: Vec<f32> = (0..w * h)
 //!     .map(|i| if (3..8).contains(&(i % w)) && (3..7).contains(&(i / w)) { 20.0 } else { 230.0 })
 //!     .collect();
-//! let image = Image { dims: [w, h, 1], channels: 1, data, spacing: [1.0; 3] };
+//! let image = Image::new([w, h, 1], 1, data);
 //! let mut seeds = Seeds::unknown(image.dims);
 //! seeds.labels[5 + w * 5] = Seed::Foreground;
 //! seeds.labels[0] = Seed::Background;

@@ -58,7 +58,7 @@ mod writer;
 
 pub use archive::read_instances;
 pub use reader::{read_max, read_max_with, read_sol};
-pub use writer::{write_max, write_max_file};
+pub use writer::{stage_max_file, write_max, write_max_file};
 
 use crate::graph::{Connectivity, Network};
 

@@ -1,6 +1,6 @@
 //! Writing `.max` files: ids s = 1, t = 2, node v = v + 3; only arcs with capacity.
 
-use std::fs::File;
+use crate::io::AtomicFile;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
@@ -221,19 +221,28 @@ fn write_csr<W: Write>(lw: &mut LineWriter<W>, g: &CsrGraph, comments: &[&str]) 
 /// .unwrap();
 /// ```
 pub fn write_max_file(path: &Path, net: &Network, comments: &[&str]) -> Result<()> {
+    stage_max_file(path, net, comments)?.commit()
+}
+
+/// [`write_max_file`] up to the last step: the file is complete and synced beside `path`, and
+/// [`commit`](crate::io::AtomicFile::commit) (or [`commit_all`](crate::io::commit_all) with a
+/// run's other outputs) puts it in place.
+pub fn stage_max_file(path: &Path, net: &Network, comments: &[&str]) -> Result<AtomicFile> {
     let io_err = |e| Error::io(path, e);
-    let file = File::create(path).map_err(io_err)?;
+    let mut file = AtomicFile::create(path)?;
     match compression_of_name(&path.to_string_lossy()) {
         Compression::Gzip => {
-            let mut enc = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+            let mut enc = flate2::write::GzEncoder::new(&mut file, flate2::Compression::default());
             write_max(&mut enc, net, comments).map_err(io_err)?;
-            enc.finish().map(drop).map_err(io_err)
+            enc.finish().map(drop).map_err(io_err)?;
         }
         Compression::Bzip2 => {
-            let mut enc = bzip2::write::BzEncoder::new(file, bzip2::Compression::default());
+            let mut enc = bzip2::write::BzEncoder::new(&mut file, bzip2::Compression::default());
             write_max(&mut enc, net, comments).map_err(io_err)?;
-            enc.finish().map(drop).map_err(io_err)
+            enc.finish().map(drop).map_err(io_err)?;
         }
-        Compression::None => write_max(file, net, comments).map_err(io_err),
+        Compression::None => write_max(&mut file, net, comments).map_err(io_err)?,
     }
+    file.sync().map_err(io_err)?;
+    Ok(file)
 }
