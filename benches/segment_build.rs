@@ -15,9 +15,10 @@
 
 use segcut::graph::Connectivity;
 use segcut::rng::Rng;
+use segcut::segment::color::{to_color_space, ColorSpace};
 use segcut::segment::energy::{build_nlinks, set_tlinks, EnergyOptions};
 use segcut::segment::model::{Model, ModelKind, ModelParams};
-use segcut::segment::pipeline::{build_graph, to_color_space, ColorSpace};
+use segcut::segment::pipeline::build_graph;
 use segcut::segment::{Image, Seed, Seeds, SegmentOptions};
 use std::time::{Duration, Instant};
 

@@ -1,5 +1,11 @@
-// csr_pr.cu: phase one of push-relabel (the minimum cut) on a general graph, launched only from
-// src/maxflow/cuda/csr.rs, which owns the argument order of every kernel below.
+// csr_pr.cu: push-relabel max-flow on a general graph (cuda-csr). Launched only through the
+// typed launchers of src/cuda/launch/csr_pr.rs, which hold every kernel's argument order and
+// launch shape; src/maxflow/cuda/csr.rs drives them.
+//
+// Both phases run here: phase one ends with a maximum preflow and the canonical minimum cut;
+// phase two, run only when arc flows are asked for, is the same loop with the source as the
+// target (the host swaps the source capacities into sink_r), returning the excess left on
+// source-side nodes.
 //
 // Layout (built on the host from a CsrGraph). Every arc pair is stored once, as a forward arc
 // p = u -> v in a CSR by tail (fwd_first, fwd_head), with rf[p], the residual capacity of u -> v,
@@ -29,8 +35,7 @@
 // a group takes one worklist item, its lanes scan the neighbour slots in strides of G, a shuffle
 // minimum picks the lowest residual neighbour, and lane 0 pushes or relabels.
 
-typedef long long i64;
-typedef unsigned long long u64;
+#include "common.cuh"
 
 #define NO_SLOT 0xffffffffu
 

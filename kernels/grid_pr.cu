@@ -1,59 +1,27 @@
-// grid_pr.cu: phase one of push-relabel (the minimum cut) on a GridGraph, launched only from
-// src/maxflow/cuda/grid.rs, which owns the argument order of every kernel below.
+// grid_pr.cu: push-relabel max-flow on a GridGraph (cuda-grid). Launched only through the typed
+// launchers of src/cuda/launch/grid_pr.rs, which hold every kernel's argument order and launch
+// shape; src/maxflow/cuda/grid.rs drives them.
+//
+// Both phases run here. Phase one moves excess towards the sink and ends with a maximum preflow
+// and the canonical minimum cut; phase two, run only when arc flows are asked for, is the same
+// loop with the source as the target: the host swaps the source capacities into sink_r, and the
+// kernels return the excess left on source-side nodes.
 //
 // Layout (the GridGraph layout): node v = x + W*(y + H*z); rcap[d*n + v] is the residual capacity
-// of the arc v -> neighbour(v, d), and direction d ^ 1 is its reverse. The sink is implicit, with
-// label 0; sink_r[v] is the residual capacity of v -> t. Source arcs were saturated on the host.
+// of the arc v -> neighbour(v, d), and direction d ^ 1 is its reverse. The target is implicit,
+// with label 0; sink_r[v] is the residual capacity of v -> target. Source arcs are saturated on
+// the device at the start (init_terminals).
 //
 // Labels: 0..=n are distances (or lower bounds on them); INF = n + 1 marks a node that cannot
-// reach the sink. Such a node is inactive: its excess cannot change the minimum cut.
+// reach the target. Such a node is inactive: its excess cannot change the minimum cut.
 //
 // Concurrency (Hong 2008): a node's outgoing residual capacities and its excess are decreased
-// only by that node's own thread, so a value it read is a lower bound of the current one and the
-// amount it pushes is always available; increases made by other threads are atomicAdd. The host
-// never trusts the labels for the answer: it stops only after a fresh breadth-first search from
-// the sink finds no node with excess that reaches the sink.
+// only by that node's own thread (or its tile's block, below), so a value it read is a lower
+// bound of the current one and the amount it pushes is always available; increases made by
+// others are atomicAdd. The host never trusts the labels for the answer: it stops only after a
+// fresh breadth-first search from the target finds no node with excess that reaches it.
 
-typedef long long i64;
-typedef unsigned long long u64;
-
-// Neighbour offsets {dx, dy, dz} in opposite pairs, the same order as Connectivity::offsets in
-// src/graph/grid.rs (the 2D sets N4 and N8 use the table below; N6 and N26 the 3D one).
-__constant__ int OFFSETS_2D[8][3] = {
-    {1, 0, 0}, {-1, 0, 0}, {0, 1, 0}, {0, -1, 0},
-    {1, 1, 0}, {-1, -1, 0}, {1, -1, 0}, {-1, 1, 0},
-};
-__constant__ int OFFSETS_3D[26][3] = {
-    {1, 0, 0},   {-1, 0, 0},  {0, 1, 0},   {0, -1, 0},  {0, 0, 1},   {0, 0, -1},
-    {1, 1, 0},   {-1, -1, 0}, {1, -1, 0},  {-1, 1, 0},  {1, 0, 1},   {-1, 0, -1},
-    {1, 0, -1},  {-1, 0, 1},  {0, 1, 1},   {0, -1, -1}, {0, 1, -1},  {0, -1, 1},
-    {1, 1, 1},   {-1, -1, -1}, {1, 1, -1}, {-1, -1, 1}, {1, -1, 1},  {-1, 1, -1},
-    {-1, 1, 1},  {1, -1, -1},
-};
-
-// The grid's shape, passed by value to every kernel.
-struct Grid {
-    unsigned w, h, d;   // dimensions
-    unsigned n;         // w * h * d
-    unsigned deg;       // 4, 8, 6 or 26
-    unsigned is3d;      // which offset table
-};
-
-// The neighbour of (x, y, z) in direction dir, or -1 when it lies outside the grid.
-__device__ __forceinline__ i64 neighbor(const Grid g, unsigned x, unsigned y, unsigned z,
-                                        unsigned dir) {
-    const int *o = g.is3d ? OFFSETS_3D[dir] : OFFSETS_2D[dir];
-    i64 nx = (i64)x + o[0], ny = (i64)y + o[1], nz = (i64)z + o[2];
-    if (nx < 0 || ny < 0 || nz < 0 || nx >= g.w || ny >= g.h || nz >= g.d) return -1;
-    return nx + (i64)g.w * (ny + (i64)g.h * nz);
-}
-
-__device__ __forceinline__ void coords(const Grid g, unsigned v, unsigned &x, unsigned &y,
-                                       unsigned &z) {
-    x = v % g.w;
-    y = (v / g.w) % g.h;
-    z = v / (g.w * g.h); // w * h fits: the host checks n < 2^32
-}
+#include "common.cuh"
 
 // Reads a value other threads may change (the compiler must not cache it in a register).
 __device__ __forceinline__ i64 load_excess(const i64 *e, unsigned v) {
@@ -68,9 +36,11 @@ __device__ __forceinline__ unsigned load_label(const unsigned *l, i64 v) {
 
 // sync: rcap (reverse arcs, +), excess (neighbours, +; own, -), flow (+), active (+)
 // safe: label[v], sink_r[v], rcap[d*n + v] decreases and excess[v] decreases of the thread's own v
-// Hong's lock-free push-relabel: each active node pushes to its lowest residual neighbour (the
-// sink counts as label 0) while it is higher, or else relabels to one above that neighbour; up to
-// max_ops operations per launch. With count != 0 the nodes still active at the end are counted.
+// The discharge of 26-connected grids, where a tile's 8 colour classes would leave most of its
+// block idle: Hong's lock-free push-relabel, a thread per node. Each active node pushes to its
+// lowest residual neighbour (the sink counts as label 0) while it is higher, or else relabels to
+// one above that neighbour; up to max_ops operations per launch. With count != 0 the nodes still
+// active at the end are counted.
 extern "C" __global__ void pr_round(const Grid g, int *rcap, int *sink_r, i64 *excess,
                                     unsigned *label, u64 *flow, unsigned *active, int count,
                                     int max_ops) {
@@ -125,39 +95,6 @@ extern "C" __global__ void pr_round(const Grid g, int *rcap, int *sink_r, i64 *e
     if (count && load_excess(excess, v) > 0 && label[v] < inf) atomicAdd(active, 1u);
 }
 
-// sync: none
-// safe: label[v]
-// Global relabel, first level: nodes with residual capacity to the sink are at distance 1, all
-// others unreached (INF).
-extern "C" __global__ void bfs_init(const Grid g, const int *sink_r, unsigned *label) {
-    unsigned v = blockIdx.x * blockDim.x + threadIdx.x;
-    if (v >= g.n) return;
-    label[v] = sink_r[v] > 0 ? 1u : g.n + 1;
-}
-
-// sync: reached (+); label of neighbours is read while they may change from INF to level + 1,
-//       which never reads as `level`, so the result does not depend on the order
-// safe: label[v]
-// Global relabel, one level of the breadth-first search from the sink over residual arcs
-// (pull form): an unreached node with a residual arc to a node at distance `level` is at
-// distance level + 1.
-extern "C" __global__ void bfs_level(const Grid g, const int *rcap, unsigned *label,
-                                     unsigned level, unsigned *reached) {
-    unsigned v = blockIdx.x * blockDim.x + threadIdx.x;
-    if (v >= g.n || label[v] != g.n + 1) return;
-    unsigned x, y, z;
-    coords(g, v, x, y, z);
-    for (unsigned d = 0; d < g.deg; ++d) {
-        i64 w = neighbor(g, x, y, z, d);
-        if (w < 0 || rcap[(size_t)d * g.n + v] <= 0) continue;
-        if (load_label(label, w) == level) {
-            label[v] = level + 1;
-            atomicAdd(reached, 1u);
-            return;
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Tiled solver: the grid is cut into tiles (TX × TY × TZ nodes); a thread block loads one tile
 // into shared memory, runs many push/relabel sweeps there (region discharge), and writes back.
@@ -182,8 +119,6 @@ extern "C" __global__ void bfs_level(const Grid g, const int *rcap, unsigned *la
 // Halo labels are read once per launch and may be stale; exactness rests on the host's stop test
 // (a fresh global relabel finds no active node), never on the labels.
 
-#define TILE_BLOCK 256
-
 template <int DEG> struct Tile;
 template <> struct Tile<4> { enum { X = 32, Y = 32, Z = 1, IS3D = 0, NCOL = 2 }; };
 template <> struct Tile<8> { enum { X = 32, Y = 16, Z = 1, IS3D = 0, NCOL = 4 }; };
@@ -196,7 +131,7 @@ template <int DEG> struct TileGeom {
         NCOL = Tile<DEG>::NCOL,
         T = TX * TY * TZ,
         PERCOL = T / NCOL,                                   // nodes of one colour
-        STEPS = (PERCOL + TILE_BLOCK - 1) / TILE_BLOCK,      // of one colour, per thread
+        STEPS = (PERCOL + BLOCK - 1) / BLOCK,      // of one colour, per thread
         HX = TX + 2, HY = TY + 2, HZ = IS3D ? TZ + 2 : 1,
         HN = HX * HY * HZ,
     };
@@ -264,7 +199,7 @@ __device__ __forceinline__ size_t gidx(const Grid g, int x, int y, int z) {
 template <int DEG>
 __device__ void load_halo(const Grid g, const TilePos &p, const unsigned *label, unsigned *lab) {
     typedef TileGeom<DEG> G;
-    for (int i = threadIdx.x; i < G::HN; i += TILE_BLOCK) {
+    for (int i = threadIdx.x; i < G::HN; i += BLOCK) {
         int x = (int)p.ox + i % G::HX - 1, y = (int)p.oy + i / G::HX % G::HY - 1;
         int z = G::IS3D ? (int)p.oz + i / (G::HX * G::HY) - 1 : 0;
         lab[i] = in_grid(g, x, y, z) ? label[gidx(g, x, y, z)] : g.n + 1;
@@ -338,7 +273,7 @@ __device__ void bfs_one_tile(const Grid g, const int *rcap, unsigned *label, con
     for (int c = 0; c < G::NCOL; ++c) {
 #pragma unroll
         for (int s = 0; s < G::STEPS; ++s) {
-            int q = threadIdx.x + s * TILE_BLOCK, lx, ly, lz;
+            int q = threadIdx.x + s * BLOCK, lx, ly, lz;
             mask[c][s] = 0;
             hix[c][s] = -1;
             if (q >= G::PERCOL) continue;
@@ -390,7 +325,7 @@ __device__ void bfs_one_tile(const Grid g, const int *rcap, unsigned *label, con
         for (int s = 0; s < G::STEPS; ++s) {
             int hi = hix[c][s];
             if (hi < 0 || lab[hi] == orig[c][s]) continue;
-            int q = threadIdx.x + s * TILE_BLOCK, lx, ly, lz;
+            int q = threadIdx.x + s * BLOCK, lx, ly, lz;
             G::colour_node(c, q, lx, ly, lz);
             int x = p.ox + lx, y = p.oy + ly, z = p.oz + lz;
             label[gidx(g, x, y, z)] = lab[hi];
@@ -454,7 +389,7 @@ __device__ void discharge_tile(const Grid g, int *rcap, int *sink_r, i64 *excess
     const TilePos p = tile_pos<DEG>(g, tile);
     const unsigned inf = g.n + 1;
     load_halo<DEG>(g, p, label, lab);
-    for (int i = threadIdx.x; i < G::T; i += TILE_BLOCK) {
+    for (int i = threadIdx.x; i < G::T; i += BLOCK) {
         int x = p.ox + i % G::TX, y = p.oy + i / G::TX % G::TY, z = p.oz + i / (G::TX * G::TY);
         bool ok = in_grid(g, x, y, z);
         size_t v = gidx(g, x, y, z);
@@ -474,7 +409,7 @@ __device__ void discharge_tile(const Grid g, int *rcap, int *sink_r, i64 *excess
         for (int c = 0; c < G::NCOL; ++c) {
 #pragma unroll
             for (int s = 0; s < G::STEPS; ++s) {
-                int q = threadIdx.x + s * TILE_BLOCK, lx, ly, lz;
+                int q = threadIdx.x + s * BLOCK, lx, ly, lz;
                 if (q >= G::PERCOL) continue;
                 G::colour_node(c, q, lx, ly, lz);
                 int i = G::tidx(lx, ly, lz), hi = G::hidx(lx, ly, lz);
@@ -543,7 +478,7 @@ __device__ void discharge_tile(const Grid g, int *rcap, int *sink_r, i64 *excess
     }
 
     int still = 0;
-    for (int i = threadIdx.x; i < G::T; i += TILE_BLOCK) {
+    for (int i = threadIdx.x; i < G::T; i += BLOCK) {
         int lx = i % G::TX, ly = i / G::TX % G::TY, lz = i / (G::TX * G::TY);
         int x = p.ox + lx, y = p.oy + ly, z = p.oz + lz;
         if (!in_grid(g, x, y, z)) continue;
@@ -562,7 +497,7 @@ __device__ void discharge_tile(const Grid g, int *rcap, int *sink_r, i64 *excess
         if (ex[i] > 0 && h < inf) still = 1;
     }
     // One atomic per warp for the flow into the sink.
-    for (int s = 16; s > 0; s >>= 1) pushed += __shfl_down_sync(0xffffffffu, pushed, s);
+    pushed = warp_sum(pushed);
     if ((threadIdx.x & 31) == 0 && pushed) atomicAdd(flow, pushed);
     if (__syncthreads_or(still) && threadIdx.x == 0) flags[tile] = 1;
 }
@@ -603,30 +538,30 @@ extern "C" __global__ void init_terminals(const Grid g, const int *source, i64 *
         sink_r[v] = t - c;
         m = (u64)c;
     }
-    for (int s = 16; s > 0; s >>= 1) m += __shfl_down_sync(0xffffffffu, m, s);
+    m = warp_sum(m);
     if ((threadIdx.x & 31) == 0 && m) atomicAdd(flow, m);
 }
 
-#define TILE_KERNELS(DEG)                                                                       \
-    extern "C" __global__ void __launch_bounds__(TILE_BLOCK)                                    \
-        bfs_seed_n##DEG(const Grid g, const int *sink_r, unsigned *label, unsigned *flags) {    \
-        bfs_seed<DEG>(g, sink_r, label, flags);                                                 \
-    }                                                                                           \
-    extern "C" __global__ void __launch_bounds__(TILE_BLOCK)                                    \
-        bfs_tile_n##DEG(const Grid g, const int *rcap, unsigned *label, const unsigned *list,   \
-                        const unsigned *count, unsigned *flags) {                               \
-        bfs_tile<DEG>(g, rcap, label, list, count, flags);                                      \
-    }                                                                                           \
-    extern "C" __global__ void __launch_bounds__(TILE_BLOCK)                                    \
-        mark_active_n##DEG(const Grid g, const i64 *excess, const unsigned *label,              \
-                           unsigned *flags, unsigned *any) {                                    \
-        mark_active<DEG>(g, excess, label, flags, any);                                         \
-    }                                                                                           \
-    extern "C" __global__ void __launch_bounds__(TILE_BLOCK)                                    \
-        discharge_n##DEG(const Grid g, int *rcap, int *sink_r, i64 *excess, unsigned *label,    \
-                         u64 *flow, const unsigned *list, const unsigned *count,                \
-                         unsigned *flags, int iters) {                                          \
-        discharge<DEG>(g, rcap, sink_r, excess, label, flow, list, count, flags, iters);        \
+#define TILE_KERNELS(DEG)                                                                          \
+    extern "C" __global__ void __launch_bounds__(BLOCK)                                            \
+        bfs_seed_n##DEG(const Grid g, const int *sink_r, unsigned *label, unsigned *flags) {       \
+        bfs_seed<DEG>(g, sink_r, label, flags);                                                    \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(BLOCK)                                            \
+        bfs_tile_n##DEG(const Grid g, const int *rcap, unsigned *label, const unsigned *list,      \
+                        const unsigned *count, unsigned *flags) {                                  \
+        bfs_tile<DEG>(g, rcap, label, list, count, flags);                                         \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(BLOCK)                                            \
+        mark_active_n##DEG(const Grid g, const i64 *excess, const unsigned *label,                 \
+                           unsigned *flags, unsigned *any) {                                       \
+        mark_active<DEG>(g, excess, label, flags, any);                                            \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(BLOCK)                                            \
+        discharge_n##DEG(const Grid g, int *rcap, int *sink_r, i64 *excess, unsigned *label,       \
+                         u64 *flow, const unsigned *list, const unsigned *count,                   \
+                         unsigned *flags, int iters) {                                             \
+        discharge<DEG>(g, rcap, sink_r, excess, label, flow, list, count, flags, iters);           \
     }
 
 TILE_KERNELS(4)

@@ -1,7 +1,8 @@
-// seg_energy.cu: the Boykov-Jolly / GrabCut energy of an image built on the GPU, launched only
-// from src/segment/gpu.rs, which owns the argument order of every kernel below.
+// seg_energy.cu: the Boykov-Jolly / GrabCut energy of an image built on the GPU. Launched only
+// through the typed launchers of src/cuda/launch/seg_energy.rs, which hold every kernel's argument
+// order and launch shape; src/segment/gpu.rs drives them.
 //
-// The kernels redo src/segment/energy.rs (and the Lab conversion of src/segment/pipeline.rs)
+// The kernels redo src/segment/energy.rs (and the Lab conversion of src/segment/color.rs)
 // operation for operation, so that the capacities equal the CPU's: this file is compiled with
 // --fmad=false (no fused multiply-add contraction, which Rust never does either), every float
 // expression keeps the CPU's evaluation order, and the tables (exp, sRGB linearisation, grey
@@ -15,99 +16,10 @@
 // cut capacity) are two-level: a block reduces in shared memory and writes one partial per block;
 // the host adds the partials, so no floating-point atomics make results depend on timing.
 
-typedef long long i64;
-typedef unsigned long long u64;
-
-#define BLOCK 256
-
-__constant__ int OFFSETS_2D[8][3] = {
-    {1, 0, 0}, {-1, 0, 0}, {0, 1, 0}, {0, -1, 0},
-    {1, 1, 0}, {-1, -1, 0}, {1, -1, 0}, {-1, 1, 0},
-};
-__constant__ int OFFSETS_3D[26][3] = {
-    {1, 0, 0},   {-1, 0, 0},  {0, 1, 0},   {0, -1, 0},  {0, 0, 1},   {0, 0, -1},
-    {1, 1, 0},   {-1, -1, 0}, {1, -1, 0},  {-1, 1, 0},  {1, 0, 1},   {-1, 0, -1},
-    {1, 0, -1},  {-1, 0, 1},  {0, 1, 1},   {0, -1, -1}, {0, 1, -1},  {0, -1, 1},
-    {1, 1, 1},   {-1, -1, -1}, {1, 1, -1}, {-1, -1, 1}, {1, -1, 1},  {-1, 1, -1},
-    {-1, 1, 1},  {1, -1, -1},
-};
-
-// The grid's shape (the same fields as `struct Grid` in grid_pr.cu).
-struct Grid {
-    unsigned w, h, d;
-    unsigned n;
-    unsigned deg;
-    unsigned is3d;
-};
-
-// The neighbour of v = (x, y, z) in direction dir, or -1 outside the grid.
-__device__ __forceinline__ i64 neighbor(const Grid g, unsigned x, unsigned y, unsigned z,
-                                        unsigned dir) {
-    const int *o = g.is3d ? OFFSETS_3D[dir] : OFFSETS_2D[dir];
-    i64 nx = (i64)x + o[0], ny = (i64)y + o[1], nz = (i64)z + o[2];
-    if (nx < 0 || ny < 0 || nz < 0 || nx >= g.w || ny >= g.h || nz >= g.d) return -1;
-    return nx + (i64)g.w * (ny + (i64)g.h * nz);
-}
-
-__device__ __forceinline__ void coords(const Grid g, unsigned v, unsigned &x, unsigned &y,
-                                       unsigned &z) {
-    x = v % g.w;
-    y = (v / g.w) % g.h;
-    z = v / (g.w * g.h);
-}
-
-// Block-wide reductions into thread 0's return value (every thread of the block must call).
-__device__ double block_sum(double x, double *sh) {
-    sh[threadIdx.x] = x;
-    __syncthreads();
-    for (unsigned s = BLOCK / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
-        __syncthreads();
-    }
-    double r = sh[0];
-    __syncthreads();
-    return r;
-}
-
-__device__ double block_min(double x, double *sh) {
-    sh[threadIdx.x] = x;
-    __syncthreads();
-    for (unsigned s = BLOCK / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s) sh[threadIdx.x] = fmin(sh[threadIdx.x], sh[threadIdx.x + s]);
-        __syncthreads();
-    }
-    double r = sh[0];
-    __syncthreads();
-    return r;
-}
-
-__device__ double block_max(double x, double *sh) {
-    sh[threadIdx.x] = x;
-    __syncthreads();
-    for (unsigned s = BLOCK / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s) sh[threadIdx.x] = fmax(sh[threadIdx.x], sh[threadIdx.x + s]);
-        __syncthreads();
-    }
-    double r = sh[0];
-    __syncthreads();
-    return r;
-}
-
-__device__ i64 block_max_i64(i64 x, i64 *sh) {
-    sh[threadIdx.x] = x;
-    __syncthreads();
-    for (unsigned s = BLOCK / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s && sh[threadIdx.x + s] > sh[threadIdx.x])
-            sh[threadIdx.x] = sh[threadIdx.x + s];
-        __syncthreads();
-    }
-    i64 r = sh[0];
-    __syncthreads();
-    return r;
-}
+#include "common.cuh"
 
 // sRGB (already linearised through the host's table) -> CIE L*a*b*, as srgb_to_lab in
-// src/segment/pipeline.rs. The cube root goes through double precision: rounded to float it is
+// src/segment/color.rs. The cube root goes through double precision: rounded to float it is
 // the correctly rounded cbrtf, which is what the host's libm gives (glibc's cbrtf agrees with it on
 // every float in [0.008, 1.2], all Lab needs); the device's cbrtf is only faithful, and moved 1-3 %
 // of the capacities by one unit.
@@ -147,10 +59,11 @@ extern "C" __global__ void lab_from_f32(unsigned n, const float *rgb, const floa
 
 // 8-bit values -> float, unchanged (the colour space is the image's own).
 // sync: none. safe: out[i].
-extern "C" __global__ void widen_u8(unsigned long long count, const unsigned char *in, float *out) {
+extern "C" __global__ void widen_u8(unsigned long long count, const unsigned char *input,
+                                    float *out) {
     for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < count;
          i += (u64)gridDim.x * blockDim.x)
-        out[i] = (float)in[i];
+        out[i] = (float)input[i];
 }
 
 // Per channel c < ch (ch <= 3): min, max, sum, sum of squares of the working image (for
@@ -313,7 +226,7 @@ __device__ double gmm_nll(const double *comp, unsigned k, unsigned ch, const dou
 }
 
 // A class's cost: the refitted mixture, blended with the seed-fitted one when w > 0
-// (pipeline.rs's Blend). header = {refit offset, refit k, seeds offset (< 0: none), seeds k,
+// (model.rs's Blend). header = {refit offset, refit k, seeds offset (< 0: none), seeds k,
 // ln(1 - w), ln w}, offsets into `models`.
 __device__ double class_nll(const double *models, const double *header, unsigned ch,
                             const double *x) {

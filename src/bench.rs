@@ -13,6 +13,7 @@
 
 use crate::gen::{self, InstanceSpec};
 use crate::graph::{FlowNetwork, Network};
+use crate::maxflow::cuda::{CudaGrid, GridTuning};
 use crate::maxflow::{solver_of, verify, AutoPolicy, Cut, Solver, SolverKind};
 use crate::segment::{self, Image, Seeds};
 use crate::{Error, Result};
@@ -464,6 +465,8 @@ pub struct BenchOptions {
     pub dump: Option<std::path::PathBuf>,
     /// How `auto` chooses, when it is among the solvers.
     pub auto: AutoPolicy,
+    /// The tuning of `cuda-grid`, when it is among the solvers (for experiments).
+    pub grid: GridTuning,
 }
 
 impl Default for BenchOptions {
@@ -473,6 +476,7 @@ impl Default for BenchOptions {
             max_nodes: None,
             dump: None,
             auto: AutoPolicy::default(),
+            grid: GridTuning::default(),
         }
     }
 }
@@ -543,8 +547,13 @@ pub fn run(
     if solvers.is_empty() {
         return Err(Error::Unsupported("no solver named".into()));
     }
-    let mut solvers: Vec<Box<dyn Solver + Send>> =
-        solvers.iter().map(|&k| solver_of(k, opts.auto)).collect();
+    let mut solvers: Vec<Box<dyn Solver + Send>> = solvers
+        .iter()
+        .map(|&k| match k {
+            SolverKind::CudaGrid => Box::new(CudaGrid::new(opts.grid.clone())),
+            k => solver_of(k, opts.auto),
+        })
+        .collect();
     let runs = opts.runs.max(1);
     let mut records = Vec::new();
     for inst in instances {

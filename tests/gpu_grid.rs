@@ -8,7 +8,7 @@ use common::gpu_or_skip;
 use segcut::gen::grid::{vision_grid, GridSpec};
 use segcut::graph::{Cap, Connectivity, GridGraph, Network};
 use segcut::maxflow::bk::Bk;
-use segcut::maxflow::cuda::{self, CudaGrid, Launch, TileBlocks};
+use segcut::maxflow::cuda::{CudaGrid, GridTuning, TileBlocks};
 use segcut::maxflow::{solver_of, verify, AutoPolicy, Solver, SolverKind};
 use segcut::rng::Rng;
 use segcut::Error;
@@ -149,75 +149,58 @@ fn agrees_with_bk_on_1000_random_grids() {
     assert_eq!(count, 1000);
 }
 
-/// Launch modes with their batch lengths: direct, graphs of the default batch, and graphs of an
-/// odd batch (so that the sweep variant's budget leaves a remainder launched directly).
-const LAUNCHES: [(Launch, u32); 3] = [(Launch::Direct, 4), (Launch::Graph, 4), (Launch::Graph, 13)];
+/// The tunings the variant tests run: sweeps per launch, batch lengths (an odd one, so that the
+/// node sweep's budget leaves a short batch), and every way of sizing the tile launches (a few
+/// fixed blocks take many tiles each, reusing their shared memory).
+fn tunings() -> Vec<GridTuning> {
+    let mut all = Vec::new();
+    for sweeps in [1, 64] {
+        for (check, blocks) in [
+            (4, TileBlocks::Fit),
+            (13, TileBlocks::Fixed(3)),
+            (1, TileBlocks::Fixed(2)),
+        ] {
+            all.push(GridTuning {
+                tile_sweeps: sweeps,
+                node_ops: if sweeps == 1 { 1 } else { 4 },
+                check_every: check,
+                tile_blocks: blocks,
+                ..GridTuning::default()
+            });
+        }
+    }
+    all
+}
 
-/// Every combination of discharge (tiles, sweep), relabel (tiles, levels) and launch mode
-/// (direct, CUDA graphs) is exact.
+/// Every tuning is exact (the tiled discharge on N4, N8 and N6, the node sweep on N26).
 #[test]
-fn every_algorithm_variant_agrees_with_bk() {
-    use segcut::maxflow::cuda::{Discharge, Relabel};
+fn every_tuning_agrees_with_bk() {
     if !gpu_or_skip() {
         return;
     }
     let kinds = [Caps::Small, Caps::Saturated, Caps::NearLimits, Caps::Sparse];
     let mut rng = Rng::new(0x7a11_0005);
-    for discharge in [Discharge::Tiles, Discharge::Sweep] {
-        for relabel in [Relabel::Tiles, Relabel::Levels] {
-            for sweeps in [1, 64] {
-                for (j, (launch, check)) in LAUNCHES.into_iter().enumerate() {
-                    let mut solver = CudaGrid {
-                        discharge,
-                        relabel,
-                        tile_sweeps: sweeps,
-                        launch,
-                        check_every: check,
-                        // Every way of sizing the tile launches, one per launch mode.
-                        tile_blocks: [TileBlocks::Fit, TileBlocks::Fixed(3), TileBlocks::PerTile]
-                            [j],
-                        ..CudaGrid::default()
-                    };
-                    for i in 0..40u64 {
-                        let conn = ALL[(i % 4) as usize];
-                        let kind = kinds[((i / 4) % kinds.len() as u64) as usize];
-                        let side = if conn.is_3d() { 20 } else { 90 };
-                        let g = random_grid(&mut rng, conn, kind, side);
-                        let what = format!(
-                            "{discharge:?}/{relabel:?}/{sweeps}/{launch:?}/{check} grid #{i} \
-                             {conn} {:?} {kind:?}",
-                            g.dims()
-                        );
-                        check_with(&mut solver, &g, &what);
-                        assert_replays(&solver, launch, &what);
-                    }
-                }
-            }
+    for tuning in tunings() {
+        let mut solver = CudaGrid::new(tuning.clone());
+        for i in 0..40u64 {
+            let conn = ALL[(i % 4) as usize];
+            let kind = kinds[((i / 4) % kinds.len() as u64) as usize];
+            let side = if conn.is_3d() { 20 } else { 90 };
+            let g = random_grid(&mut rng, conn, kind, side);
+            let what = format!("{tuning} grid #{i} {conn} {:?} {kind:?}", g.dims());
+            check_with(&mut solver, &g, &what);
+            assert!(
+                solver.stats.global_relabels > 0,
+                "{what}: no relabel counted"
+            );
         }
     }
 }
 
-/// With graphs on, every batch is a replay, so a solve that ran a batch replayed some; direct
-/// launches replay none. A fallback to direct launches (capture failed) fails here on purpose: it
-/// would silently turn the graph variants into direct ones.
-fn assert_replays(solver: &CudaGrid, launch: Launch, what: &str) {
-    let st = &solver.stats;
-    // Every solve runs a tiled relabel batch, or with level relabels a discharge batch if any.
-    let ran_a_batch = st.rounds > 0 || solver.relabel == cuda::Relabel::Tiles;
-    match launch {
-        Launch::Direct => assert_eq!(st.graph_launches, 0, "{what}: {st:?}"),
-        Launch::Graph if ran_a_batch => {
-            assert!(st.graph_launches > 0, "{what}: no graph replayed: {st:?}")
-        }
-        Launch::Graph => {}
-    }
-}
-
-/// A few multi-tile grids of each connectivity with every variant: small enough to run under
+/// A few multi-tile grids of each connectivity with every tuning: small enough to run under
 /// compute-sanitizer (`sanitizer_sized` in the test name filter).
 #[test]
-fn sanitizer_sized_grids_every_variant() {
-    use segcut::maxflow::cuda::{Discharge, Relabel};
+fn sanitizer_sized_grids_every_tuning() {
     if !gpu_or_skip() {
         return;
     }
@@ -236,48 +219,27 @@ fn sanitizer_sized_grids_every_variant() {
         };
         let vision = vision_grid(&spec.with_scale(100)).unwrap();
         let random = random_grid(&mut rng, conn, Caps::Sparse, 30);
-        for discharge in [Discharge::Tiles, Discharge::Sweep] {
-            for relabel in [Relabel::Tiles, Relabel::Levels] {
-                for (j, (launch, check)) in LAUNCHES.into_iter().enumerate() {
-                    let mut solver = CudaGrid {
-                        discharge,
-                        relabel,
-                        launch,
-                        check_every: check,
-                        // Two blocks take every tile in turn: the shared memory reused tile
-                        // after tile is what racecheck must see.
-                        tile_blocks: [TileBlocks::Fit, TileBlocks::Fixed(2), TileBlocks::PerTile]
-                            [j],
-                        ..CudaGrid::default()
-                    };
-                    for g in [&vision, &random] {
-                        let what = format!(
-                            "{discharge:?}/{relabel:?}/{launch:?}/{check} {conn} {:?}",
-                            g.dims()
-                        );
-                        check_with(&mut solver, g, &what);
-                        assert_replays(&solver, launch, &what);
-                    }
-                }
+        for tuning in tunings() {
+            let mut solver = CudaGrid::new(tuning.clone());
+            for g in [&vision, &random] {
+                let what = format!("{tuning} {conn} {:?}", g.dims());
+                check_with(&mut solver, g, &what);
             }
         }
     }
 }
 
 /// Phase two (`solve_flows`) on random multi-tile grids of every connectivity and capacity
-/// kind, with both discharge variants: the flows are maximum flows and the cut is BK's.
+/// kind (so both discharges, tiles and the node sweep): the flows are maximum flows and the cut
+/// is BK's.
 #[test]
 fn phase_two_flows_on_random_grids() {
-    use segcut::maxflow::cuda::Discharge;
     if !gpu_or_skip() {
         return;
     }
     let mut rng = Rng::new(0xf10_0002);
-    for discharge in [Discharge::Tiles, Discharge::Sweep] {
-        let mut solver = CudaGrid {
-            discharge,
-            ..CudaGrid::default()
-        };
+    for tuning in [GridTuning::default(), tunings()[4].clone()] {
+        let mut solver = CudaGrid::new(tuning.clone());
         for i in 0..120u64 {
             let conn = ALL[(i % 4) as usize];
             let kind = KINDS[((i / 4) % KINDS.len() as u64) as usize];
@@ -287,10 +249,7 @@ fn phase_two_flows_on_random_grids() {
                 (false, _) => 90,
             };
             let g = random_grid(&mut rng, conn, kind, side);
-            let what = format!(
-                "{discharge:?} flows grid #{i} {conn} {:?} {kind:?}",
-                g.dims()
-            );
+            let what = format!("{tuning} flows grid #{i} {conn} {:?} {kind:?}", g.dims());
             common::assert_flows(&mut solver, &Network::Grid(g), &what);
         }
     }

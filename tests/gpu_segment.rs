@@ -10,10 +10,11 @@ use segcut::graph::{Connectivity, FlowNetwork, GridGraph};
 
 use segcut::io::{load_image, load_seeds};
 use segcut::rng::Rng;
+use segcut::segment::color::{to_color_space, ColorSpace};
 use segcut::segment::energy::{self, EnergyOptions};
 use segcut::segment::gpu::{supported, GpuEnergy};
+use segcut::segment::model::Blend;
 use segcut::segment::model::{Model, ModelKind, ModelParams};
-use segcut::segment::pipeline::{to_color_space, Blend, ColorSpace};
 use segcut::segment::{segment, Image, Seed, Seeds, SegmentOptions};
 use segcut::Error;
 

@@ -46,15 +46,9 @@ fn grid_kernels_are_all_in_the_ptx() {
         .expect("grid_pr is embedded");
     let ptx = runtime::compile_ptx(name, src, "sm_90").unwrap().to_src();
     // The entry points the solver loads by name (extern "C", so their names are not mangled).
-    let mut entries: Vec<String> = [
-        "pr_round",
-        "bfs_init",
-        "bfs_level",
-        "init_terminals",
-        "build_list",
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut entries: Vec<String> = ["pr_round", "init_terminals", "build_list", "sink_side"]
+        .map(String::from)
+        .to_vec();
     for deg in [4, 8, 6, 26] {
         for k in ["bfs_seed", "bfs_tile", "mark_active", "discharge"] {
             entries.push(format!("{k}_n{deg}"));
@@ -85,4 +79,24 @@ fn compile_errors_name_the_file_and_carry_the_log() {
     assert!(err.contains("identifier \"x\" is undefined"), "{err}");
     let err = compile_all_kernels_ptx("sm90; rm").unwrap_err().to_string();
     assert!(err.contains("not a GPU architecture"), "{err}");
+}
+
+#[test]
+fn kernels_compile_to_cubins_with_the_shared_header() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    // The header reaches every compilation as a named header: a kernel file that includes it
+    // compiles to machine code, and one that names another header fails with NVRTC's message.
+    for &(name, src) in runtime::KERNELS {
+        let cubin = runtime::compile_cubin(name, src, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(&cubin[..4], b"\x7fELF", "{name}: not an ELF cubin");
+    }
+    let uses_header = "#include \"common.cuh\"\nextern \"C\" __global__ void k(Grid g, u64 *o) \
+                       { *o = warp_sum(g.n); }";
+    runtime::compile_ptx("probe", uses_header, "sm_90").unwrap();
+    let err = runtime::compile_ptx("probe", "#include \"other.cuh\"\n", "sm_90")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("other.cuh"), "{err}");
 }

@@ -2,6 +2,7 @@
 
 use anyhow::Result;
 use segcut::bench::{self, BenchInstance, BenchOptions, BenchRecord, Event, SuiteOptions};
+use segcut::maxflow::cuda::GridTuning;
 use segcut::maxflow::{AutoPolicy, SolverKind};
 use std::io::Write;
 use std::path::PathBuf;
@@ -47,9 +48,26 @@ pub struct Args {
     /// Also write every record as a JSON array to this file.
     #[arg(long, value_name = "OUT")]
     json: Option<PathBuf>,
+    /// The tuning of cuda-grid, for experiments: KEY=VALUE pairs among sweeps, ops, min_rounds,
+    /// ratio, check, blocks (see docs/gpu.md); unnamed keys keep their defaults.
+    #[arg(long, value_name = "KEY=VALUE,...", default_value_t = GridTuning::default())]
+    grid_tune: GridTuning,
+    /// Instead of a suite: time fresh processes from start to their first GPU kernel, --runs of
+    /// them with an empty kernel cache and as many with a filled one.
+    #[arg(long)]
+    startup: bool,
+    /// One process of --startup (internal).
+    #[arg(long, hide = true)]
+    startup_child: bool,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    if args.startup_child {
+        return super::startup::child();
+    }
+    if args.startup {
+        return super::startup::run(args.runs, args.json.as_deref());
+    }
     let instances = if args.instances.is_empty() {
         let suite = bench::suite(
             &args.suite,
@@ -93,6 +111,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             min_gpu_nodes: args.gpu_min_nodes,
             ..Default::default()
         },
+        grid: args.grid_tune.clone(),
     };
     let total = (instances.len() * solvers.len() * opts.runs.max(1)) as u64;
     let pb = super::bar(total, "{spinner} [{bar:30}] {pos}/{len} {msg}");

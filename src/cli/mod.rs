@@ -6,6 +6,7 @@ mod eval;
 mod gen;
 mod maxflow;
 mod segment;
+mod startup;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -65,7 +66,8 @@ const BENCH_EXAMPLES: &str = "Examples:
   segcut bench --suite quick
   segcut bench --suite cpu --solvers bk,dinic --runs 3 --json bench.json
   segcut bench --suite standard --solvers bk,cuda-grid     # needs a GPU for cuda-grid
-  segcut bench --instances 2d:2048x2048:n4:c100:s1 --solvers bk,auto";
+  segcut bench --instances 2d:2048x2048:n4:c100:s1 --solvers bk,auto
+  segcut bench --startup --runs 5     # process start to first GPU kernel, cold and warm cache";
 
 /// Runs the command line; errors are printed with their causes and give exit code 2, wrong or
 /// unverified answers exit code 1.

@@ -1,11 +1,101 @@
-//! A grid graph whose capacities already live in GPU memory, e.g. built there from an image by
-//! the segmentation pipeline, so that only the image goes up and only the cut comes down.
+//! Device data shaped like the library's graphs: the grid's shape as every grid kernel takes it
+//! ([`GridShape`]), a grid graph whose capacities live in GPU memory ([`DeviceGrid`]), what the
+//! grid solver needs per node, and the small copies every driver of kernels makes.
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream};
+use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
 
+use super::runtime::Call;
 use crate::graph::Connectivity;
+use crate::{Error, Result};
+
+/// A grid's shape as every grid kernel takes it, by value: `struct Grid` in
+/// `kernels/common.cuh`, field for field.
+///
+/// ```
+/// use segcut::cuda::GridShape;
+/// use segcut::graph::Connectivity;
+/// let s = GridShape::new([4, 3, 2], Connectivity::N6).unwrap();
+/// assert_eq!((s.n, s.deg, s.is3d), (24, 6, 1));
+/// assert!(GridShape::new([1 << 16, 1 << 16, 1], Connectivity::N4).is_err());
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GridShape {
+    /// Width.
+    pub w: u32,
+    /// Height.
+    pub h: u32,
+    /// Depth (1 for 2D).
+    pub d: u32,
+    /// Nodes, `w · h · d`.
+    pub n: u32,
+    /// Neighbours per node: 4, 8, 6 or 26.
+    pub deg: u32,
+    /// 1 for the 3D offset table (N6, N26), 0 for the 2D one.
+    pub is3d: u32,
+}
+
+// SAFETY: a `repr(C)` struct of six u32, the layout of the kernels' `struct Grid`.
+unsafe impl DeviceRepr for GridShape {}
+
+impl GridShape {
+    /// The most nodes a grid kernel takes: labels go up to `n + 1` and `w · h` is computed in
+    /// 32 bits on the device.
+    pub const MAX_NODES: usize = (u32::MAX - 2) as usize;
+
+    /// The field names in memory order, as `struct Grid` declares them (checked by a test).
+    pub const FIELDS: [&'static str; 6] = ["w", "h", "d", "n", "deg", "is3d"];
+
+    /// The shape of a `dims` grid of connectivity `conn`; an error when it has more than
+    /// [`GridShape::MAX_NODES`] nodes.
+    pub fn new(dims: [usize; 3], conn: Connectivity) -> Result<Self> {
+        let n = dims
+            .iter()
+            .try_fold(1usize, |a, &b| a.checked_mul(b))
+            .filter(|&n| n <= Self::MAX_NODES)
+            .ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "the GPU kernels take grids of up to {} nodes, not {dims:?}",
+                    Self::MAX_NODES
+                ))
+            })?;
+        Ok(GridShape {
+            w: dims[0] as u32,
+            h: dims[1] as u32,
+            d: dims[2] as u32,
+            n: n as u32,
+            deg: conn.degree() as u32,
+            is3d: conn.is_3d() as u32,
+        })
+    }
+
+    /// The number of nodes.
+    pub fn num_nodes(&self) -> usize {
+        self.n as usize
+    }
+}
+
+/// Device bytes per node of the `cuda-grid` solver for a connectivity, at its peak: one `i32`
+/// residual capacity per direction, the source and sink capacities (`i32` each; the sink array
+/// becomes the sink residual and the source array is freed after the start), the excess (`i64`)
+/// and the label (`u32`). Tile worklists add 8 bytes per tile (a few per thousand nodes). Whoever
+/// builds a [`DeviceGrid`] for the solver sizes its memory check by it.
+///
+/// | connectivity | N4 | N8 | N6 | N26 |
+/// |---|---|---|---|---|
+/// | bytes per node | 36 | 52 | 44 | 124 |
+///
+/// ```
+/// use segcut::graph::Connectivity;
+/// use segcut::cuda::grid_bytes_per_node;
+/// assert_eq!(grid_bytes_per_node(Connectivity::N4), 36);
+/// assert_eq!(grid_bytes_per_node(Connectivity::N26), 124);
+/// ```
+pub fn grid_bytes_per_node(conn: Connectivity) -> usize {
+    4 * conn.degree() + 4 + 4 + 8 + 4
+}
 
 /// A [`GridGraph`](crate::graph::GridGraph) in device memory, in the same layout: `caps` holds
 /// `degree · n` values, direction-major (`caps[d·n + v]` is the capacity of `v → neighbour(v, d)`,
@@ -34,4 +124,70 @@ impl DeviceGrid {
     pub fn num_nodes(&self) -> usize {
         self.dims.iter().product()
     }
+}
+
+/// Waits for everything queued on `stream`.
+pub(crate) fn sync(stream: &Arc<CudaStream>) -> Result<()> {
+    stream.synchronize().call("cuStreamSynchronize")
+}
+
+/// A device buffer brought to the host (waits for the copy).
+pub(crate) fn download<T: DeviceRepr + Default + Clone>(
+    stream: &Arc<CudaStream>,
+    buf: &CudaSlice<T>,
+    what: &str,
+) -> Result<Vec<T>> {
+    let v = stream
+        .clone_dtoh(buf)
+        .call(&format!("cuMemcpyDtoH ({what})"))?;
+    sync(stream)?;
+    Ok(v)
+}
+
+/// The first `N` entries of a small device buffer (counters, rings), waiting for the copy.
+pub(crate) fn read_words<const N: usize>(
+    stream: &Arc<CudaStream>,
+    buf: &CudaSlice<u32>,
+    what: &str,
+) -> Result<[u32; N]> {
+    let mut out = [0u32; N];
+    stream
+        .memcpy_dtoh(&buf.slice(..N), &mut out[..])
+        .call(&format!("cuMemcpyDtoH ({what})"))?;
+    sync(stream)?;
+    Ok(out)
+}
+
+/// A new device buffer of `len` zeros (at least one entry: the driver refuses empty ones).
+pub(crate) fn zeros<T: DeviceRepr + ValidAsZeroBits>(
+    stream: &Arc<CudaStream>,
+    len: usize,
+    what: &str,
+) -> Result<CudaSlice<T>> {
+    stream
+        .alloc_zeros::<T>(len.max(1))
+        .call(&format!("cuMemAlloc ({what})"))
+}
+
+/// A new device buffer holding `data` (one zero when it is empty: the driver refuses empty
+/// buffers). The copy is queued: keep `data` alive until the stream is synchronised.
+pub(crate) fn upload<T: DeviceRepr + ValidAsZeroBits>(
+    stream: &Arc<CudaStream>,
+    data: &[T],
+    what: &str,
+) -> Result<CudaSlice<T>> {
+    if data.is_empty() {
+        return zeros(stream, 1, what);
+    }
+    stream
+        .clone_htod(data)
+        .call(&format!("cuMemcpyHtoD ({what})"))
+}
+
+/// Sets a buffer to zeros (queued).
+pub(crate) fn clear<T: DeviceRepr + ValidAsZeroBits>(
+    stream: &Arc<CudaStream>,
+    buf: &mut CudaSlice<T>,
+) -> Result<()> {
+    stream.memset_zeros(buf).call("cuMemsetD8Async")
 }

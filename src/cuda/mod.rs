@@ -1,10 +1,25 @@
-//! The CUDA runtime shared by every GPU path: finding a GPU, the process-wide context, NVRTC
-//! compilation of the kernels in `kernels/` with the on-disk kernel cache, and device buffers
-//! shaped like the library's graphs ([`DeviceGrid`]).
+//! The CUDA runtime shared by every GPU path (the max-flow solvers in
+//! [`maxflow::cuda`](crate::maxflow::cuda) and the segmentation energy builder): the process's GPU
+//! and its context, NVRTC compilation of the kernels in `kernels/` with the shared header
+//! `kernels/common.cuh`, the kernel cache on disk, device buffers shaped like the library's graphs
+//! ([`DeviceGrid`], [`GridShape`]), driver errors, and the typed launchers (`launch/`), the only
+//! code that knows a kernel's argument order and launch shape.
 //!
 //! Nothing here needs CUDA at build time: the driver and NVRTC are loaded when first used, and
 //! without them [`gpu_available`] is false and every entry point returns
 //! [`Error::Unsupported`](crate::Error::Unsupported).
+//!
+//! # Environment
+//!
+//! The only variables the library reads, both about the kernel cache ([`KernelCache`]; a
+//! program may choose with [`set_kernel_cache`] instead):
+//!
+//! | variable | effect |
+//! |---|---|
+//! | `SEGCUT_CACHE_DIR=<folder>` | keep compiled kernels there instead of `$XDG_CACHE_HOME/segcut` (or `~/.cache/segcut`) |
+//! | `SEGCUT_KERNEL_CACHE=0` | no disk cache: NVRTC compiles the kernels in every process |
+//!
+//! Where the CUDA libraries are found is the dynamic loader's business (`LD_LIBRARY_PATH`).
 //!
 //! ```
 //! use segcut::cuda;
@@ -14,13 +29,26 @@
 //! }
 //! ```
 
+mod cache;
+mod compile;
 mod device;
-mod runtime;
+pub(crate) mod launch;
+pub(crate) mod runtime;
+mod startup;
 
-pub use device::DeviceGrid;
-pub(crate) use runtime::driver_err;
-pub use runtime::{
-    cache_dir, cache_dir_from, cache_key, compile_all_kernels_ptx, compile_cubin, compile_options,
-    compile_ptx, entry_path, gpu, gpu_available, gpu_unavailable_reason, nvrtc_available,
-    nvrtc_version, read_entry, write_entry, Gpu, KERNELS, MIN_DRIVER_VERSION, OLDEST_ARCH,
+pub use cache::{
+    cache_key, entry_path, kernel_cache, read_entry, set_kernel_cache, write_entry, CacheInputs,
+    KernelCache, CACHE_DIR_VAR, CACHE_SWITCH_VAR,
 };
+pub use compile::{
+    compile_all_kernels_ptx, compile_cubin, compile_options, compile_ptx, nvrtc_available,
+    nvrtc_version, COMMON_HEADER, KERNELS, OLDEST_ARCH,
+};
+pub(crate) use device::{clear, download, read_words, sync, upload, zeros};
+pub use device::{grid_bytes_per_node, DeviceGrid, GridShape};
+pub use launch::BLOCK;
+pub(crate) use runtime::Call;
+pub use runtime::{
+    gpu, gpu_available, gpu_unavailable_reason, Gpu, ModuleOrigin, MIN_DRIVER_VERSION,
+};
+pub use startup::{first_kernel, FirstKernel};

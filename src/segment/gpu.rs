@@ -1,12 +1,13 @@
-//! The segmentation energy built on the GPU (kernels in `kernels/seg_energy.cu`; this module is
-//! the only one that knows their argument order): the image goes up once, the colour conversion,
-//! the model statistics, `β`, the n-links, `K` and every round's t-links are computed where the
-//! solver runs, and the graph never crosses the bus.
+//! The segmentation energy built on the GPU: the image goes up once, the colour conversion, the
+//! model statistics, `β`, the n-links, `K` and every round's t-links are computed where the
+//! solver runs, and the graph never crosses the bus. The kernels are in `kernels/seg_energy.cu`,
+//! launched through their typed launchers (`src/cuda/launch/seg_energy.rs`); this module drives
+//! them.
 //!
 //! The builder redoes the [`energy`](mod@super::energy) module operation for operation (the same
 //! `f32`/`f64` expressions in the same order, no fused multiply-add, host-computed tables), so its
-//! capacities equal the CPU's except where the device's `cbrt`, `exp` or `log` round differently in the last
-//! bit: such a difference moves a capacity by at most one unit, and only when the value lies on a
+//! capacities equal the CPU's except where the device's `cbrt`, `exp` or `log` round differently in
+//! the last bit: such a difference moves a capacity by at most one unit, and only when the value lies on a
 //! rounding boundary (see `tests/gpu_segment.rs` for the measured fractions). The quantisation
 //! guarantees are the CPU's: the same scale, the same `i64` check of `K`, the same clamps.
 //!
@@ -16,7 +17,7 @@
 //! on the CPU.
 //!
 //! ```no_run
-//! use segcut::segment::{gpu::GpuEnergy, pipeline::ColorSpace, energy::EnergyOptions, Image, Seeds};
+//! use segcut::segment::{gpu::GpuEnergy, ColorSpace, energy::EnergyOptions, Image, Seeds};
 //! let image = Image::new([64, 48, 1], 1, vec![0.0; 64 * 48]);
 //! let seeds = Seeds::unknown(image.dims);
 //! let e = GpuEnergy::new(&image, &seeds, ColorSpace::AsIs, &EnergyOptions::default()).unwrap();
@@ -26,26 +27,20 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{
-    CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
-};
+use cudarc::driver::{CudaSlice, CudaStream};
 use rayon::prelude::*;
 
+use super::color::{srgb_linear, to_color_space, ColorSpace, WorkSpace};
 use super::energy::NLINK_TABLE_LEVELS;
 use super::energy::{self, direction_distances, EnergyOptions, COST_TABLE_NODES};
-use super::model::{ColorModel, Model, ModelKind, ModelParams};
-use super::pipeline::{srgb_to_lab, Blend, ColorSpace};
-use crate::cuda::{gpu, DeviceGrid};
+use super::model::{Blend, ColorModel, Model, ModelKind, ModelParams};
+use crate::cuda::launch::seg_energy::{self, SegEnergy};
+use crate::cuda::{self, grid_bytes_per_node, Call, DeviceGrid, GridShape};
 use crate::graph::{valid_box, Cap, Connectivity, GridGraph};
 use crate::io::{Image, Seeds};
 use crate::maxflow::Cut;
 use crate::{Error, Result};
 
-/// Threads per block (`BLOCK` in the kernels, which size their shared memory by it).
-const BLOCK: u32 = 256;
-/// Most blocks of a launch: the kernels stride over the grid, and reductions leave one partial
-/// per block for the host to add.
-const MAX_BLOCKS: u32 = 2048;
 /// Most mixture components the t-link kernel evaluates (its per-thread array).
 pub const MAX_COMPONENTS: usize = 16;
 
@@ -60,7 +55,7 @@ pub fn supported(image: &Image, kind: ModelKind) -> std::result::Result<(), Stri
     if !matches!(image.channels, 1 | 3) {
         return Err(format!("{} channels (1 or 3 supported)", image.channels));
     }
-    if image.num_pixels() > (u32::MAX - 2) as usize {
+    if image.num_pixels() > GridShape::MAX_NODES {
         return Err(format!("{} pixels (32-bit indices)", image.num_pixels()));
     }
     let table = image.channels == 1 && image.num_pixels() >= 4 * COST_TABLE_NODES;
@@ -90,72 +85,12 @@ pub struct GpuTimes {
     pub nlinks: Duration,
 }
 
-/// The grid's shape as every kernel takes it (`struct Grid` in `kernels/seg_energy.cu`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-struct Shape {
-    w: u32,
-    h: u32,
-    d: u32,
-    n: u32,
-    deg: u32,
-    is3d: u32,
-}
-
-// SAFETY: plain `repr(C)` struct of u32 fields, the same layout as the kernels' `struct Grid`.
-unsafe impl DeviceRepr for Shape {}
-
-struct Kernels {
-    lab_from_u8: CudaFunction,
-    lab_from_f32: CudaFunction,
-    widen_u8: CudaFunction,
-    channel_stats: CudaFunction,
-    pair_sum: CudaFunction,
-    nlinks: CudaFunction,
-    nlinks_grey_table: CudaFunction,
-    tlinks_gmm: CudaFunction,
-    tlinks_grey_table: CudaFunction,
-    cut_capacity: CudaFunction,
-}
-
-/// How the pixels' working values (the colour space the models and contrasts use) are obtained
-/// from the original image: the same rule as [`to_color_space`](super::pipeline::to_color_space).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum WorkSpace {
-    /// The image's own values.
-    AsIs,
-    /// Lab from sRGB of this full scale (255 or 65535).
-    Lab(f32),
-}
-
-impl WorkSpace {
-    /// The space [`to_color_space`](super::pipeline::to_color_space) would use for an image of
-    /// `channels` channels whose values span `[lo, hi]`.
-    pub fn of(channels: usize, lo: f32, hi: f32, space: ColorSpace) -> Self {
-        if space == ColorSpace::Lab && channels == 3 && lo >= 0.0 && hi <= 65535.0 {
-            return WorkSpace::Lab(if hi > 255.0 { 65535.0 } else { 255.0 });
-        }
-        WorkSpace::AsIs
-    }
-
-    /// Pixel `i` of `image` in this space, appended to `out`.
-    pub fn push_pixel(self, image: &Image, i: usize, out: &mut Vec<f32>) {
-        let px = image.pixel(i);
-        match self {
-            WorkSpace::AsIs => out.extend_from_slice(px),
-            WorkSpace::Lab(full) => {
-                out.extend_from_slice(&srgb_to_lab([px[0] / full, px[1] / full, px[2] / full]))
-            }
-        }
-    }
-}
-
 /// The energy's graph in GPU memory, with what the rounds need to rewrite its t-links and to
 /// check cuts. Built by [`GpuEnergy::new`]; t-links by [`GpuEnergy::set_tlinks`].
 pub struct GpuEnergy {
     stream: Arc<CudaStream>,
-    k: Kernels,
-    shape: Shape,
+    k: SegEnergy,
+    shape: GridShape,
     conn: Connectivity,
     dims: [usize; 3],
     channels: usize,
@@ -180,19 +115,6 @@ pub struct GpuEnergy {
     pub unary_constant: f64,
     /// Stage times of [`GpuEnergy::new`].
     pub times: GpuTimes,
-}
-
-fn launch_cfg(n: usize) -> LaunchConfig {
-    let blocks = (n.div_ceil(BLOCK as usize) as u32).clamp(1, MAX_BLOCKS);
-    LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    }
-}
-
-fn driver_err(call: &str, e: cudarc::driver::DriverError) -> Error {
-    crate::cuda::driver_err(call, e)
 }
 
 /// What the host's pass over the image found.
@@ -243,10 +165,39 @@ fn seed_bytes(seeds: &Seeds) -> &[u8] {
     unsafe { std::slice::from_raw_parts(seeds.labels.as_ptr() as *const u8, seeds.labels.len()) }
 }
 
+/// The image as uploaded: bytes when every value is one, else floats.
+enum RawImage {
+    Bytes(CudaSlice<u8>),
+    Floats(CudaSlice<f32>),
+}
+
+/// The image's statistics, from the device's per-block partials.
+struct ImageStats {
+    params: ModelParams,
+    /// See [`GpuEnergy::grey_range`].
+    grey_range: Option<(f32, f32, bool)>,
+}
+
+/// The working image on the device with what the n-link kernels need besides.
+struct Working<'a> {
+    k: &'a SegEnergy,
+    stream: &'a Arc<CudaStream>,
+    shape: GridShape,
+    ch: u32,
+    work: &'a CudaSlice<f32>,
+}
+
+/// The n-links on the device and what they fixed: the scale and `K`.
+struct NLinks {
+    caps: CudaSlice<i32>,
+    scale: f64,
+    hard: Cap,
+}
+
 impl GpuEnergy {
     /// Uploads `image` and `seeds`, converts the image to its working space (`space` as
-    /// [`to_color_space`](super::pipeline::to_color_space) applies it), and builds `β`, the
-    /// n-links and `K` on the GPU. The t-links are zero until [`GpuEnergy::set_tlinks`].
+    /// [`to_color_space`] applies it), and builds `β`, the n-links and `K` on the GPU. The
+    /// t-links are zero until [`GpuEnergy::set_tlinks`].
     ///
     /// Errors: the CPU builder's input and overflow errors, the same; [`Error::Unsupported`] when
     /// no GPU is usable, the input is not covered ([`supported`]) or the GPU lacks memory.
@@ -257,20 +208,8 @@ impl GpuEnergy {
         opts: &EnergyOptions,
     ) -> Result<Self> {
         let t0 = Instant::now();
-        energy::check_seeds(image, seeds)?;
-        energy::check_options(image, opts)?;
-        if !matches!(image.channels, 1 | 3) || image.num_pixels() > (u32::MAX - 2) as usize {
-            return Err(Error::Unsupported(format!(
-                "the GPU energy builder takes 1- or 3-channel images below 2^32 pixels, not {} channels of {:?}",
-                image.channels, image.dims
-            )));
-        }
-        let n = image.num_pixels();
-        if n == 0 || image.data.len() != n * image.channels {
-            energy::check_image(image)?;
-        }
-        let conn = opts.connectivity;
-        let ch = image.channels;
+        check_input(image, seeds, opts)?;
+        let (n, ch, conn) = (image.num_pixels(), image.channels, opts.connectivity);
         // The kernels load (from the disk cache, at worst NVRTC) while the host reads the image.
         let (pass, setup) = std::thread::scope(|scope| {
             let setup = scope.spawn(|| device_setup(n, ch, conn));
@@ -284,253 +223,42 @@ impl GpuEnergy {
             energy::check_image(image)?;
         }
         let (k, stream, setup_time) = setup?;
-        let bytes = pass.bytes;
         let ws = WorkSpace::of(image.channels, pass.lo, pass.hi, space);
         // Lab on the device needs integer values (a table index); others are converted here.
         let host_lab = match ws {
             WorkSpace::Lab(_)
-                if bytes.is_none() && image.data.par_iter().any(|v| v.fract() != 0.0) =>
+                if pass.bytes.is_none() && image.data.par_iter().any(|v| v.fract() != 0.0) =>
             {
-                Some(super::pipeline::to_color_space(image, space).into_owned())
+                Some(to_color_space(image, space).into_owned())
             }
             _ => None,
         };
-        let (upload_src, ws_device) = match &host_lab {
-            Some(lab) => (lab, WorkSpace::AsIs),
-            None => (image, ws),
-        };
-        let deg = conn.degree();
         let t_host = Instant::now();
-        let t_setup = t_host;
-        let alloc = |what: &'static str| move |e| driver_err(&format!("cuMemAlloc ({what})"), e);
-        let htod = |what: &'static str| move |e| driver_err(&format!("cuMemcpyHtoD ({what})"), e);
-
-        // Upload: bytes when the values are 8-bit, else floats.
-        let raw_u8 = match (&bytes, &host_lab) {
-            (Some(b), None) => Some(stream.clone_htod(b).map_err(htod("image"))?),
-            _ => None,
-        };
-        let raw_f32 = match raw_u8 {
-            Some(_) => None,
-            None => Some(stream.clone_htod(&upload_src.data).map_err(htod("image"))?),
-        };
-        let seeds_dev = stream
-            .clone_htod(seed_bytes(seeds))
-            .map_err(htod("seeds"))?;
-        sync(&stream)?;
-        drop(bytes);
+        let (raw, seeds_dev) = upload(&stream, image, seeds, pass.bytes, host_lab.as_ref())?;
         let t1 = Instant::now();
-
-        // Working image.
-        let cfg = launch_cfg(n);
-        let work = match (ws_device, &raw_u8, raw_f32) {
-            (WorkSpace::Lab(full), raw_u8, raw_f32) => {
-                let lin = linear_table(full);
-                let lin = stream.clone_htod(&lin).map_err(htod("sRGB table"))?;
-                let mut lab = stream
-                    .alloc_zeros::<f32>(3 * n)
-                    .map_err(alloc("Lab image"))?;
-                let nn = n as u32;
-                match (raw_u8, &raw_f32) {
-                    (Some(rgb), _) => {
-                        // SAFETY: arguments match `lab_from_u8`; rgb and lab have 3n entries,
-                        // lin 256 (the values are bytes).
-                        unsafe {
-                            stream
-                                .launch_builder(&k.lab_from_u8)
-                                .arg(&nn)
-                                .arg(rgb)
-                                .arg(&lin)
-                                .arg(&mut lab)
-                                .launch(cfg)
-                        }
-                        .map_err(|e| driver_err("cuLaunchKernel (lab_from_u8)", e))?;
-                    }
-                    (None, Some(rgb)) => {
-                        // SAFETY: arguments match `lab_from_f32`; rgb and lab have 3n entries,
-                        // every value is an integer in 0..=full (WorkSpace::of and the check
-                        // above), lin has full + 1 entries.
-                        unsafe {
-                            stream
-                                .launch_builder(&k.lab_from_f32)
-                                .arg(&nn)
-                                .arg(rgb)
-                                .arg(&lin)
-                                .arg(&mut lab)
-                                .launch(cfg)
-                        }
-                        .map_err(|e| driver_err("cuLaunchKernel (lab_from_f32)", e))?;
-                    }
-                    (None, None) => unreachable!("one of the two uploads is made"),
-                }
-                lab
-            }
-            (WorkSpace::AsIs, Some(raw), _) => {
-                let count = (n * ch) as u64;
-                let mut out = stream.alloc_zeros::<f32>(n * ch).map_err(alloc("image"))?;
-                // SAFETY: arguments match `widen_u8`; both buffers have `count` entries.
-                unsafe {
-                    stream
-                        .launch_builder(&k.widen_u8)
-                        .arg(&count)
-                        .arg(raw)
-                        .arg(&mut out)
-                        .launch(launch_cfg(n * ch))
-                }
-                .map_err(|e| driver_err("cuLaunchKernel (widen_u8)", e))?;
-                out
-            }
-            (WorkSpace::AsIs, None, Some(raw)) => raw,
-            (WorkSpace::AsIs, None, None) => unreachable!("one of the two uploads is made"),
+        let ws_device = if host_lab.is_some() {
+            WorkSpace::AsIs
+        } else {
+            ws
         };
-        drop(raw_u8);
-
-        // Model parameters and the value range, from per-block partials.
-        let stride = 4 * ch + 1;
-        let mut partials = stream
-            .alloc_zeros::<f64>(cfg.grid_dim.0 as usize * stride)
-            .map_err(alloc("statistics"))?;
-        let (nn, chu) = (n as u32, ch as u32);
-        // SAFETY: arguments match `channel_stats`; work has n·ch entries, partials blocks·(4ch+1).
-        unsafe {
-            stream
-                .launch_builder(&k.channel_stats)
-                .arg(&nn)
-                .arg(&chu)
-                .arg(&work)
-                .arg(&mut partials)
-                .launch(cfg)
-        }
-        .map_err(|e| driver_err("cuLaunchKernel (channel_stats)", e))?;
-        let parts = dtoh(&stream, &partials, "statistics")?;
-        let mut stats = vec![[f64::INFINITY, f64::NEG_INFINITY, 0.0, 0.0]; ch];
-        let mut fractional = 0.0;
-        for p in parts.chunks_exact(stride) {
-            for (c, st) in stats.iter_mut().enumerate() {
-                let q = &p[4 * c..4 * c + 4];
-                *st = [st[0].min(q[0]), st[1].max(q[1]), st[2] + q[2], st[3] + q[3]];
-            }
-            fractional += p[4 * ch];
-        }
-        let params = params_from_stats(&stats, n);
-        let grey_range =
-            (ch == 1).then(|| (stats[0][0] as f32, stats[0][1] as f32, fractional == 0.0));
+        let work = working_image(&k, &stream, raw, ws_device, n, ch)?;
+        let stats = image_stats(&k, &stream, &work, n, ch)?;
         let t2 = Instant::now();
-
-        // β, the scale and the n-links with K.
-        let shape = Shape {
-            w: image.dims[0] as u32,
-            h: image.dims[1] as u32,
-            d: image.dims[2] as u32,
-            n: n as u32,
-            deg: deg as u32,
-            is3d: conn.is_3d() as u32,
+        let w = Working {
+            k: &k,
+            stream: &stream,
+            shape: GridShape::new(image.dims, conn)?,
+            ch: ch as u32,
+            work: &work,
         };
         let beta = match opts.sigma {
             Some(s) => 1.0 / (2.0 * s * s),
-            None => {
-                let mut part = stream
-                    .alloc_zeros::<f64>(cfg.grid_dim.0 as usize)
-                    .map_err(alloc("pair sums"))?;
-                // SAFETY: arguments match `pair_sum`; work has n·ch entries, part one per block.
-                unsafe {
-                    stream
-                        .launch_builder(&k.pair_sum)
-                        .arg(&shape)
-                        .arg(&chu)
-                        .arg(&work)
-                        .arg(&mut part)
-                        .launch(cfg)
-                }
-                .map_err(|e| driver_err("cuLaunchKernel (pair_sum)", e))?;
-                let sum: f64 = dtoh(&stream, &part, "pair sums")?.iter().sum();
-                let count = pair_count(image.dims, conn);
-                let mean = if count > 0 { sum / count as f64 } else { 0.0 };
-                if mean > 0.0 {
-                    1.0 / (2.0 * mean)
-                } else {
-                    0.0
-                }
-            }
+            None => w.contrast(pair_count(image.dims, conn))?,
         };
-        let dist = direction_distances(conn, image.spacing);
-        let (scale, max_link) = energy::link_scale(opts, &dist)?;
-        let mut caps = stream
-            .alloc_zeros::<i32>(deg * n)
-            .map_err(alloc("n-links"))?;
-        let mut kpart = stream
-            .alloc_zeros::<i64>(cfg.grid_dim.0 as usize)
-            .map_err(alloc("n-link sums"))?;
-        match grey_range {
-            Some((lo, hi, true)) if ((hi - lo) as usize) < NLINK_TABLE_LEVELS => {
-                let span = (hi - lo) as usize;
-                let (tables, table_of) = energy::grey_nlink_tables(span, beta, &dist, max_link);
-                let tables = stream.clone_htod(&tables).map_err(htod("n-link tables"))?;
-                let table_of = stream
-                    .clone_htod(&table_of)
-                    .map_err(htod("n-link tables"))?;
-                let span1 = span as u32 + 1;
-                // SAFETY: arguments match `nlinks_grey_table`; tables has span1 entries per
-                // table and every |difference| of two values is at most span; caps has deg·n.
-                unsafe {
-                    stream
-                        .launch_builder(&k.nlinks_grey_table)
-                        .arg(&shape)
-                        .arg(&work)
-                        .arg(&tables)
-                        .arg(&table_of)
-                        .arg(&span1)
-                        .arg(&mut caps)
-                        .arg(&mut kpart)
-                        .launch(cfg)
-                }
-                .map_err(|e| driver_err("cuLaunchKernel (nlinks_grey_table)", e))?;
-                sync(&stream)?;
-            }
-            _ => {
-                let (table, end) = exp_table(max_link);
-                let table = stream.clone_htod(&table).map_err(htod("exp table"))?;
-                let inv: Vec<f32> = dist.iter().map(|&l| (1.0 / l) as f32).collect();
-                let inv = stream.clone_htod(&inv).map_err(htod("distances"))?;
-                let beta32 = beta as f32;
-                // SAFETY: arguments match `nlinks`; table has `end` + 2 entries, inv deg, work
-                // n·ch, caps deg·n, kpart one per block.
-                unsafe {
-                    stream
-                        .launch_builder(&k.nlinks)
-                        .arg(&shape)
-                        .arg(&chu)
-                        .arg(&work)
-                        .arg(&beta32)
-                        .arg(&inv)
-                        .arg(&table)
-                        .arg(&end)
-                        .arg(&mut caps)
-                        .arg(&mut kpart)
-                        .launch(cfg)
-                }
-                .map_err(|e| driver_err("cuLaunchKernel (nlinks)", e))?;
-                sync(&stream)?;
-            }
-        }
-        let max_sum = dtoh(&stream, &kpart, "n-link sums")?
-            .into_iter()
-            .max()
-            .unwrap_or(0);
-        let hard = Cap::try_from(1 + max_sum).map_err(|_| {
-            Error::Overflow(format!(
-                "the hard-seed capacity K = {} (lambda {} at scale {scale}) does not fit {}",
-                1 + max_sum,
-                opts.lambda,
-                Cap::MAX
-            ))
-        })?;
-        let source = stream
-            .alloc_zeros::<i32>(n)
-            .map_err(alloc("source capacities"))?;
-        let sink = stream
-            .alloc_zeros::<i32>(n)
-            .map_err(alloc("sink capacities"))?;
+        let links = w.nlinks(stats.grey_range, beta, image.spacing, opts)?;
+        let shape = w.shape;
+        let source = cuda::zeros::<i32>(&stream, n, "source capacities")?;
+        let sink = cuda::zeros::<i32>(&stream, n, "sink capacities")?;
         let t3 = Instant::now();
         Ok(GpuEnergy {
             stream,
@@ -541,20 +269,20 @@ impl GpuEnergy {
             channels: ch,
             work,
             seeds: seeds_dev,
-            caps,
+            caps: links.caps,
             source,
             sink,
             space: ws,
-            params,
-            grey_range,
+            params: stats.params,
+            grey_range: stats.grey_range,
             beta,
-            scale,
-            hard,
+            scale: links.scale,
+            hard: links.hard,
             unary_constant: 0.0,
             times: GpuTimes {
                 host: t_host - t0,
                 setup: setup_time,
-                upload: t1 - t_setup,
+                upload: t1 - t_host,
                 convert: t2 - t1,
                 nlinks: t3 - t2,
             },
@@ -565,16 +293,12 @@ impl GpuEnergy {
     /// [`energy::set_tlinks`]): hard seeds `(K, 0)` / `(0, K)`, other pixels their net cost
     /// clamped to `K`. `image` is the original image (for naming a pixel whose costs are unusable).
     pub fn set_tlinks(&mut self, image: &Image, fg: &Blend<'_>, bg: &Blend<'_>) -> Result<()> {
-        let n = self.shape.n as usize;
-        let cfg = launch_cfg(n);
+        let n = self.shape.num_nodes();
         let s = &self.stream;
-        let htod = |what: &'static str| move |e| driver_err(&format!("cuMemcpyHtoD ({what})"), e);
-        let mut part = s
-            .alloc_zeros::<f64>(cfg.grid_dim.0 as usize)
-            .map_err(|e| driver_err("cuMemAlloc (t-link sums)", e))?;
-        let mut bad = s.clone_htod(&[u32::MAX]).map_err(htod("t-link flag"))?;
-        let (scale, k) = (self.scale, self.hard);
-        let nn = n as u32;
+        let mut part = cuda::zeros::<f64>(s, seg_energy::partials(n), "t-link sums")?;
+        let flag = [u32::MAX];
+        let mut bad = cuda::upload(s, &flag, "t-link flag")?;
+        let (scale, k, nn) = (self.scale, self.hard, n as u32);
         let table = match self.grey_range {
             Some((lo, hi, integral)) if n >= 4 * COST_TABLE_NODES => Some((lo, hi, integral)),
             _ => None,
@@ -582,56 +306,54 @@ impl GpuEnergy {
         if let Some((lo, hi, integral)) = table {
             let (nodes, inv_step) = grey_cost_nodes(lo, hi, integral, fg, bg);
             let count = (nodes.len() / 2) as u32;
-            let nodes = s.clone_htod(&nodes).map_err(htod("cost table"))?;
-            // SAFETY: arguments match `tlinks_grey_table`; nodes has 2·count entries, the other
-            // arrays n, part one per block, bad one.
+            let nodes_dev = cuda::upload(s, &nodes, "cost table")?;
+            // SAFETY: nodes has 2·count entries (count ≥ 2), work, seeds, source and sink n,
+            // part one per block, bad one.
             unsafe {
-                s.launch_builder(&self.k.tlinks_grey_table)
-                    .arg(&nn)
-                    .arg(&self.work)
-                    .arg(&self.seeds)
-                    .arg(&nodes)
-                    .arg(&count)
-                    .arg(&lo)
-                    .arg(&inv_step)
-                    .arg(&scale)
-                    .arg(&k)
-                    .arg(&mut self.source)
-                    .arg(&mut self.sink)
-                    .arg(&mut part)
-                    .arg(&mut bad)
-                    .launch(cfg)
-            }
-            .map_err(|e| driver_err("cuLaunchKernel (tlinks_grey_table)", e))?;
-            sync(s)?;
+                self.k.tlinks_grey_table(
+                    s,
+                    nn,
+                    &self.work,
+                    &self.seeds,
+                    &nodes_dev,
+                    count,
+                    lo,
+                    inv_step,
+                    scale,
+                    k,
+                    &mut self.source,
+                    &mut self.sink,
+                    &mut part,
+                    &mut bad,
+                )?
+            };
+            cuda::sync(s)?;
         } else {
             let (models, headers) = pack_models(fg, bg, self.channels)?;
-            let models = s.clone_htod(&models).map_err(htod("models"))?;
-            let headers = s.clone_htod(&headers).map_err(htod("models"))?;
-            let ch = self.channels as u32;
-            // SAFETY: arguments match `tlinks_gmm`; the headers' offsets and counts lie inside
-            // `models` (pack_models), work has n·ch entries, the other arrays n, part one per
-            // block, bad one.
+            let models_dev = cuda::upload(s, &models, "models")?;
+            let headers_dev = cuda::upload(s, &headers, "models")?;
+            // SAFETY: the headers' offsets and counts lie inside `models` (pack_models), work
+            // has n·ch entries, seeds, source and sink n, part one per block, bad one.
             unsafe {
-                s.launch_builder(&self.k.tlinks_gmm)
-                    .arg(&nn)
-                    .arg(&ch)
-                    .arg(&self.work)
-                    .arg(&self.seeds)
-                    .arg(&models)
-                    .arg(&headers)
-                    .arg(&scale)
-                    .arg(&k)
-                    .arg(&mut self.source)
-                    .arg(&mut self.sink)
-                    .arg(&mut part)
-                    .arg(&mut bad)
-                    .launch(cfg)
-            }
-            .map_err(|e| driver_err("cuLaunchKernel (tlinks_gmm)", e))?;
-            sync(s)?;
+                self.k.tlinks_gmm(
+                    s,
+                    nn,
+                    self.channels as u32,
+                    &self.work,
+                    &self.seeds,
+                    &models_dev,
+                    &headers_dev,
+                    scale,
+                    k,
+                    &mut self.source,
+                    &mut self.sink,
+                    &mut part,
+                    &mut bad,
+                )?
+            };
+            cuda::sync(s)?;
         }
-        let bad = dtoh(s, &bad, "t-link flag")?[0];
+        let bad = cuda::download(s, &bad, "t-link flag")?[0];
         if bad != u32::MAX {
             let v = bad as usize;
             let mut px = Vec::new();
@@ -648,7 +370,7 @@ impl GpuEnergy {
                 ),
             });
         }
-        self.unary_constant = dtoh(s, &part, "t-link sums")?.iter().sum();
+        self.unary_constant = cuda::download(s, &part, "t-link sums")?.iter().sum();
         Ok(())
     }
 
@@ -656,13 +378,13 @@ impl GpuEnergy {
     /// next round.
     pub fn device_grid(&self) -> Result<DeviceGrid> {
         let s = &self.stream;
-        let dtod = |e| driver_err("cuMemcpyDtoD (graph copy)", e);
+        let copy = |buf: &CudaSlice<i32>| s.clone_dtod(buf).call("cuMemcpyDtoD (graph copy)");
         Ok(DeviceGrid {
             dims: self.dims,
             conn: self.conn,
-            caps: s.clone_dtod(&self.caps).map_err(dtod)?,
-            source: s.clone_dtod(&self.source).map_err(dtod)?,
-            sink: s.clone_dtod(&self.sink).map_err(dtod)?,
+            caps: copy(&self.caps)?,
+            source: copy(&self.source)?,
+            sink: copy(&self.sink)?,
             stream: s.clone(),
         })
     }
@@ -670,7 +392,7 @@ impl GpuEnergy {
     /// The capacity of `cut` in this graph, computed on the GPU (the certificate check of
     /// [`verify`](crate::maxflow::verify)): an error unless it equals the cut's flow.
     pub fn verify(&self, cut: &Cut) -> Result<()> {
-        let n = self.shape.n as usize;
+        let n = self.shape.num_nodes();
         if cut.sink_side.len() != n {
             return Err(Error::Graph(format!(
                 "cut has {} nodes but the graph has {n}",
@@ -681,27 +403,24 @@ impl GpuEnergy {
         // SAFETY: bool is one byte, 0 or 1.
         let side: &[u8] =
             unsafe { std::slice::from_raw_parts(cut.sink_side.as_ptr() as *const u8, n) };
-        let side = s
-            .clone_htod(side)
-            .map_err(|e| driver_err("cuMemcpyHtoD (cut)", e))?;
-        let cfg = launch_cfg(n);
-        let mut part = s
-            .alloc_zeros::<u64>(cfg.grid_dim.0 as usize)
-            .map_err(|e| driver_err("cuMemAlloc (cut sums)", e))?;
-        // SAFETY: arguments match `cut_capacity`; caps has deg·n entries, the others n, part one
-        // per block.
+        let side = cuda::upload(s, side, "cut")?;
+        let mut part = cuda::zeros::<u64>(s, seg_energy::partials(n), "cut sums")?;
+        // SAFETY: caps has deg·n entries, source, sink and side n, part one per block.
         unsafe {
-            s.launch_builder(&self.k.cut_capacity)
-                .arg(&self.shape)
-                .arg(&self.caps)
-                .arg(&self.source)
-                .arg(&self.sink)
-                .arg(&side)
-                .arg(&mut part)
-                .launch(cfg)
-        }
-        .map_err(|e| driver_err("cuLaunchKernel (cut_capacity)", e))?;
-        let cap: i128 = dtoh(s, &part, "cut sums")?.iter().map(|&c| c as i128).sum();
+            self.k.cut_capacity(
+                s,
+                self.shape,
+                &self.caps,
+                &self.source,
+                &self.sink,
+                &side,
+                &mut part,
+            )?
+        };
+        let cap: i128 = cuda::download(s, &part, "cut sums")?
+            .iter()
+            .map(|&c| c as i128)
+            .sum();
         if cap != cut.flow as i128 {
             return Err(Error::Certificate {
                 flow: cut.flow,
@@ -716,13 +435,13 @@ impl GpuEnergy {
         let [w, h, d] = self.dims;
         let mut g = GridGraph::new(w, h, d, self.conn)?;
         let n = g.num_nodes();
-        let caps = dtoh(&self.stream, &self.caps, "capacities")?;
+        let caps = cuda::download(&self.stream, &self.caps, "capacities")?;
         for dir in 0..self.conn.degree() {
             g.caps_mut(dir)
                 .copy_from_slice(&caps[dir * n..(dir + 1) * n]);
         }
-        let source = dtoh(&self.stream, &self.source, "source capacities")?;
-        let sink = dtoh(&self.stream, &self.sink, "sink capacities")?;
+        let source = cuda::download(&self.stream, &self.source, "source capacities")?;
+        let sink = cuda::download(&self.stream, &self.sink, "sink capacities")?;
         let (s, t) = g.terminal_caps_mut();
         s.copy_from_slice(&source);
         t.copy_from_slice(&sink);
@@ -745,74 +464,229 @@ impl GpuEnergy {
     }
 }
 
+/// The input checks of the CPU builder that come before any work, and what the GPU builder
+/// covers.
+fn check_input(image: &Image, seeds: &Seeds, opts: &EnergyOptions) -> Result<()> {
+    energy::check_seeds(image, seeds)?;
+    energy::check_options(image, opts)?;
+    if !matches!(image.channels, 1 | 3) || image.num_pixels() > GridShape::MAX_NODES {
+        return Err(Error::Unsupported(format!(
+            "the GPU energy builder takes 1- or 3-channel images below 2^32 pixels, not {} \
+             channels of {:?}",
+            image.channels, image.dims
+        )));
+    }
+    let n = image.num_pixels();
+    if n == 0 || image.data.len() != n * image.channels {
+        energy::check_image(image)?;
+    }
+    Ok(())
+}
+
+/// Uploads the image (bytes when the host pass packed them, else the floats of `host_lab` or of
+/// the image) and the seeds, and waits for the copies.
+fn upload(
+    stream: &Arc<CudaStream>,
+    image: &Image,
+    seeds: &Seeds,
+    bytes: Option<Vec<u8>>,
+    host_lab: Option<&Image>,
+) -> Result<(RawImage, CudaSlice<u8>)> {
+    let raw = match (&bytes, host_lab) {
+        (Some(b), None) => RawImage::Bytes(cuda::upload(stream, b, "image")?),
+        (_, Some(lab)) => RawImage::Floats(cuda::upload(stream, &lab.data, "image")?),
+        (None, None) => RawImage::Floats(cuda::upload(stream, &image.data, "image")?),
+    };
+    let seeds_dev = cuda::upload(stream, seed_bytes(seeds), "seeds")?;
+    cuda::sync(stream)?;
+    Ok((raw, seeds_dev))
+}
+
+/// The image in its working space on the device: Lab through the sRGB table, or the values as
+/// floats.
+fn working_image(
+    k: &SegEnergy,
+    stream: &Arc<CudaStream>,
+    raw: RawImage,
+    space: WorkSpace,
+    n: usize,
+    ch: usize,
+) -> Result<CudaSlice<f32>> {
+    let nn = n as u32;
+    match (space, raw) {
+        (WorkSpace::Lab(full), raw) => {
+            let table = linear_table(full);
+            let lin = cuda::upload(stream, &table, "sRGB table")?;
+            let mut lab = cuda::zeros::<f32>(stream, 3 * n, "Lab image")?;
+            match raw {
+                // SAFETY: rgb and lab have 3n entries, lin 256 (the values are bytes).
+                RawImage::Bytes(rgb) => unsafe { k.lab_from_u8(stream, nn, &rgb, &lin, &mut lab)? },
+                // SAFETY: rgb and lab have 3n entries, every value is an integer in 0..=full
+                // (WorkSpace::of and the host's check), lin has full + 1 entries.
+                RawImage::Floats(rgb) => unsafe {
+                    k.lab_from_f32(stream, nn, &rgb, &lin, &mut lab)?
+                },
+            }
+            Ok(lab)
+        }
+        (WorkSpace::AsIs, RawImage::Bytes(raw)) => {
+            let mut out = cuda::zeros::<f32>(stream, n * ch, "image")?;
+            // SAFETY: both buffers have n·ch entries.
+            unsafe { k.widen_u8(stream, (n * ch) as u64, &raw, &mut out)? };
+            Ok(out)
+        }
+        (WorkSpace::AsIs, RawImage::Floats(raw)) => Ok(raw),
+    }
+}
+
+/// Model parameters and the value range of the working image, from per-block partials.
+fn image_stats(
+    k: &SegEnergy,
+    stream: &Arc<CudaStream>,
+    work: &CudaSlice<f32>,
+    n: usize,
+    ch: usize,
+) -> Result<ImageStats> {
+    let stride = 4 * ch + 1;
+    let mut partials = cuda::zeros::<f64>(stream, seg_energy::partials(n) * stride, "statistics")?;
+    // SAFETY: work has n·ch entries, partials blocks·(4ch+1).
+    unsafe { k.channel_stats(stream, n as u32, ch as u32, work, &mut partials)? };
+    let parts = cuda::download(stream, &partials, "statistics")?;
+    let mut stats = vec![[f64::INFINITY, f64::NEG_INFINITY, 0.0, 0.0]; ch];
+    let mut fractional = 0.0;
+    for p in parts.chunks_exact(stride) {
+        for (c, st) in stats.iter_mut().enumerate() {
+            let q = &p[4 * c..4 * c + 4];
+            *st = [st[0].min(q[0]), st[1].max(q[1]), st[2] + q[2], st[3] + q[3]];
+        }
+        fractional += p[4 * ch];
+    }
+    Ok(ImageStats {
+        params: params_from_stats(&stats, n),
+        grey_range: (ch == 1).then(|| (stats[0][0] as f32, stats[0][1] as f32, fractional == 0.0)),
+    })
+}
+
+impl Working<'_> {
+    /// `β` from the mean squared colour distance over the grid's `pairs` neighbour pairs.
+    fn contrast(&self, pairs: u64) -> Result<f64> {
+        let n = self.shape.num_nodes();
+        let mut part = cuda::zeros::<f64>(self.stream, seg_energy::partials(n), "pair sums")?;
+        // SAFETY: work has n·ch entries, part one per block.
+        unsafe {
+            self.k
+                .pair_sum(self.stream, self.shape, self.ch, self.work, &mut part)?
+        };
+        let sum: f64 = cuda::download(self.stream, &part, "pair sums")?
+            .iter()
+            .sum();
+        let mean = if pairs > 0 { sum / pairs as f64 } else { 0.0 };
+        Ok(if mean > 0.0 { 1.0 / (2.0 * mean) } else { 0.0 })
+    }
+
+    /// The n-links (from per-difference tables for integer grey images of a short range, else
+    /// from colour distances through the exp table) and `K`, one more than the largest n-link
+    /// sum of a node.
+    fn nlinks(
+        &self,
+        grey_range: Option<(f32, f32, bool)>,
+        beta: f64,
+        spacing: [f64; 3],
+        opts: &EnergyOptions,
+    ) -> Result<NLinks> {
+        let (stream, n) = (self.stream, self.shape.num_nodes());
+        let dist = direction_distances(opts.connectivity, spacing);
+        let (scale, max_link) = energy::link_scale(opts, &dist)?;
+        let deg = self.shape.deg as usize;
+        let mut caps = cuda::zeros::<i32>(stream, deg * n, "n-links")?;
+        let mut kpart = cuda::zeros::<i64>(stream, seg_energy::partials(n), "n-link sums")?;
+        match grey_range {
+            Some((lo, hi, true)) if ((hi - lo) as usize) < NLINK_TABLE_LEVELS => {
+                let span = (hi - lo) as usize;
+                let (tables, table_of) = energy::grey_nlink_tables(span, beta, &dist, max_link);
+                let tables = cuda::upload(stream, &tables, "n-link tables")?;
+                let table_of = cuda::upload(stream, &table_of, "n-link tables")?;
+                // SAFETY: tables has span + 1 entries per table and every |difference| of two
+                // values is at most span; table_of has deg entries, caps deg·n.
+                unsafe {
+                    self.k.nlinks_grey_table(
+                        stream,
+                        self.shape,
+                        self.work,
+                        &tables,
+                        &table_of,
+                        span as u32 + 1,
+                        &mut caps,
+                        &mut kpart,
+                    )?
+                };
+                cuda::sync(stream)?;
+            }
+            _ => {
+                let (table, end) = exp_table(max_link);
+                let table = cuda::upload(stream, &table, "exp table")?;
+                let inv: Vec<f32> = dist.iter().map(|&l| (1.0 / l) as f32).collect();
+                let inv = cuda::upload(stream, &inv, "distances")?;
+                // SAFETY: table has `end` + 2 entries, inv deg, work n·ch, caps deg·n, kpart one
+                // per block.
+                unsafe {
+                    self.k.nlinks(
+                        stream,
+                        self.shape,
+                        self.ch,
+                        self.work,
+                        beta as f32,
+                        &inv,
+                        &table,
+                        end,
+                        &mut caps,
+                        &mut kpart,
+                    )?
+                };
+                cuda::sync(stream)?;
+            }
+        }
+        let max_sum = cuda::download(stream, &kpart, "n-link sums")?
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        let hard = Cap::try_from(1 + max_sum).map_err(|_| {
+            Error::Overflow(format!(
+                "the hard-seed capacity K = {} (lambda {} at scale {scale}) does not fit {}",
+                1 + max_sum,
+                opts.lambda,
+                Cap::MAX
+            ))
+        })?;
+        Ok(NLinks { caps, scale, hard })
+    }
+}
+
 /// The GPU side of [`GpuEnergy::new`]'s start: context, memory check, kernels, stream; and how
 /// long it took.
 fn device_setup(
     n: usize,
     ch: usize,
     conn: Connectivity,
-) -> Result<(Kernels, Arc<CudaStream>, Duration)> {
+) -> Result<(SegEnergy, Arc<CudaStream>, Duration)> {
     let t = Instant::now();
-    let g = gpu()?;
-    g.ctx
-        .bind_to_thread()
-        .map_err(|e| driver_err("cuCtxSetCurrent", e))?;
+    let g = cuda::gpu()?;
+    g.bind()?;
     // Device bytes: working image, raw upload, seeds, n-links, terminals, and the solver's copy
     // of the graph next to its own state (cuda-grid's bytes per node).
     let deg = conn.degree();
-    let per_node =
-        4 * ch + 4 * ch + 1 + 2 * (4 * deg + 8) + crate::maxflow::cuda::grid_bytes_per_node(conn);
+    let per_node = 4 * ch + 4 * ch + 1 + 2 * (4 * deg + 8) + grid_bytes_per_node(conn);
     let needed = (n * per_node) as u64;
-    let (free, _) = g
-        .ctx
-        .mem_get_info()
-        .map_err(|e| driver_err("cuMemGetInfo", e))?;
-    if needed > free as u64 {
+    let free = g.free_memory()?;
+    if needed > free {
         return Err(Error::Unsupported(format!(
             "building the energy on the GPU needs about {needed} bytes, {} has {free} free",
             g.name
         )));
     }
-    let module = g.module("seg_energy")?;
-    let load = |name: &str| {
-        module
-            .load_function(name)
-            .map_err(|e| driver_err(&format!("cuModuleGetFunction ({name})"), e))
-    };
-    let k = Kernels {
-        lab_from_u8: load("lab_from_u8")?,
-        lab_from_f32: load("lab_from_f32")?,
-        widen_u8: load("widen_u8")?,
-        channel_stats: load("channel_stats")?,
-        pair_sum: load("pair_sum")?,
-        nlinks: load("nlinks")?,
-        nlinks_grey_table: load("nlinks_grey_table")?,
-        tlinks_gmm: load("tlinks_gmm")?,
-        tlinks_grey_table: load("tlinks_grey_table")?,
-        cut_capacity: load("cut_capacity")?,
-    };
-    let stream = g
-        .ctx
-        .new_stream()
-        .map_err(|e| driver_err("cuStreamCreate", e))?;
+    let k = SegEnergy::load(g)?;
+    let stream = g.ctx.new_stream().call("cuStreamCreate")?;
     Ok((k, stream, t.elapsed()))
-}
-
-fn sync(s: &Arc<CudaStream>) -> Result<()> {
-    s.synchronize()
-        .map_err(|e| driver_err("cuStreamSynchronize", e))
-}
-
-fn dtoh<T: DeviceRepr + Default + Clone>(
-    s: &Arc<CudaStream>,
-    buf: &CudaSlice<T>,
-    what: &str,
-) -> Result<Vec<T>> {
-    let v = s
-        .clone_dtoh(buf)
-        .map_err(|e| driver_err(&format!("cuMemcpyDtoH ({what})"), e))?;
-    sync(s)?;
-    Ok(v)
 }
 
 /// [`ModelParams::from_image`]'s result from per-channel `[min, max, Σv, Σv²]` over `n` pixels.
@@ -850,7 +724,7 @@ fn pair_count(dims: [usize; 3], conn: Connectivity) -> u64 {
 /// from `value / full`).
 fn linear_table(full: f32) -> Vec<f32> {
     (0..=full as u32)
-        .map(|v| super::pipeline::srgb_linear(v as f32 / full))
+        .map(|v| srgb_linear(v as f32 / full))
         .collect()
 }
 

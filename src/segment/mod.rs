@@ -6,6 +6,7 @@
 //! back out through [`crate::io`]. [`eval`] scores masks against ground truth. With a GPU solver and a
 //! usable GPU, [`gpu`] builds the graph where it is solved.
 
+pub mod color;
 pub mod energy;
 pub mod eval;
 pub mod gpu;
@@ -13,4 +14,5 @@ pub mod model;
 pub mod pipeline;
 
 pub use crate::io::{Image, Seed, Seeds};
-pub use pipeline::{segment, ColorSpace, SegmentOptions, SegmentStats, Segmentation};
+pub use color::ColorSpace;
+pub use pipeline::{segment, SegmentOptions, SegmentStats, Segmentation};

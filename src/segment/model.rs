@@ -666,3 +666,36 @@ impl ColorModel for Histogram {
         self.nll[self.bin(pixel)]
     }
 }
+
+/// A refitted model blended with the seed-fitted one: `p = (1 − w)·p_refit + w·p_seeds`. The
+/// seeds are the only labels the user vouched for; keeping their model in the mix stops a round
+/// that drifted from pulling the next one further away.
+pub struct Blend<'a> {
+    pub(crate) refit: Model,
+    pub(crate) seeds: Option<&'a Model>,
+    /// `ln(1 − w)` and `ln w`.
+    pub(crate) log_w: [f64; 2],
+}
+
+impl<'a> Blend<'a> {
+    /// `refit` blended with `seeds` at weight `w` (0: `refit` alone).
+    pub fn new(refit: Model, seeds: &'a Model, w: f64) -> Self {
+        Blend {
+            refit,
+            seeds: (w > 0.0).then_some(seeds),
+            log_w: [(1.0 - w).ln(), w.ln()],
+        }
+    }
+}
+
+impl ColorModel for Blend<'_> {
+    fn neg_log_likelihood(&self, p: &[f32]) -> f64 {
+        let a = self.refit.neg_log_likelihood(p);
+        let Some(seeds) = self.seeds else { return a };
+        let b = seeds.neg_log_likelihood(p);
+        // −ln((1 − w)e^{−a} + w e^{−b}), computed from the smaller cost for stability.
+        let (la, lb) = (self.log_w[0] - a, self.log_w[1] - b);
+        let m = la.max(lb);
+        -(m + ((la - m).exp() + (lb - m).exp()).ln())
+    }
+}

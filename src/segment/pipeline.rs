@@ -17,9 +17,11 @@
 //! assert_eq!(seg.mask.iter().filter(|&&m| m).count(), 5 * 4);
 //! ```
 
+pub use super::color::ColorSpace;
+use super::color::{to_color_space, WorkSpace};
 use super::energy::{self, Energy, EnergyOptions};
-use super::gpu::{GpuEnergy, GpuTimes, WorkSpace};
-use super::model::{ColorModel, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
+use super::gpu::{GpuEnergy, GpuTimes};
+use super::model::{Blend, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
 use crate::cuda::gpu_unavailable_reason;
 use crate::graph::{Connectivity, GridGraph};
 use crate::io::{Image, Seed, Seeds};
@@ -32,17 +34,6 @@ use crate::{Error, Result};
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::time::{Duration, Instant};
-
-/// Colour space the models and the contrast term work in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ColorSpace {
-    /// The image's own values.
-    AsIs,
-    /// CIE L*a*b* (D65) for 3-channel images whose values are 8-bit or 16-bit sRGB (a maximum
-    /// above 255 means 16-bit); other images (grey, values outside `0..=65535`) are used as they
-    /// are.
-    Lab,
-}
 
 /// Everything [`segment`] can be told.
 #[derive(Clone, Debug, PartialEq)]
@@ -221,59 +212,6 @@ fn check_seeds(image: &Image, seeds: &Seeds) -> Result<[usize; 5]> {
         )));
     }
     Ok(c)
-}
-
-/// `image` in the colour space `space` (borrowed when nothing changes: [`ColorSpace::AsIs`], or
-/// Lab asked of an image that is not 3-channel 8/16-bit data).
-pub fn to_color_space(image: &Image, space: ColorSpace) -> std::borrow::Cow<'_, Image> {
-    match space {
-        ColorSpace::Lab if image.channels == 3 && srgb_range(&image.data) => {
-            let max = image.data.iter().fold(0.0f32, |m, &v| m.max(v));
-            let full = if max > 255.0 { 65535.0 } else { 255.0 };
-            let mut out = image.clone();
-            use rayon::prelude::*;
-            out.data.par_chunks_mut(3 * 4096).for_each(|chunk| {
-                for px in chunk.chunks_exact_mut(3) {
-                    let lab = srgb_to_lab([px[0] / full, px[1] / full, px[2] / full]);
-                    px.copy_from_slice(&lab);
-                }
-            });
-            std::borrow::Cow::Owned(out)
-        }
-        _ => std::borrow::Cow::Borrowed(image),
-    }
-}
-
-/// Whether `data` can be 8- or 16-bit sRGB: nothing below 0 or above 65535.
-fn srgb_range(data: &[f32]) -> bool {
-    data.iter().all(|&v| (0.0..=65535.0).contains(&v))
-}
-
-/// The sRGB transfer function inverted: a channel in `[0, 1]` → linear light.
-pub(crate) fn srgb_linear(c: f32) -> f32 {
-    let c = c.clamp(0.0, 1.0);
-    if c <= 0.04045 {
-        c / 12.92
-    } else {
-        ((c + 0.055) / 1.055).powf(2.4)
-    }
-}
-
-/// sRGB in `[0, 1]` → CIE L*a*b* (D65 white).
-pub(crate) fn srgb_to_lab(rgb: [f32; 3]) -> [f32; 3] {
-    let [r, g, b] = rgb.map(srgb_linear);
-    let x = (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047;
-    let y = 0.2126 * r + 0.7152 * g + 0.0722 * b;
-    let z = (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883;
-    let f = |t: f32| {
-        if t > 0.008856 {
-            t.cbrt()
-        } else {
-            7.787 * t + 16.0 / 116.0
-        }
-    };
-    let (fx, fy, fz) = (f(x), f(y), f(z));
-    [116.0 * fy - 16.0, 500.0 * (fx - fy), 200.0 * (fy - fz)]
 }
 
 /// The image in the models' colour space: converted in full (the CPU build), or pixel by pixel
@@ -722,38 +660,5 @@ impl<'a> Rounds<'a> {
                 if keep { Some(d.download()?) } else { None },
             ),
         })
-    }
-}
-
-/// A refitted model blended with the seed-fitted one: `p = (1 − w)·p_refit + w·p_seeds`. The
-/// seeds are the only labels the user vouched for; keeping their model in the mix stops a round
-/// that drifted from pulling the next one further away.
-pub struct Blend<'a> {
-    pub(crate) refit: Model,
-    pub(crate) seeds: Option<&'a Model>,
-    /// `ln(1 − w)` and `ln w`.
-    pub(crate) log_w: [f64; 2],
-}
-
-impl<'a> Blend<'a> {
-    /// `refit` blended with `seeds` at weight `w` (0: `refit` alone).
-    pub fn new(refit: Model, seeds: &'a Model, w: f64) -> Self {
-        Blend {
-            refit,
-            seeds: (w > 0.0).then_some(seeds),
-            log_w: [(1.0 - w).ln(), w.ln()],
-        }
-    }
-}
-
-impl ColorModel for Blend<'_> {
-    fn neg_log_likelihood(&self, p: &[f32]) -> f64 {
-        let a = self.refit.neg_log_likelihood(p);
-        let Some(seeds) = self.seeds else { return a };
-        let b = seeds.neg_log_likelihood(p);
-        // −ln((1 − w)e^{−a} + w e^{−b}), computed from the smaller cost for stability.
-        let (la, lb) = (self.log_w[0] - a, self.log_w[1] - b);
-        let m = la.max(lb);
-        -(m + ((la - m).exp() + (lb - m).exp()).ln())
     }
 }

@@ -1,12 +1,13 @@
-//! `cuda-csr`: exact push-relabel max-flow on any [`CsrGraph`], on the GPU (kernels in
-//! `kernels/csr_pr.cu`; this module is the only one that knows their argument order).
+//! `cuda-csr`: exact push-relabel max-flow on any [`CsrGraph`], on the GPU. The kernels are in
+//! `kernels/csr_pr.cu`, launched through their typed launchers (`src/cuda/launch/csr_pr.rs`);
+//! this module drives them.
 //!
 //! The design follows ECL-MaxFlow (VanAusdal & Burtscher 2025): each arc pair is stored once as a
 //! forward arc with one residual word, reverse arcs in a second CSR point at their forward arc, the
 //! active nodes live on a worklist (deduplicated with per-node epoch stamps) so that no launch
 //! sweeps idle nodes, a group of lanes handles each worklist item with a shuffle minimum over its
 //! neighbours, and global relabels are a breadth-first search from the sink over frontier
-//! worklists. Phase one only: the flow value is everything pushed into the sink.
+//! worklists.
 //!
 //! The algorithm, in rounds driven from the host:
 //! 1. *Init* (host): every source arc is saturated and `min(source, sink)` of each node is flow at
@@ -16,6 +17,10 @@
 //! 3. If that worklist is empty, the preflow is maximum: stop (the canonical cut is the set of
 //!    nodes this BFS reached). Otherwise run push-relabel rounds over the worklist until it empties
 //!    or the relabel interval is over, and go to 2.
+//!
+//! Steps 1-3 are phase one: the cut and the flow value. Phase two, run only when flows are asked
+//! for, returns the excess of the maximum preflow to the source by the same loop with the source
+//! as the target.
 //!
 //! Short worklists and frontiers (up to [`CudaCsr::small_list`] nodes) are run by one block that
 //! loops over rounds or levels on the device; after [`CudaCsr::spread_after`] global relabels a
@@ -28,30 +33,24 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream};
 
-use crate::cuda::{self as runtime, driver_err};
+use crate::cuda::launch::csr_pr::CsrPr;
+use crate::cuda::{self, Call, Gpu};
 use crate::graph::{Cap, CsrGraph, Flow};
 use crate::maxflow::solver::timed;
 use crate::maxflow::{Cut, Flows, GpuStats, GraphRef, Solved, Solver, SolverKind};
 use crate::{Error, Result};
 
-/// Threads per block of every kernel.
-const BLOCK: u32 = 256;
+#[cfg(test)]
+mod emulation;
+
 /// Fewest push-relabel rounds between two global relabels.
 const MIN_ROUNDS: u32 = 16;
 /// How often (in rounds) the worklist size is read back during push-relabel.
 const CHECK_EVERY: u32 = 8;
 /// BFS levels launched between two read-backs of the frontier size.
 const BFS_BATCH: u32 = 8;
-/// Threads of the one-block loops (`SMALL_THREADS` in kernels/csr_pr.cu).
-const SMALL_THREADS: u32 = 1024;
-/// The launch of the one-block loops.
-const ONE_BLOCK: LaunchConfig = LaunchConfig {
-    grid_dim: (1, 1, 1),
-    block_dim: (SMALL_THREADS, 1, 1),
-    shared_mem_bytes: 0,
-};
 
 /// The GPU solver for general graphs (`--solver cuda-csr`). Grids are solved as general graphs
 /// (their CSR form).
@@ -288,18 +287,6 @@ impl CsrLayout {
     }
 }
 
-/// The kernels of `kernels/csr_pr.cu`.
-struct Kernels {
-    bfs_init: CudaFunction,
-    bfs_level: CudaFunction,
-    compact_active: CudaFunction,
-    pr_round: CudaFunction,
-    pr_small: CudaFunction,
-    bfs_small: CudaFunction,
-}
-
-/// The graph and the solver state on the device. Buffers are never empty (the driver refuses
-/// zero-byte allocations), hence the `max(1)` padding in [`upload`].
 /// The final state of phase two: forward residuals, sink residuals and source-arc flows.
 struct Residuals {
     rf: Vec<Cap>,
@@ -307,6 +294,8 @@ struct Residuals {
     source_flow: Vec<Cap>,
 }
 
+/// The graph and the solver state on the device. Buffers are never empty (the driver refuses
+/// zero-byte allocations): empty arrays go up as one zero.
 struct DeviceGraph {
     n: u32,
     fwd_first: CudaSlice<u32>,
@@ -328,6 +317,16 @@ struct DeviceGraph {
     bfs_counts: CudaSlice<u32>,
     /// What the one-block loops report: the epoch (level) reached and the rounds done.
     state: CudaSlice<u32>,
+}
+
+/// What every launch of one solve needs besides the buffers.
+struct Launcher {
+    k: CsrPr,
+    stream: Arc<CudaStream>,
+    /// Multiprocessors (the worklist kernels' launch size follows them).
+    sms: u32,
+    /// log2 of the lanes per worklist item.
+    log_g: u32,
 }
 
 impl Solver for CudaCsr {
@@ -407,22 +406,13 @@ impl CudaCsr {
         l: &CsrLayout,
         source: Option<&[Cap]>,
     ) -> Result<(Cut, Option<Residuals>)> {
-        let n = l.num_nodes();
-        let group = match self.group {
-            0 => l.auto_group(),
-            g if g.is_power_of_two() && (4..=32).contains(&g) => g,
-            g => {
-                return Err(Error::Unsupported(format!(
-                    "cuda-csr group size {g} is not 4, 8, 16 or 32"
-                )))
-            }
-        };
+        let group = self.group_size(l)?;
         self.stats = CsrStats {
             group,
             device_bytes: l.device_bytes(),
             ..CsrStats::default()
         };
-        if n == 0 {
+        if l.num_nodes() == 0 {
             let cut = Cut {
                 flow: l.base_flow,
                 sink_side: Vec::new(),
@@ -434,157 +424,95 @@ impl CudaCsr {
             };
             return Ok((cut, source.map(|_| none)));
         }
-        let gpu = runtime::gpu()?;
+        let gpu = cuda::gpu()?;
         // Test harnesses and servers solve from many threads: make the context current on this one.
-        gpu.ctx
-            .bind_to_thread()
-            .map_err(|e| driver_err("cuCtxSetCurrent", e))?;
-        let module = gpu.module("csr_pr")?;
-        let load = |name: &str| {
-            module
-                .load_function(name)
-                .map_err(|e| driver_err(&format!("cuModuleGetFunction ({name})"), e))
-        };
-        let k = Kernels {
-            bfs_init: load("bfs_init")?,
-            bfs_level: load("bfs_level")?,
-            compact_active: load("compact_active")?,
-            pr_round: load("pr_round")?,
-            pr_small: load("pr_small")?,
-            bfs_small: load("bfs_small")?,
-        };
-        let (free, _total) = gpu
-            .ctx
-            .mem_get_info()
-            .map_err(|e| driver_err("cuMemGetInfo", e))?;
-        if l.device_bytes() > free as u64 {
-            return Err(Error::Unsupported(format!(
-                "cuda-csr needs {} bytes of GPU memory for {n} nodes and {} arc pairs but {} has \
-                 {free} free",
-                l.device_bytes(),
-                l.fwd_head.len(),
-                gpu.name
-            )));
-        }
-        let sms = gpu
-            .ctx
-            .attribute(
-                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-            )
-            .map_err(|e| driver_err("cuDeviceGetAttribute", e))?
-            .max(1) as u32;
-        let stream = gpu
-            .ctx
-            .new_stream()
-            .map_err(|e| driver_err("cuStreamCreate", e))?;
+        gpu.bind()?;
+        let k = CsrPr::load(gpu)?;
+        check_memory(gpu, l)?;
+        let stream = gpu.ctx.new_stream().call("cuStreamCreate")?;
         let mut dev = upload(&stream, l)?;
-        let labels = self.run(&stream, &k, &mut dev, group, sms)?;
-        let pushed = stream
-            .clone_dtoh(&dev.flow)
-            .map_err(|e| driver_err("cuMemcpyDtoH (flow)", e))?;
-        stream
-            .synchronize()
-            .map_err(|e| driver_err("cuStreamSynchronize", e))?;
+        let launcher = Launcher {
+            k,
+            stream,
+            sms: gpu.multiprocessors,
+            log_g: group.trailing_zeros(),
+        };
+        let cut = self.phase_one(&launcher, &mut dev, l)?;
+        let Some(source) = source else {
+            return Ok((cut, None));
+        };
+        let back = self.phase_two(&launcher, &mut dev, source)?;
+        Ok((cut, Some(back)))
+    }
+
+    /// Lanes per worklist item: [`CudaCsr::group`], or chosen from the layout's mean degree.
+    fn group_size(&self, l: &CsrLayout) -> Result<u32> {
+        match self.group {
+            0 => Ok(l.auto_group()),
+            g if g.is_power_of_two() && (4..=32).contains(&g) => Ok(g),
+            g => Err(Error::Unsupported(format!(
+                "cuda-csr group size {g} is not 4, 8, 16 or 32"
+            ))),
+        }
+    }
+
+    /// Phase one: the canonical cut and the flow value.
+    fn phase_one(&mut self, x: &Launcher, dev: &mut DeviceGraph, l: &CsrLayout) -> Result<Cut> {
+        let labels = self.run(x, dev)?;
+        let pushed = cuda::download(&x.stream, &dev.flow, "flow")?;
         let flow = l
             .base_flow
             .checked_add(pushed[0] as Flow)
             .ok_or_else(|| Error::Overflow("flow value exceeds i64".into()))?;
+        let n = l.num_nodes();
         let sink_side = labels.iter().map(|&h| h as usize <= n).collect();
-        let cut = Cut { flow, sink_side };
-        let Some(source) = source else {
-            return Ok((cut, None));
-        };
-        // Phase two: the source is the target; its residual from node v is the flow on s → v,
-        // all of source[v] after the saturating init. Epoch stamps start over with the run.
-        let up = stream
-            .clone_htod(source)
-            .map_err(|e| driver_err("cuMemcpyHtoD (source capacities)", e))?;
+        Ok(Cut { flow, sink_side })
+    }
+
+    /// Phase two: the source is the target; its residual from node v is the flow on s → v, all
+    /// of source[v] after the saturating init. Epoch stamps start over with the run. Returns the
+    /// final residuals.
+    fn phase_two(
+        &mut self,
+        x: &Launcher,
+        dev: &mut DeviceGraph,
+        source: &[Cap],
+    ) -> Result<Residuals> {
+        let s = &x.stream;
+        let up = cuda::upload(s, source, "source capacities")?;
         let sink_r = std::mem::replace(&mut dev.sink_r, up);
-        let zero = |e| driver_err("cuMemsetD8Async", e);
-        stream.memset_zeros(&mut dev.stamp).map_err(zero)?;
-        stream.memset_zeros(&mut dev.flow).map_err(zero)?;
-        self.run(&stream, &k, &mut dev, group, sms)?;
-        let down = |what: &str, e| driver_err(&format!("cuMemcpyDtoH ({what})"), e);
-        let excess = stream
-            .clone_dtoh(&dev.excess)
-            .map_err(|e| down("excess", e))?;
+        cuda::clear(s, &mut dev.stamp)?;
+        cuda::clear(s, &mut dev.flow)?;
+        self.run(x, dev)?;
+        let down = |what: &str| format!("cuMemcpyDtoH ({what})");
+        let excess = s.clone_dtoh(&dev.excess).call(&down("excess"))?;
         let back = Residuals {
-            rf: stream
-                .clone_dtoh(&dev.rf)
-                .map_err(|e| down("residuals", e))?,
-            sink_r: stream
-                .clone_dtoh(&sink_r)
-                .map_err(|e| down("sink residuals", e))?,
-            source_flow: stream
-                .clone_dtoh(&dev.sink_r)
-                .map_err(|e| down("source flows", e))?,
+            rf: s.clone_dtoh(&dev.rf).call(&down("residuals"))?,
+            sink_r: s.clone_dtoh(&sink_r).call(&down("sink residuals"))?,
+            source_flow: s.clone_dtoh(&dev.sink_r).call(&down("source flows"))?,
         };
-        stream
-            .synchronize()
-            .map_err(|e| driver_err("cuStreamSynchronize", e))?;
+        cuda::sync(s)?;
         if let Some(v) = excess.iter().position(|&e| e != 0) {
             return Err(Error::Graph(format!(
                 "cuda-csr phase two left excess {} at node {v} (please report this graph)",
                 excess[v]
             )));
         }
-        Ok((cut, Some(back)))
+        Ok(back)
     }
 
-    /// Global relabels and push-relabel rounds until no node with excess reaches the sink;
+    /// Global relabels and push-relabel rounds until no node with excess reaches the target;
     /// returns the labels of the last global relabel.
-    fn run(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        k: &Kernels,
-        dev: &mut DeviceGraph,
-        group: u32,
-        sms: u32,
-    ) -> Result<Vec<u32>> {
-        let n = dev.n;
-        let log_g = group.trailing_zeros();
-        let per_node = LaunchConfig {
-            grid_dim: (n.div_ceil(BLOCK), 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        // Worklist kernels stride over their list: enough blocks to fill the GPU, no more.
-        let blocks = ((n as u64 * group as u64).div_ceil(BLOCK as u64) as u32).clamp(1, sms * 8);
-        let per_item = LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
+    fn run(&mut self, x: &Launcher, dev: &mut DeviceGraph) -> Result<Vec<u32>> {
         // Far beyond what push-relabel with global relabels needs; a guard against a hang.
-        let max_rounds = 1_000_000u64.max(64 * n as u64);
+        let max_rounds = 1_000_000u64.max(64 * dev.n as u64);
         let mut ep = 0u32;
         loop {
-            let levels = self.global_relabel(stream, k, dev, log_g, per_node, per_item)?;
+            let levels = self.global_relabel(x, dev)?;
             ep += 1;
-            stream
-                .memset_zeros(&mut dev.pr_counts)
-                .map_err(|e| driver_err("cuMemsetD8Async", e))?;
-            // SAFETY: arguments match `compact_active` in kernels/csr_pr.cu; excess, label, stamp
-            // and the list have n entries, the counter ring 3.
-            unsafe {
-                stream
-                    .launch_builder(&k.compact_active)
-                    .arg(&n)
-                    .arg(&dev.excess)
-                    .arg(&dev.label)
-                    .arg(&mut dev.stamp)
-                    .arg(&mut dev.lists[(ep % 2) as usize])
-                    .arg(&mut dev.pr_counts.slice_mut(ep as usize % 3..))
-                    .arg(&ep)
-                    .launch(per_node)
-            }
-            .map_err(|e| driver_err("cuLaunchKernel (compact_active)", e))?;
-            self.stats.launches += 1;
-            let mut size = read_ring(stream, &dev.pr_counts)?[ep as usize % 3];
+            let mut size = self.compact_active(x, dev, ep)?;
             if size == 0 {
-                return stream
-                    .clone_dtoh(&dev.label)
-                    .map_err(|e| driver_err("cuMemcpyDtoH (labels)", e));
+                return cuda::download(&x.stream, &dev.label, "labels");
             }
             let rounds = match self.relabel_every {
                 0 => MIN_ROUNDS.max(levels),
@@ -594,89 +522,18 @@ impl CudaCsr {
             let mut r = 0;
             while r < rounds && size > 0 {
                 if size <= self.small_list {
-                    let steps = rounds - r;
-                    let [list0, list1] = &mut dev.lists;
-                    // SAFETY: arguments match `pr_small` in kernels/csr_pr.cu: as `pr_round`,
-                    // with both lists, the counter ring 3 and the state 2.
-                    unsafe {
-                        stream
-                            .launch_builder(&k.pr_small)
-                            .arg(&n)
-                            .arg(&dev.fwd_first)
-                            .arg(&dev.fwd_head)
-                            .arg(&dev.rev_first)
-                            .arg(&dev.rev_tail)
-                            .arg(&dev.rev_arc)
-                            .arg(&mut dev.rf)
-                            .arg(&dev.tot)
-                            .arg(&mut dev.sink_r)
-                            .arg(&mut dev.excess)
-                            .arg(&mut dev.label)
-                            .arg(&mut dev.stamp)
-                            .arg(&mut dev.flow)
-                            .arg(list0)
-                            .arg(list1)
-                            .arg(&mut dev.pr_counts)
-                            .arg(&mut dev.state)
-                            .arg(&ep)
-                            .arg(&log_g)
-                            .arg(&self.ops_per_round.max(1))
-                            .arg(&spread)
-                            .arg(&self.small_list)
-                            .arg(&steps)
-                            .launch(ONE_BLOCK)
-                    }
-                    .map_err(|e| driver_err("cuLaunchKernel (pr_small)", e))?;
-                    self.stats.launches += 1;
-                    let [reached, done] = read_state(stream, &dev.state)?;
+                    let [reached, done] =
+                        self.rounds_in_one_block(x, dev, ep, spread, rounds - r)?;
                     ep = reached;
                     r += done;
-                    self.stats.rounds += done as u64;
-                    self.stats.small_rounds += done as u64;
                 } else {
-                    for _ in 0..CHECK_EVERY.min(rounds - r) {
-                        let [list, next] = &mut dev.lists;
-                        let (list, next) = if ep.is_multiple_of(2) {
-                            (&*list, next)
-                        } else {
-                            (&*next, list)
-                        };
-                        // SAFETY: arguments match `pr_round` in kernels/csr_pr.cu: the CSR arrays
-                        // as uploaded, per-node arrays of n entries, lists of n, the counter ring
-                        // 3, flow 1.
-                        unsafe {
-                            stream
-                                .launch_builder(&k.pr_round)
-                                .arg(&n)
-                                .arg(&dev.fwd_first)
-                                .arg(&dev.fwd_head)
-                                .arg(&dev.rev_first)
-                                .arg(&dev.rev_tail)
-                                .arg(&dev.rev_arc)
-                                .arg(&mut dev.rf)
-                                .arg(&dev.tot)
-                                .arg(&mut dev.sink_r)
-                                .arg(&mut dev.excess)
-                                .arg(&mut dev.label)
-                                .arg(&mut dev.stamp)
-                                .arg(&mut dev.flow)
-                                .arg(list)
-                                .arg(next)
-                                .arg(&mut dev.pr_counts)
-                                .arg(&ep)
-                                .arg(&log_g)
-                                .arg(&self.ops_per_round.max(1))
-                                .arg(&spread)
-                                .launch(per_item)
-                        }
-                        .map_err(|e| driver_err("cuLaunchKernel (pr_round)", e))?;
-                        ep += 1;
-                        r += 1;
-                        self.stats.rounds += 1;
-                        self.stats.launches += 1;
-                    }
+                    let len = CHECK_EVERY.min(rounds - r);
+                    self.rounds_wide(x, dev, ep, spread, len)?;
+                    ep += len;
+                    r += len;
                 }
-                size = read_ring(stream, &dev.pr_counts)?[ep as usize % 3];
+                size =
+                    cuda::read_words::<3>(&x.stream, &dev.pr_counts, "counter")?[ep as usize % 3];
             }
             if self.stats.rounds > max_rounds {
                 return Err(Error::Graph(format!(
@@ -687,529 +544,279 @@ impl CudaCsr {
         }
     }
 
-    /// Exact distances to the sink over residual arcs; returns the number of BFS levels.
-    fn global_relabel(
+    /// The worklist of epoch `ep`: the nodes with excess that the last relabel reached. Returns
+    /// its length.
+    fn compact_active(&mut self, x: &Launcher, dev: &mut DeviceGraph, ep: u32) -> Result<u32> {
+        cuda::clear(&x.stream, &mut dev.pr_counts)?;
+        // SAFETY: excess, label, stamp and the list have n entries; the count is the ring's
+        // entry for `ep`.
+        unsafe {
+            x.k.compact_active(
+                &x.stream,
+                dev.n,
+                &dev.excess,
+                &dev.label,
+                &mut dev.stamp,
+                &mut dev.lists[(ep % 2) as usize],
+                &mut dev.pr_counts.slice_mut(ep as usize % 3..),
+                ep,
+            )?
+        };
+        self.stats.launches += 1;
+        Ok(cuda::read_words::<3>(&x.stream, &dev.pr_counts, "counter")?[ep as usize % 3])
+    }
+
+    /// Up to `steps` rounds from epoch `ep` in one launch of the one-block loop; returns the
+    /// epoch reached and the rounds run.
+    fn rounds_in_one_block(
         &mut self,
-        stream: &Arc<CudaStream>,
-        k: &Kernels,
+        x: &Launcher,
         dev: &mut DeviceGraph,
-        log_g: u32,
-        per_node: LaunchConfig,
-        per_item: LaunchConfig,
-    ) -> Result<u32> {
+        ep: u32,
+        spread: i32,
+        steps: u32,
+    ) -> Result<[u32; 2]> {
+        let [list0, list1] = &mut dev.lists;
+        // SAFETY: the layout's arrays as uploaded, per-node arrays and lists of n entries, the
+        // counter ring 3, the state 2, flow 1; the lists hold node numbers.
+        unsafe {
+            x.k.pr_small(
+                &x.stream,
+                dev.n,
+                &dev.fwd_first,
+                &dev.fwd_head,
+                &dev.rev_first,
+                &dev.rev_tail,
+                &dev.rev_arc,
+                &mut dev.rf,
+                &dev.tot,
+                &mut dev.sink_r,
+                &mut dev.excess,
+                &mut dev.label,
+                &mut dev.stamp,
+                &mut dev.flow,
+                list0,
+                list1,
+                &mut dev.pr_counts,
+                &mut dev.state,
+                ep,
+                x.log_g,
+                self.ops_per_round.max(1),
+                spread,
+                self.small_list,
+                steps,
+            )?
+        };
+        self.stats.launches += 1;
+        let [reached, done] = cuda::read_words::<2>(&x.stream, &dev.state, "loop state")?;
+        self.stats.rounds += done as u64;
+        self.stats.small_rounds += done as u64;
+        Ok([reached, done])
+    }
+
+    /// `len` rounds from epoch `ep`, one launch each over the whole GPU.
+    fn rounds_wide(
+        &mut self,
+        x: &Launcher,
+        dev: &mut DeviceGraph,
+        ep: u32,
+        spread: i32,
+        len: u32,
+    ) -> Result<()> {
+        for ep in ep..ep + len {
+            let [even, odd] = &mut dev.lists;
+            let (list, next) = if ep.is_multiple_of(2) {
+                (&*even, odd)
+            } else {
+                (&*odd, even)
+            };
+            // SAFETY: the layout's arrays as uploaded, per-node arrays and lists of n entries,
+            // the counter ring 3, flow 1; the lists hold node numbers.
+            unsafe {
+                x.k.pr_round(
+                    &x.stream,
+                    x.sms,
+                    dev.n,
+                    &dev.fwd_first,
+                    &dev.fwd_head,
+                    &dev.rev_first,
+                    &dev.rev_tail,
+                    &dev.rev_arc,
+                    &mut dev.rf,
+                    &dev.tot,
+                    &mut dev.sink_r,
+                    &mut dev.excess,
+                    &mut dev.label,
+                    &mut dev.stamp,
+                    &mut dev.flow,
+                    list,
+                    next,
+                    &mut dev.pr_counts,
+                    ep,
+                    x.log_g,
+                    self.ops_per_round.max(1),
+                    spread,
+                )?
+            };
+            self.stats.rounds += 1;
+            self.stats.launches += 1;
+        }
+        Ok(())
+    }
+
+    /// Exact distances to the sink over residual arcs; returns the number of BFS levels.
+    fn global_relabel(&mut self, x: &Launcher, dev: &mut DeviceGraph) -> Result<u32> {
         self.stats.global_relabels += 1;
         let n = dev.n;
-        stream
-            .memset_zeros(&mut dev.bfs_counts)
-            .map_err(|e| driver_err("cuMemsetD8Async", e))?;
+        cuda::clear(&x.stream, &mut dev.bfs_counts)?;
         // Level L's frontier is lists[L % 2] with its size in bfs_counts[L % 3].
-        // SAFETY: arguments match `bfs_init` in kernels/csr_pr.cu; arrays have n entries.
+        // SAFETY: sink_r, label and the list have n entries; the count is the ring's entry 1.
         unsafe {
-            stream
-                .launch_builder(&k.bfs_init)
-                .arg(&n)
-                .arg(&dev.sink_r)
-                .arg(&mut dev.label)
-                .arg(&mut dev.lists[1])
-                .arg(&mut dev.bfs_counts.slice_mut(1..))
-                .launch(per_node)
-        }
-        .map_err(|e| driver_err("cuLaunchKernel (bfs_init)", e))?;
+            x.k.bfs_init(
+                &x.stream,
+                n,
+                &dev.sink_r,
+                &mut dev.label,
+                &mut dev.lists[1],
+                &mut dev.bfs_counts.slice_mut(1..),
+            )?
+        };
         self.stats.launches += 1;
         let mut level = 1u32;
-        let mut size = read_ring(stream, &dev.bfs_counts)?[1];
+        let mut size = cuda::read_words::<3>(&x.stream, &dev.bfs_counts, "counter")?[1];
         // The frontier of `level` is empty: every later one is too.
         while size > 0 && level <= n {
-            if size <= self.small_list {
-                let [list0, list1] = &mut dev.lists;
-                // SAFETY: arguments match `bfs_small` in kernels/csr_pr.cu: as `bfs_level`, with
-                // both lists, the counter ring 3 and the state 2.
-                unsafe {
-                    stream
-                        .launch_builder(&k.bfs_small)
-                        .arg(&n)
-                        .arg(&dev.fwd_first)
-                        .arg(&dev.fwd_head)
-                        .arg(&dev.rev_first)
-                        .arg(&dev.rev_tail)
-                        .arg(&dev.rev_arc)
-                        .arg(&dev.rf)
-                        .arg(&dev.tot)
-                        .arg(&mut dev.label)
-                        .arg(list0)
-                        .arg(list1)
-                        .arg(&mut dev.bfs_counts)
-                        .arg(&mut dev.state)
-                        .arg(&level)
-                        .arg(&log_g)
-                        .arg(&self.small_list)
-                        .arg(&u32::MAX)
-                        .launch(ONE_BLOCK)
-                }
-                .map_err(|e| driver_err("cuLaunchKernel (bfs_small)", e))?;
-                self.stats.launches += 1;
-                let reached = read_state(stream, &dev.state)?[0];
-                self.stats.bfs_levels += (reached - level) as u64;
-                self.stats.small_levels += (reached - level) as u64;
-                level = reached;
+            level = if size <= self.small_list {
+                self.levels_in_one_block(x, dev, level)?
             } else {
-                for _ in 0..BFS_BATCH {
-                    let [even, odd] = &mut dev.lists;
-                    let (frontier, next) = if level.is_multiple_of(2) {
-                        (&*even, odd)
-                    } else {
-                        (&*odd, even)
-                    };
-                    // SAFETY: arguments match `bfs_level` in kernels/csr_pr.cu: the CSR arrays as
-                    // uploaded, label n, frontiers n, the counter ring 3.
-                    unsafe {
-                        stream
-                            .launch_builder(&k.bfs_level)
-                            .arg(&n)
-                            .arg(&dev.fwd_first)
-                            .arg(&dev.fwd_head)
-                            .arg(&dev.rev_first)
-                            .arg(&dev.rev_tail)
-                            .arg(&dev.rev_arc)
-                            .arg(&dev.rf)
-                            .arg(&dev.tot)
-                            .arg(&mut dev.label)
-                            .arg(frontier)
-                            .arg(next)
-                            .arg(&mut dev.bfs_counts)
-                            .arg(&level)
-                            .arg(&log_g)
-                            .launch(per_item)
-                    }
-                    .map_err(|e| driver_err("cuLaunchKernel (bfs_level)", e))?;
-                    level += 1;
-                    self.stats.bfs_levels += 1;
-                    self.stats.launches += 1;
-                }
-            }
-            size = read_ring(stream, &dev.bfs_counts)?[level as usize % 3];
+                self.levels_wide(x, dev, level)?
+            };
+            size =
+                cuda::read_words::<3>(&x.stream, &dev.bfs_counts, "counter")?[level as usize % 3];
         }
         Ok(level)
     }
+
+    /// BFS levels from `level` in one launch of the one-block loop; returns the level reached.
+    fn levels_in_one_block(
+        &mut self,
+        x: &Launcher,
+        dev: &mut DeviceGraph,
+        level: u32,
+    ) -> Result<u32> {
+        let [list0, list1] = &mut dev.lists;
+        // SAFETY: the layout's arrays as uploaded, label and lists of n entries, the counter ring
+        // 3, the state 2; the lists hold node numbers.
+        unsafe {
+            x.k.bfs_small(
+                &x.stream,
+                dev.n,
+                &dev.fwd_first,
+                &dev.fwd_head,
+                &dev.rev_first,
+                &dev.rev_tail,
+                &dev.rev_arc,
+                &dev.rf,
+                &dev.tot,
+                &mut dev.label,
+                list0,
+                list1,
+                &mut dev.bfs_counts,
+                &mut dev.state,
+                level,
+                x.log_g,
+                self.small_list,
+                u32::MAX,
+            )?
+        };
+        self.stats.launches += 1;
+        let reached = cuda::read_words::<2>(&x.stream, &dev.state, "loop state")?[0];
+        self.stats.bfs_levels += (reached - level) as u64;
+        self.stats.small_levels += (reached - level) as u64;
+        Ok(reached)
+    }
+
+    /// [`BFS_BATCH`] levels from `level`, one launch each over the whole GPU; returns the level
+    /// reached.
+    fn levels_wide(&mut self, x: &Launcher, dev: &mut DeviceGraph, level: u32) -> Result<u32> {
+        for level in level..level + BFS_BATCH {
+            let [even, odd] = &mut dev.lists;
+            let (frontier, next) = if level.is_multiple_of(2) {
+                (&*even, odd)
+            } else {
+                (&*odd, even)
+            };
+            // SAFETY: the layout's arrays as uploaded, label and frontiers of n entries, the
+            // counter ring 3; the frontier holds node numbers.
+            unsafe {
+                x.k.bfs_level(
+                    &x.stream,
+                    x.sms,
+                    dev.n,
+                    &dev.fwd_first,
+                    &dev.fwd_head,
+                    &dev.rev_first,
+                    &dev.rev_tail,
+                    &dev.rev_arc,
+                    &dev.rf,
+                    &dev.tot,
+                    &mut dev.label,
+                    frontier,
+                    next,
+                    &mut dev.bfs_counts,
+                    level,
+                    x.log_g,
+                )?
+            };
+            self.stats.bfs_levels += 1;
+            self.stats.launches += 1;
+        }
+        Ok(level + BFS_BATCH)
+    }
+}
+
+/// An error when the layout does not fit in the GPU's free memory.
+fn check_memory(gpu: &Gpu, l: &CsrLayout) -> Result<()> {
+    let free = gpu.free_memory()?;
+    if l.device_bytes() > free {
+        return Err(Error::Unsupported(format!(
+            "cuda-csr needs {} bytes of GPU memory for {} nodes and {} arc pairs but {} has \
+             {free} free",
+            l.device_bytes(),
+            l.num_nodes(),
+            l.fwd_head.len(),
+            gpu.name
+        )));
+    }
+    Ok(())
 }
 
 /// Allocates the device graph and copies the layout and the initial preflow.
 fn upload(stream: &Arc<CudaStream>, l: &CsrLayout) -> Result<DeviceGraph> {
     let n = l.num_nodes();
-    let up_u32 = |v: &[u32], what: &str| -> Result<CudaSlice<u32>> {
-        let pad = [0u32];
-        stream
-            .clone_htod(if v.is_empty() { &pad[..] } else { v })
-            .map_err(|e| driver_err(&format!("cuMemcpyHtoD ({what})"), e))
-    };
-    let up_i32 = |v: &[i32], what: &str| -> Result<CudaSlice<i32>> {
-        let pad = [0i32];
-        stream
-            .clone_htod(if v.is_empty() { &pad[..] } else { v })
-            .map_err(|e| driver_err(&format!("cuMemcpyHtoD ({what})"), e))
-    };
-    let zeros = |len: usize, what: &str| -> Result<CudaSlice<u32>> {
-        stream
-            .alloc_zeros::<u32>(len.max(1))
-            .map_err(|e| driver_err(&format!("cuMemAlloc ({what})"), e))
-    };
     let dev = DeviceGraph {
         n: n as u32,
-        fwd_first: up_u32(&l.fwd_first, "forward offsets")?,
-        fwd_head: up_u32(&l.fwd_head, "forward heads")?,
-        rev_first: up_u32(&l.rev_first, "reverse offsets")?,
-        rev_tail: up_u32(&l.rev_tail, "reverse tails")?,
-        rev_arc: up_u32(&l.rev_arc, "reverse arcs")?,
-        rf: up_i32(&l.rf, "residual capacities")?,
-        tot: up_i32(&l.tot, "pair capacities")?,
-        sink_r: up_i32(&l.sink_r, "sink capacities")?,
-        excess: stream
-            .clone_htod(&l.excess)
-            .map_err(|e| driver_err("cuMemcpyHtoD (excess)", e))?,
-        label: zeros(n, "labels")?,
-        stamp: zeros(n, "stamps")?,
-        flow: stream
-            .alloc_zeros::<u64>(1)
-            .map_err(|e| driver_err("cuMemAlloc (flow)", e))?,
-        lists: [zeros(n, "worklist")?, zeros(n, "worklist")?],
-        pr_counts: zeros(3, "worklist sizes")?,
-        bfs_counts: zeros(3, "frontier sizes")?,
-        state: zeros(2, "loop state")?,
+        fwd_first: cuda::upload(stream, &l.fwd_first, "forward offsets")?,
+        fwd_head: cuda::upload(stream, &l.fwd_head, "forward heads")?,
+        rev_first: cuda::upload(stream, &l.rev_first, "reverse offsets")?,
+        rev_tail: cuda::upload(stream, &l.rev_tail, "reverse tails")?,
+        rev_arc: cuda::upload(stream, &l.rev_arc, "reverse arcs")?,
+        rf: cuda::upload(stream, &l.rf, "residual capacities")?,
+        tot: cuda::upload(stream, &l.tot, "pair capacities")?,
+        sink_r: cuda::upload(stream, &l.sink_r, "sink capacities")?,
+        excess: cuda::upload(stream, &l.excess, "excess")?,
+        label: cuda::zeros(stream, n, "labels")?,
+        stamp: cuda::zeros(stream, n, "stamps")?,
+        flow: cuda::zeros(stream, 1, "flow")?,
+        lists: [
+            cuda::zeros(stream, n, "worklist")?,
+            cuda::zeros(stream, n, "worklist")?,
+        ],
+        pr_counts: cuda::zeros(stream, 3, "worklist sizes")?,
+        bfs_counts: cuda::zeros(stream, 3, "frontier sizes")?,
+        state: cuda::zeros(stream, 2, "loop state")?,
     };
     // The host buffers are borrowed: finish the copies before they may be freed.
-    stream
-        .synchronize()
-        .map_err(|e| driver_err("cuStreamSynchronize (upload)", e))?;
+    stream.synchronize().call("cuStreamSynchronize (upload)")?;
     Ok(dev)
-}
-
-/// The three entries of a counter ring (synchronises the stream).
-fn read_ring(stream: &Arc<CudaStream>, ring: &CudaSlice<u32>) -> Result<[u32; 3]> {
-    let mut out = [0u32; 3];
-    stream
-        .memcpy_dtoh(ring, &mut out[..])
-        .map_err(|e| driver_err("cuMemcpyDtoH (counter)", e))?;
-    stream
-        .synchronize()
-        .map_err(|e| driver_err("cuStreamSynchronize", e))?;
-    Ok(out)
-}
-
-/// The epoch (level) a one-block loop reached and the rounds it ran (synchronises the stream).
-fn read_state(stream: &Arc<CudaStream>, state: &CudaSlice<u32>) -> Result<[u32; 2]> {
-    let mut out = [0u32; 2];
-    stream
-        .memcpy_dtoh(state, &mut out[..])
-        .map_err(|e| driver_err("cuMemcpyDtoH (loop state)", e))?;
-    stream
-        .synchronize()
-        .map_err(|e| driver_err("cuStreamSynchronize", e))?;
-    Ok(out)
-}
-
-/// A sequential emulation of `kernels/csr_pr.cu` and of [`CudaCsr::run`], for machines without a
-/// GPU: worklists with epoch stamps, each round's operations in a random interleaving, neighbour
-/// labels optionally as stale as a GPU group could see them (as they were when the round began).
-/// It checks the algorithm and the layout, not the CUDA code: keep it in step with the kernels.
-#[cfg(test)]
-mod emulation {
-    use super::*;
-    use crate::graph::{CsrBuilder, Vertex};
-    use crate::maxflow::{bk::Bk, verify};
-    use crate::rng::Rng;
-
-    struct State {
-        l: CsrLayout,
-        label: Vec<u32>,
-        stamp: Vec<u32>,
-        pushed: i64,
-        /// Split a push over every admissible arc (this phase, see `CudaCsr::spread_after`).
-        spread: bool,
-    }
-
-    /// The global relabel: exact BFS distances from the sink; returns the number of levels.
-    fn bfs(st: &mut State) -> u32 {
-        let n = st.l.num_nodes();
-        let inf = n as u32 + 1;
-        let mut frontier: Vec<usize> = Vec::new();
-        for v in 0..n {
-            st.label[v] = if st.l.sink_r[v] > 0 { 1 } else { inf };
-            if st.label[v] == 1 {
-                frontier.push(v);
-            }
-        }
-        let mut level = 1;
-        while !frontier.is_empty() {
-            let mut next = Vec::new();
-            for &w in &frontier {
-                for i in 0..st.l.degree(w) {
-                    let (u, _, p, w_is_tail) = st.l.slot(w, i);
-                    // Residual of u -> w: the reverse of w's slot.
-                    let res_in = if w_is_tail {
-                        st.l.tot[p] - st.l.rf[p]
-                    } else {
-                        st.l.rf[p]
-                    };
-                    if res_in > 0 && st.label[u] == inf {
-                        st.label[u] = level + 1;
-                        next.push(u);
-                    }
-                }
-            }
-            frontier = next;
-            level += 1;
-        }
-        level
-    }
-
-    fn enlist(stamp: &mut [u32], next: &mut Vec<usize>, w: usize, ep: u32) {
-        if stamp[w] != ep {
-            stamp[w] = ep;
-            next.push(w);
-        }
-    }
-
-    /// One operation of `pr_round` for node v; false when v is done for this round.
-    fn op(st: &mut State, v: usize, seen: Option<&[u32]>, next: &mut Vec<usize>, ep: u32) -> bool {
-        let inf = st.l.num_nodes() as u32 + 1;
-        let (e, h) = (st.l.excess[v], st.label[v]);
-        if e <= 0 || h >= inf {
-            return false;
-        }
-        let mut best: u64 = if st.l.sink_r[v] > 0 {
-            u32::MAX as u64
-        } else {
-            u64::MAX
-        };
-        for i in 0..st.l.degree(v) {
-            let (w, res, _, _) = st.l.slot(v, i);
-            let hw = seen.map_or(st.label[w], |s| s[w].min(st.label[w]));
-            if res > 0 {
-                best = best.min(((hw as u64) << 32) | i as u64);
-            }
-        }
-        if best == u64::MAX {
-            st.label[v] = inf;
-            return false;
-        }
-        let best_h = (best >> 32) as u32;
-        if h <= best_h {
-            st.label[v] = (best_h + 1).min(inf);
-            return true;
-        }
-        let i = best as u32;
-        if st.spread && i != u32::MAX {
-            // The admissible slots (lowest label, residual left), each given an equal share.
-            let adm: Vec<usize> = (0..st.l.degree(v))
-                .filter(|&j| {
-                    let (w, res, _, _) = st.l.slot(v, j);
-                    let hw = seen.map_or(st.label[w], |s| s[w].min(st.label[w]));
-                    res > 0 && hw == best_h
-                })
-                .collect();
-            let k = adm.len() as i64;
-            if k > 1 && e >= k {
-                let share = e / k;
-                for j in adm {
-                    let (w, res, p, v_is_tail) = st.l.slot(v, j);
-                    let delta = share.min(res as i64) as i32;
-                    if v_is_tail {
-                        st.l.rf[p] -= delta;
-                    } else {
-                        st.l.rf[p] += delta;
-                    }
-                    st.l.excess[w] += delta as i64;
-                    st.l.excess[v] -= delta as i64;
-                    enlist(&mut st.stamp, next, w, ep + 1);
-                }
-                return true;
-            }
-        }
-        if i == u32::MAX {
-            let delta = e.min(st.l.sink_r[v] as i64);
-            st.l.sink_r[v] -= delta as i32;
-            st.l.excess[v] -= delta;
-            st.pushed += delta;
-        } else {
-            let (w, res, p, v_is_tail) = st.l.slot(v, i as usize);
-            let delta = e.min(res as i64) as i32;
-            if v_is_tail {
-                st.l.rf[p] -= delta;
-            } else {
-                st.l.rf[p] += delta;
-            }
-            assert!((0..=st.l.tot[p]).contains(&st.l.rf[p]));
-            st.l.excess[w] += delta as i64;
-            st.l.excess[v] -= delta as i64;
-            enlist(&mut st.stamp, next, w, ep + 1);
-        }
-        true
-    }
-
-    /// The emulated solve: the cut and the number of rounds.
-    fn emulate(
-        g: &CsrGraph,
-        rng: &mut Rng,
-        stale: bool,
-        relabel_every: u32,
-        spread_after: u32,
-    ) -> (Cut, u64) {
-        let l = CsrLayout::new(g).unwrap();
-        let n = l.num_nodes();
-        let inf = n as u32 + 1;
-        let mut st = State {
-            l,
-            label: vec![0; n],
-            stamp: vec![0; n],
-            pushed: 0,
-            spread: false,
-        };
-        let (mut ep, mut rounds, mut relabels) = (0u32, 0u64, 0u32);
-        loop {
-            let levels = bfs(&mut st);
-            relabels += 1;
-            st.spread = relabels > spread_after;
-            ep += 1;
-            let mut list = Vec::new();
-            for v in 0..n {
-                if st.l.excess[v] > 0 && st.label[v] <= n as u32 {
-                    enlist(&mut st.stamp, &mut list, v, ep);
-                }
-            }
-            if list.is_empty() {
-                break;
-            }
-            let k = if relabel_every == 0 {
-                MIN_ROUNDS.max(levels)
-            } else {
-                relabel_every
-            };
-            for _ in 0..k {
-                rounds += 1;
-                let seen = stale.then(|| st.label.clone());
-                let mut next = Vec::new();
-                let mut left: Vec<(usize, u32)> = list.iter().map(|&v| (v, 4)).collect();
-                while !left.is_empty() {
-                    let j = rng.below(left.len() as u64) as usize;
-                    let v = left[j].0;
-                    left[j].1 -= 1;
-                    if !op(&mut st, v, seen.as_deref(), &mut next, ep) || left[j].1 == 0 {
-                        left.swap_remove(j);
-                        if st.l.excess[v] > 0 && st.label[v] < inf {
-                            enlist(&mut st.stamp, &mut next, v, ep + 1);
-                        }
-                    }
-                }
-                ep += 1;
-                list = next;
-                if list.is_empty() {
-                    break;
-                }
-            }
-            assert!(rounds < 100_000_000, "no convergence");
-        }
-        let cut = Cut {
-            flow: st.l.base_flow + st.pushed,
-            sink_side: st.label.iter().map(|&h| h <= n as u32).collect(),
-        };
-        (cut, rounds)
-    }
-
-    /// A random general graph: random pairs (multi-arcs and antiparallel ones included), random
-    /// terminals, in one of a few capacity regimes.
-    fn random_graph(rng: &mut Rng, n: usize, pairs: usize, kind: u64) -> CsrGraph {
-        let mut b = CsrBuilder::new(n).unwrap();
-        for _ in 0..pairs {
-            let u = rng.below(n as u64) as u32;
-            let v = rng.below(n as u64) as u32;
-            let (c, r) = match kind {
-                0 => (rng.below(10) as Cap, rng.below(3) as Cap),
-                1 => {
-                    let c = Cap::MAX - rng.below(100) as Cap;
-                    (c, rng.below((Cap::MAX - c) as u64 + 1) as Cap)
-                }
-                _ => (rng.below(1000) as Cap, 0),
-            };
-            b.add_edge(u, v, c, r).unwrap();
-        }
-        for v in 0..n as u32 {
-            match rng.below(4) {
-                0 => b
-                    .add_arc(Vertex::Source, Vertex::Node(v), rng.below(50) as Cap)
-                    .unwrap(),
-                1 => b
-                    .add_arc(Vertex::Node(v), Vertex::Sink, rng.below(50) as Cap)
-                    .unwrap(),
-                2 if kind == 1 => b.add_terminals(v, Cap::MAX, Cap::MAX - 7).unwrap(),
-                _ => {}
-            }
-        }
-        b.add_arc(Vertex::Source, Vertex::Sink, rng.below(3) as Cap)
-            .unwrap();
-        b.build().unwrap()
-    }
-
-    #[test]
-    fn layout_holds_every_pair_once_with_its_capacities() {
-        let mut rng = Rng::new(5);
-        for i in 0..50 {
-            let g = random_graph(&mut rng, 1 + i % 13, 3 * i, i as u64 % 3);
-            let l = CsrLayout::new(&g).unwrap();
-            assert_eq!(2 * l.fwd_head.len(), g.num_arcs());
-            assert_eq!(l.rev_tail.len(), l.fwd_head.len());
-            // Every graph arc v -> w appears as exactly one slot of v with the same residual.
-            for v in 0..g.num_nodes() {
-                let mut want: Vec<(usize, Cap)> = g
-                    .arcs_of(v)
-                    .map(|a| (g.heads()[a] as usize, g.caps()[a]))
-                    .collect();
-                let mut got: Vec<(usize, Cap)> = (0..l.degree(v))
-                    .map(|i| {
-                        let (w, r, _, _) = l.slot(v, i);
-                        (w, r)
-                    })
-                    .collect();
-                want.sort();
-                got.sort();
-                assert_eq!(got, want, "graph #{i} node {v}");
-            }
-            let m: Vec<i64> = (0..g.num_nodes())
-                .map(|v| g.source_caps()[v].min(g.sink_caps()[v]) as i64)
-                .collect();
-            assert_eq!(l.base_flow, g.constant_flow() + m.iter().sum::<i64>());
-            for (v, &mv) in m.iter().enumerate() {
-                assert_eq!(l.excess[v], g.source_caps()[v] as i64 - mv);
-                assert_eq!(l.sink_r[v] as i64, g.sink_caps()[v] as i64 - mv);
-            }
-        }
-    }
-
-    #[test]
-    fn group_size_follows_the_mean_degree() {
-        // n nodes with k·n pairs have 2k slots per node on average.
-        let ring = |n: u32, k: u32| {
-            let mut b = CsrBuilder::new(n as usize).unwrap();
-            for v in 0..n {
-                for j in 1..=k {
-                    b.add_edge(v, (v + j) % n, 1, 1).unwrap();
-                }
-            }
-            CsrLayout::new(&b.build().unwrap()).unwrap()
-        };
-        assert_eq!(ring(50, 1).auto_group(), 4);
-        assert_eq!(ring(50, 3).auto_group(), 4);
-        assert_eq!(ring(50, 5).auto_group(), 8);
-        assert_eq!(ring(50, 8).auto_group(), 8);
-        assert_eq!(ring(50, 9).auto_group(), 16);
-        assert_eq!(ring(50, 20).auto_group(), 32);
-        let empty = CsrLayout::new(&CsrBuilder::new(3).unwrap().build().unwrap()).unwrap();
-        assert_eq!(empty.auto_group(), 4);
-        assert_eq!(empty.device_bytes(), 36 * 3 + 64);
-    }
-
-    #[test]
-    fn emulated_kernels_agree_with_bk() {
-        let mut rng = Rng::new(0xc5_2024);
-        for i in 0..300u64 {
-            let n = 1 + rng.below(if i % 10 == 0 { 3 } else { 60 }) as usize;
-            let pairs = rng.below(4 * n as u64 + 1) as usize;
-            let g = random_graph(&mut rng, n, pairs, i % 3);
-            let bk = Bk::default().solve_csr(&g).unwrap();
-            for (stale, every, spread_after) in [
-                (false, 0, u32::MAX),
-                (true, 0, u32::MAX),
-                (true, 3, u32::MAX),
-                (true, 0, 0),
-                (true, 2, 0),
-                (true, 1, 2),
-            ] {
-                let (cut, _) = emulate(&g, &mut rng, stale, every, spread_after);
-                let what = format!(
-                    "#{i} n={n} pairs={pairs} stale={stale} every={every} spread_after={spread_after}"
-                );
-                assert_eq!(cut.flow, bk.flow, "{what}");
-                assert!(cut.sink_side == bk.sink_side, "{what}: canonical cut");
-                verify(&g, &cut).unwrap();
-            }
-        }
-    }
-
-    /// Emulated round counts with and without split pushes, for the instances (`segcut gen`
-    /// specs) in `SEGCUT_CSR_EMULATE`: a cheap way to try the algorithm on the families.
-    #[test]
-    #[ignore]
-    fn emulated_round_counts() {
-        let list = std::env::var("SEGCUT_CSR_EMULATE").unwrap_or_default();
-        for text in list.split(',').filter(|t| !t.is_empty()) {
-            let net = crate::gen::generate(&text.parse().unwrap()).unwrap();
-            let g = net.to_csr().unwrap();
-            let bk = Bk::default().solve_csr(&g).unwrap();
-            for spread_after in [u32::MAX, 0, 16] {
-                let mut rng = Rng::new(1);
-                let (cut, rounds) = emulate(&g, &mut rng, false, 0, spread_after);
-                assert_eq!(cut.flow, bk.flow, "{text}");
-                eprintln!("{text} spread_after={spread_after}: {rounds} rounds");
-            }
-        }
-    }
 }

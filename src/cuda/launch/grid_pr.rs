@@ -1,0 +1,155 @@
+//! The launchers of `kernels/grid_pr.cu` (driven by `src/maxflow/cuda/grid.rs`).
+//!
+//! Buffers, for a grid of `n` nodes and degree `deg` cut into `ntiles` tiles: `rcap` `deg·n`
+//! residual capacities (direction-major), `sink_r`, `source`, `excess`, `label` `n` each, `flags`
+//! and `list` `ntiles` each, `flow`, `count` and the other counters one each.
+
+use cudarc::driver::CudaSlice;
+
+use super::{blocks, kernel_file, per_item, BLOCK};
+use crate::cuda::runtime::Call;
+use crate::cuda::{Gpu, GridShape};
+use crate::graph::Connectivity;
+use crate::Result;
+
+kernel_file! {
+    /// The kernels of `kernels/grid_pr.cu` for one connectivity (the tile kernels exist once per
+    /// degree, as `NAME_nDEG`).
+    pub(crate) struct GridPr for "grid_pr" {
+        /// Saturates every source arc and sends at once what can leave through the node's own
+        /// sink arc: `sink_r` holds the sink capacities on entry and their residuals after.
+        ///
+        /// # Safety
+        /// `source`, `excess` and `sink_r` have `g.n` entries, `flow` one.
+        fn init_terminals = "init_terminals"(
+            g: GridShape,
+            source: &CudaSlice<i32>,
+            excess: &mut CudaSlice<i64>,
+            sink_r: &mut CudaSlice<i32>,
+            flow: &mut CudaSlice<u64>,
+        ) => per_item(g.n);
+
+        /// Global relabel, start: distance 1 where the sink residual is positive, INF elsewhere;
+        /// flags the tiles holding or touching a distance-1 node.
+        ///
+        /// # Safety
+        /// `sink_r`, `label` have `g.n` entries, `flags` one per tile.
+        fn bfs_seed = "bfs_seed_n{deg}"(
+            g: GridShape,
+            sink_r: &CudaSlice<i32>,
+            label: &mut CudaSlice<u32>,
+            flags: &mut CudaSlice<u32>,
+        ) => per_item(g.n);
+
+        /// Turns the tile flags into a list (its length added to `count`, which must be zero)
+        /// and clears them.
+        ///
+        /// # Safety
+        /// `flags` and `list` have `ntiles` entries, `count` one.
+        fn build_list = "build_list"(
+            ntiles: u32,
+            flags: &mut CudaSlice<u32>,
+            list: &mut CudaSlice<u32>,
+            count: &mut CudaSlice<u32>,
+        ) => per_item(ntiles);
+
+        /// One pass of the tile-wise global relabel over the listed tiles, `grid_blocks` blocks
+        /// each taking listed tiles in turn.
+        ///
+        /// # Safety
+        /// `rcap` has `deg·g.n` entries, `label` `g.n`, `list` and `flags` one per tile; `count`
+        /// holds the list's length and `list` tile numbers.
+        fn bfs_tile = "bfs_tile_n{deg}" [grid_blocks: u32](
+            g: GridShape,
+            rcap: &CudaSlice<i32>,
+            label: &mut CudaSlice<u32>,
+            list: &CudaSlice<u32>,
+            count: &CudaSlice<u32>,
+            flags: &mut CudaSlice<u32>,
+        ) => blocks(grid_blocks);
+
+        /// After a global relabel: flags the tiles holding an active node, and sets `any`.
+        ///
+        /// # Safety
+        /// `excess` and `label` have `g.n` entries, `flags` one per tile, `any` one.
+        fn mark_active = "mark_active_n{deg}"(
+            g: GridShape,
+            excess: &CudaSlice<i64>,
+            label: &CudaSlice<u32>,
+            flags: &mut CudaSlice<u32>,
+            any: &mut CudaSlice<u32>,
+        ) => per_item(g.n);
+
+        /// Region discharge of the listed tiles (`iters` sweeps over the colour classes),
+        /// `grid_blocks` blocks each taking listed tiles in turn.
+        ///
+        /// # Safety
+        /// As [`GridPr::bfs_tile`], and `sink_r`, `excess` have `g.n` entries, `flow` one.
+        fn discharge = "discharge_n{deg}" [grid_blocks: u32](
+            g: GridShape,
+            rcap: &mut CudaSlice<i32>,
+            sink_r: &mut CudaSlice<i32>,
+            excess: &mut CudaSlice<i64>,
+            label: &mut CudaSlice<u32>,
+            flow: &mut CudaSlice<u64>,
+            list: &CudaSlice<u32>,
+            count: &CudaSlice<u32>,
+            flags: &mut CudaSlice<u32>,
+            iters: i32,
+        ) => blocks(grid_blocks);
+
+        /// The node-sweep discharge (26-connected grids): up to `max_ops` pushes or relabels per
+        /// node; with `count != 0` the nodes still active are added to `active`.
+        ///
+        /// # Safety
+        /// `rcap` has `deg·g.n` entries, `sink_r`, `excess`, `label` `g.n`, `flow` and `active`
+        /// one.
+        fn pr_round = "pr_round"(
+            g: GridShape,
+            rcap: &mut CudaSlice<i32>,
+            sink_r: &mut CudaSlice<i32>,
+            excess: &mut CudaSlice<i64>,
+            label: &mut CudaSlice<u32>,
+            flow: &mut CudaSlice<u64>,
+            active: &mut CudaSlice<u32>,
+            count: i32,
+            max_ops: i32,
+        ) => per_item(g.n);
+
+        /// The canonical cut from the final labels: `out[v]` is 1 where `v` reaches the sink.
+        ///
+        /// # Safety
+        /// `label` and `out` have `g.n` entries.
+        fn sink_side = "sink_side"(
+            g: GridShape,
+            label: &CudaSlice<u32>,
+            out: &mut CudaSlice<u8>,
+        ) => per_item(g.n);
+    }
+}
+
+impl GridPr {
+    /// The kernels for grids of connectivity `conn`.
+    pub(crate) fn load(gpu: &Gpu, conn: Connectivity) -> Result<Self> {
+        let deg = conn.degree().to_string();
+        Self::load_with(gpu, |name| name.replace("{deg}", &deg))
+    }
+
+    /// How many blocks of the tiled discharge the GPU runs at once (occupancy per multiprocessor
+    /// times the multiprocessors): the most a launch should ask for.
+    pub(crate) fn discharge_resident_blocks(&self, gpu: &Gpu) -> Result<u32> {
+        resident(&self.discharge, gpu)
+    }
+
+    /// As [`GridPr::discharge_resident_blocks`], for the tiled relabel pass.
+    pub(crate) fn bfs_tile_resident_blocks(&self, gpu: &Gpu) -> Result<u32> {
+        resident(&self.bfs_tile, gpu)
+    }
+}
+
+fn resident(f: &cudarc::driver::CudaFunction, gpu: &Gpu) -> Result<u32> {
+    let per_sm = f
+        .occupancy_max_active_blocks_per_multiprocessor(BLOCK, 0, None)
+        .call("cuOccupancyMaxActiveBlocksPerMultiprocessor")?;
+    Ok(per_sm.max(1) * gpu.multiprocessors)
+}

@@ -1,0 +1,422 @@
+//! A sequential emulation of the tiled kernels (`bfs_seed`, `bfs_tile`, `mark_active`,
+//! `discharge`) and of the host loop around them, for machines without a GPU: tiles of a launch
+//! run one after another in a random order, reading halo labels as they were when the launch
+//! began (as stale as a GPU block could see them). It checks the algorithm, not the CUDA code:
+//! keep it in step with the kernels.
+
+use super::*;
+use crate::maxflow::{bk::Bk, verify, verify_flows};
+use crate::rng::Rng;
+
+use super::emulation::{random_terminals, saturate_terminals};
+
+struct Emu<'a> {
+    g: &'a GridGraph,
+    tile: [usize; 3],
+    ntiles: [usize; 3],
+    rcap: Vec<Vec<i32>>,
+    sink_r: Vec<i32>,
+    excess: Vec<i64>,
+    label: Vec<u32>,
+    flags: Vec<bool>,
+    pushed: i64,
+    inf: u32,
+}
+
+impl Emu<'_> {
+    fn tile_of(&self, [x, y, z]: [usize; 3]) -> usize {
+        let [tx, ty, tz] = self.tile;
+        x / tx + self.ntiles[0] * (y / ty + self.ntiles[1] * (z / tz))
+    }
+
+    /// The nodes of tile `t` (inside the grid), in colour classes.
+    fn classes(&self, t: usize) -> Vec<Vec<usize>> {
+        let [tx, ty, tz] = self.tile;
+        let [nx, ny, _] = self.ntiles;
+        let origin = [t % nx * tx, t / nx % ny * ty, t / (nx * ny) * tz];
+        let parity = matches!(self.g.connectivity(), Connectivity::N4 | Connectivity::N6);
+        let mut classes = vec![Vec::new(); if parity { 2 } else { 8 }];
+        let [w, h, d] = self.g.dims();
+        for lz in 0..tz {
+            for ly in 0..ty {
+                for lx in 0..tx {
+                    let (x, y, z) = (origin[0] + lx, origin[1] + ly, origin[2] + lz);
+                    if x < w && y < h && z < d {
+                        let c = if parity {
+                            (lx + ly + lz) & 1
+                        } else {
+                            (lx & 1) | (ly & 1) << 1 | (lz & 1) << 2
+                        };
+                        classes[c].push(self.g.index(x, y, z));
+                    }
+                }
+            }
+        }
+        classes
+    }
+
+    /// Where each of `nodes` sits in the tile's arrays.
+    fn slots(&self, nodes: &[usize]) -> std::collections::HashMap<usize, usize> {
+        nodes.iter().enumerate().map(|(i, &v)| (v, i)).collect()
+    }
+
+    fn in_tile(&self, t: usize, v: usize) -> bool {
+        self.tile_of(self.g.coords(v)) == t
+    }
+
+    fn take_list(&mut self, rng: &mut Rng) -> Vec<usize> {
+        let mut list: Vec<usize> = (0..self.flags.len()).filter(|&t| self.flags[t]).collect();
+        self.flags.iter_mut().for_each(|f| *f = false);
+        rng.shuffle(&mut list);
+        list
+    }
+
+    fn flag_neighbour_tiles(&mut self, v: usize) {
+        let own = self.tile_of(self.g.coords(v));
+        for d in 0..self.g.connectivity().degree() {
+            if let Some(w) = self.g.neighbor(v, d) {
+                let t = self.tile_of(self.g.coords(w));
+                if t != own {
+                    self.flags[t] = true;
+                }
+            }
+        }
+    }
+
+    /// Tile-wise global relabel; returns the number of passes.
+    fn relabel(&mut self, rng: &mut Rng) -> u32 {
+        for v in 0..self.label.len() {
+            self.label[v] = if self.sink_r[v] > 0 { 1 } else { self.inf };
+            if self.sink_r[v] > 0 {
+                let t = self.tile_of(self.g.coords(v));
+                self.flags[t] = true;
+                self.flag_neighbour_tiles(v);
+            }
+        }
+        let mut passes = 0;
+        loop {
+            let list = self.take_list(rng);
+            passes += 1;
+            if list.is_empty() {
+                return passes;
+            }
+            let snapshot = self.label.clone();
+            for t in list {
+                let classes = self.classes(t);
+                let nodes: Vec<usize> = classes.concat();
+                let mut lab: Vec<(usize, u32)> = nodes.iter().map(|&v| (v, snapshot[v])).collect();
+                let slots = self.slots(&nodes);
+                let local = |lab: &[(usize, u32)], w: usize| slots.get(&w).map(|&j| lab[j].1);
+                loop {
+                    let mut changed = false;
+                    for i in 0..lab.len() {
+                        let (v, cur) = lab[i];
+                        if cur <= 1 {
+                            continue;
+                        }
+                        let mut best = cur;
+                        for d in 0..self.g.connectivity().degree() {
+                            if let Some(w) = self.g.neighbor(v, d) {
+                                if self.rcap[d][v] > 0 {
+                                    let lw = local(&lab, w).unwrap_or(snapshot[w]);
+                                    best = best.min(lw.saturating_add(1));
+                                }
+                            }
+                        }
+                        if best < cur {
+                            lab[i].1 = best;
+                            changed = true;
+                        }
+                    }
+                    if !changed {
+                        break;
+                    }
+                }
+                for (v, l) in lab {
+                    if l != snapshot[v] {
+                        self.label[v] = l;
+                        self.flag_neighbour_tiles(v);
+                    }
+                }
+            }
+        }
+    }
+
+    fn mark_active(&mut self) -> bool {
+        let mut any = false;
+        for v in 0..self.label.len() {
+            if self.excess[v] > 0 && self.label[v] < self.inf {
+                let t = self.tile_of(self.g.coords(v));
+                self.flags[t] = true;
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// One discharge launch over the listed tiles; returns the list's length.
+    fn discharge_round(&mut self, rng: &mut Rng, sweeps: usize) -> usize {
+        let list = self.take_list(rng);
+        let snapshot = self.label.clone();
+        let deg = self.g.connectivity().degree();
+        for &t in &list {
+            let classes = self.classes(t);
+            let nodes: Vec<usize> = classes.concat();
+            // Shared memory: the tile's arcs, excess, sink residual and labels (the halo
+            // from the launch's snapshot).
+            let mut cap: Vec<Vec<i32>> = nodes
+                .iter()
+                .map(|&v| (0..deg).map(|d| self.rcap[d][v]).collect())
+                .collect();
+            let ex0: Vec<i64> = nodes.iter().map(|&v| self.excess[v]).collect();
+            let mut ex = ex0.clone();
+            let mut sr: Vec<i32> = nodes.iter().map(|&v| self.sink_r[v]).collect();
+            let mut lab: Vec<u32> = nodes.iter().map(|&v| snapshot[v]).collect();
+            let slots = self.slots(&nodes);
+            let slot = |v: usize| slots.get(&v).copied();
+            for _ in 0..sweeps {
+                let mut any = false;
+                for class in &classes {
+                    for &v in class {
+                        let i = slot(v).unwrap();
+                        let (mut e, mut h) = (ex[i], lab[i]);
+                        if e <= 0 || h >= self.inf {
+                            continue;
+                        }
+                        any = true;
+                        loop {
+                            let mut best = (if sr[i] > 0 { 0 } else { u32::MAX }, None);
+                            for (d, &c) in cap[i].iter().enumerate() {
+                                if best.0 == 0 {
+                                    break;
+                                }
+                                let Some(w) = self.g.neighbor(v, d) else {
+                                    continue;
+                                };
+                                if c <= 0 {
+                                    continue;
+                                }
+                                let hw = slot(w).map_or(snapshot[w], |j| lab[j]);
+                                if hw < best.0 {
+                                    best = (hw, Some((d, w)));
+                                }
+                            }
+                            if best.0 >= self.inf {
+                                lab[i] = self.inf;
+                                break;
+                            }
+                            if h <= best.0 {
+                                h = best.0 + 1;
+                                lab[i] = h;
+                                continue;
+                            }
+                            match best.1 {
+                                None => {
+                                    let delta = e.min(sr[i] as i64);
+                                    sr[i] -= delta as i32;
+                                    self.pushed += delta;
+                                    e -= delta;
+                                }
+                                Some((d, w)) => {
+                                    let delta = e.min(cap[i][d] as i64);
+                                    cap[i][d] -= delta as i32;
+                                    e -= delta;
+                                    match slot(w) {
+                                        Some(j) => {
+                                            cap[j][d ^ 1] += delta as i32;
+                                            ex[j] += delta;
+                                        }
+                                        None => {
+                                            self.rcap[d][v] -= delta as i32;
+                                            self.rcap[d ^ 1][w] += delta as i32;
+                                            self.excess[w] += delta;
+                                            let tw = self.tile_of(self.g.coords(w));
+                                            self.flags[tw] = true;
+                                        }
+                                    }
+                                }
+                            }
+                            if e <= 0 {
+                                break;
+                            }
+                        }
+                        ex[i] = e;
+                    }
+                }
+                if !any {
+                    break;
+                }
+            }
+            let mut still = false;
+            for (i, &v) in nodes.iter().enumerate() {
+                self.label[v] = lab[i];
+                self.sink_r[v] = sr[i];
+                self.excess[v] += ex[i] - ex0[i];
+                for (d, &c) in cap[i].iter().enumerate() {
+                    if self.g.neighbor(v, d).is_some_and(|w| self.in_tile(t, w)) {
+                        self.rcap[d][v] = c;
+                    }
+                }
+                still |= ex[i] > 0 && lab[i] < self.inf;
+            }
+            if still {
+                self.flags[t] = true;
+            }
+        }
+        list.len()
+    }
+}
+
+fn emulate(g: &GridGraph, rng: &mut Rng, sweeps: usize) -> Cut {
+    emulate_phases(g, rng, sweeps, false).0
+}
+
+/// Relabels and discharge rounds until no node with excess reaches the target (`sink_r`).
+fn run(emu: &mut Emu, rng: &mut Rng, sweeps: usize) {
+    let mut rounds = 0;
+    loop {
+        let passes = emu.relabel(rng);
+        if !emu.mark_active() {
+            break;
+        }
+        for _ in 0..passes.max(8) {
+            rounds += 1;
+            if emu.discharge_round(rng, sweeps) == 0 {
+                break;
+            }
+        }
+        assert!(rounds < 1_000_000, "the emulation does not converge");
+    }
+}
+
+/// Phase one, and with `flows` phase two as `CudaGrid::phase_two` runs it: the source
+/// capacities become the target's residuals and the same rounds return the excess.
+fn emulate_phases(
+    g: &GridGraph,
+    rng: &mut Rng,
+    sweeps: usize,
+    flows: bool,
+) -> (Cut, Option<Flows>) {
+    let (base, excess, sink_r) = saturate_terminals(g).unwrap();
+    let tile = tile_shape(g.connectivity());
+    let [w, h, d] = g.dims();
+    let ntiles = [
+        w.div_ceil(tile[0]),
+        h.div_ceil(tile[1]),
+        d.div_ceil(tile[2]),
+    ];
+    let n = g.num_nodes();
+    let mut emu = Emu {
+        g,
+        tile,
+        ntiles,
+        rcap: (0..g.connectivity().degree())
+            .map(|d| g.caps(d).to_vec())
+            .collect(),
+        sink_r,
+        excess,
+        label: vec![0; n],
+        flags: vec![false; ntiles.iter().product()],
+        pushed: 0,
+        inf: n as u32 + 1,
+    };
+    run(&mut emu, rng, sweeps);
+    let cut = Cut {
+        flow: base + emu.pushed,
+        sink_side: emu.label.iter().map(|&l| l <= n as u32).collect(),
+    };
+    if !flows {
+        return (cut, None);
+    }
+    let sink_r = std::mem::replace(&mut emu.sink_r, g.source_caps().to_vec());
+    run(&mut emu, rng, sweeps);
+    assert!(emu.excess.iter().all(|&e| e == 0), "phase two left excess");
+    let arcs = (0..g.connectivity().degree())
+        .flat_map(|d| {
+            let r = &emu.rcap[d];
+            g.caps(d).iter().zip(r).map(|(&c, &r)| (c - r).max(0))
+        })
+        .collect();
+    let sink = g.sink_caps().iter().zip(&sink_r).map(|(&c, &r)| c - r);
+    let f = Flows {
+        value: cut.flow,
+        source: emu.sink_r.clone(),
+        sink: sink.collect(),
+        arcs,
+    };
+    (cut, Some(f))
+}
+
+/// A seed (node with sink capacity) on a tile's border, whose neighbour across the border
+/// is the only way in: the neighbour's tile holds no seed, so only the seed's flagging of
+/// the tiles next to it gets that tile into the relabel.
+#[test]
+fn seed_on_a_tile_border() {
+    for conn in [
+        Connectivity::N4,
+        Connectivity::N8,
+        Connectivity::N6,
+        Connectivity::N26,
+    ] {
+        let [_, ty, tz] = tile_shape(conn);
+        let (mut g, b) = if conn.is_3d() {
+            (GridGraph::new(1, 1, 3 * tz, conn).unwrap(), tz)
+        } else {
+            (GridGraph::new(1, 3 * ty, 1, conn).unwrap(), ty)
+        };
+        g.set_terminals(b - 1, 7, 0);
+        g.set_terminals(b, 0, 9);
+        g.set_arc(b - 1, b, 5).unwrap();
+        let cut = emulate(&g, &mut Rng::new(1), 2);
+        assert_eq!(cut.flow, 5, "{conn}");
+        verify(&g, &cut).unwrap();
+    }
+}
+
+#[test]
+fn emulated_tiled_kernels_agree_with_bk() {
+    let mut rng = Rng::new(0x711e);
+    let conns = [
+        Connectivity::N4,
+        Connectivity::N8,
+        Connectivity::N6,
+        Connectivity::N26,
+    ];
+    for i in 0..48u64 {
+        let conn = conns[(i % 4) as usize];
+        // Several tiles, partial ones at the far edges; every third grid one node thin,
+        // where a tile's only change may be a seed on its border.
+        let thin = i % 3 == 0;
+        let (w, h, d) = match (conn.is_3d(), thin) {
+            (true, false) => {
+                let s = |rng: &mut Rng| 1 + rng.below(12) as usize;
+                (s(&mut rng) + 10, s(&mut rng), s(&mut rng))
+            }
+            (true, true) => (1, 1, 2 + rng.below(20) as usize),
+            (false, false) => (1 + rng.below(70) as usize, 1 + rng.below(45) as usize, 1),
+            (false, true) => (1, 2 + rng.below(90) as usize, 1),
+        };
+        let mut g = GridGraph::new(w, h, d, conn).unwrap();
+        for dir in (0..conn.degree()).step_by(2) {
+            let mut pairs = Vec::new();
+            g.for_each_arc(dir, |v, u| pairs.push((v, u)));
+            for (v, u) in pairs {
+                g.caps_mut(dir)[v] = rng.below(6) as i32;
+                g.caps_mut(dir ^ 1)[u] = rng.below(6) as i32;
+            }
+        }
+        // Thin grids get few terminal arcs, so whole tiles hold none.
+        random_terminals(&mut g, &mut rng, if thin { 40 } else { 8 }, 40);
+        let bk = Bk::default().solve_grid(&g).unwrap();
+        for sweeps in [1, 4] {
+            let (cut, flows) = emulate_phases(&g, &mut rng, sweeps, true);
+            let what = format!("#{i} {conn} {:?} sweeps={sweeps}", g.dims());
+            assert_eq!(cut.flow, bk.flow, "{what}");
+            assert!(cut.sink_side == bk.sink_side, "{what}: canonical cut");
+            verify(&g, &cut).unwrap();
+            // Phase two as the GPU runs it ends with a maximum flow.
+            let net = crate::graph::Network::Grid(g.clone());
+            verify_flows(&net, &flows.unwrap()).unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+    }
+}

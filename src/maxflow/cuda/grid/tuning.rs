@@ -1,0 +1,190 @@
+//! The settings of `cuda-grid` that trade work for launches: typed, with the defaults measured on
+//! an H100 (docs/gpu.md, "Tuning"), and a `key=value,...` text form for experiments
+//! (`segcut bench --grid-tune`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::{Error, Result};
+
+/// How many blocks a tiled kernel launches; each block takes the listed tiles `b`, `b + blocks`,
+/// … in turn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TileBlocks {
+    /// As many as the GPU holds at once (occupancy × multiprocessors, at most one per tile), so
+    /// a short worklist does not pay for idle blocks. The default.
+    #[default]
+    Fit,
+    /// A fixed number (at most one per tile). Tests use a few, so that each block takes many
+    /// tiles and reuses its shared memory.
+    Fixed(u32),
+}
+
+/// The tuning of [`CudaGrid`](super::CudaGrid). None of it changes the result (every setting
+/// gives the same canonical cut); it changes how many launches and read-backs a solve takes.
+///
+/// | key | field | default | what |
+/// |---|---|---|---|
+/// | `sweeps` | [`tile_sweeps`](Self::tile_sweeps) | 2 | sweeps over a tile's colour classes per discharge launch |
+/// | `ops` | [`node_ops`](Self::node_ops) | 4 | pushes or relabels per node and launch of the node sweep (26-connected grids) |
+/// | `min_rounds` | [`relabel_min_rounds`](Self::relabel_min_rounds) | 8 | fewest discharge rounds between global relabels |
+/// | `ratio` | [`relabel_ratio`](Self::relabel_ratio) | 1 | … or this many times the launches of the last relabel, if more |
+/// | `check` | [`check_every`](Self::check_every) | 4 | tiled rounds (or relabel passes) between read-backs of the worklist's length |
+/// | `blocks` | [`tile_blocks`](Self::tile_blocks) | `fit` | blocks per tiled launch: `fit` or a number |
+///
+/// ```
+/// use segcut::maxflow::cuda::{GridTuning, TileBlocks};
+/// let t: GridTuning = "sweeps=4,blocks=3".parse().unwrap();
+/// assert_eq!((t.tile_sweeps, t.tile_blocks), (4, TileBlocks::Fixed(3)));
+/// assert_eq!(t.check_every, GridTuning::default().check_every);
+/// assert_eq!(t.to_string(), "sweeps=4,ops=4,min_rounds=8,ratio=1,check=4,blocks=3");
+/// assert!("sweep=4".parse::<GridTuning>().is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct GridTuning {
+    /// Tiled discharge: sweeps over a tile's colour classes per launch (at least 1).
+    pub tile_sweeps: u32,
+    /// Node-sweep discharge (26-connected grids): push or relabel operations each node's thread
+    /// may do per launch (at least 1).
+    pub node_ops: u32,
+    /// Discharge rounds between global relabels: at least this many...
+    pub relabel_min_rounds: u32,
+    /// ... or this many times the launches the last global relabel took, whichever is more.
+    pub relabel_ratio: f64,
+    /// Tiled rounds (or relabel passes) per batch, i.e. between two read-backs of the
+    /// worklist's length. Discharge batches always run whole, so the rounds between global
+    /// relabels are rounded up to a multiple of this (at least 1).
+    pub check_every: u32,
+    /// How many blocks each tiled kernel launches.
+    pub tile_blocks: TileBlocks,
+}
+
+impl Default for GridTuning {
+    fn default() -> Self {
+        GridTuning {
+            tile_sweeps: 2,
+            node_ops: 4,
+            relabel_min_rounds: 8,
+            relabel_ratio: 1.0,
+            check_every: 4,
+            tile_blocks: TileBlocks::Fit,
+        }
+    }
+}
+
+/// The keys of the text form, in the order [`Display`](fmt::Display) writes them.
+const KEYS: [&str; 6] = ["sweeps", "ops", "min_rounds", "ratio", "check", "blocks"];
+
+impl GridTuning {
+    /// Sets `key` to `value` (see the type's table).
+    fn set(&mut self, key: &str, value: &str) -> Option<()> {
+        let count = || value.parse::<u32>().ok().filter(|&x| x > 0);
+        match key {
+            "sweeps" => self.tile_sweeps = count()?,
+            "ops" => self.node_ops = count()?,
+            "min_rounds" => self.relabel_min_rounds = count()?,
+            "ratio" => {
+                self.relabel_ratio = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|r| r.is_finite() && *r >= 0.0)?
+            }
+            "check" => self.check_every = count()?,
+            "blocks" if value == "fit" => self.tile_blocks = TileBlocks::Fit,
+            "blocks" => self.tile_blocks = TileBlocks::Fixed(count()?),
+            _ => return None,
+        }
+        Some(())
+    }
+}
+
+impl FromStr for GridTuning {
+    type Err = Error;
+
+    /// Parses `key=value` settings separated by commas, each over the default (see the type's
+    /// table); an unknown key or a bad value is an error naming it.
+    fn from_str(s: &str) -> Result<Self> {
+        let mut t = GridTuning::default();
+        for kv in s.split(',').map(str::trim).filter(|kv| !kv.is_empty()) {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            t.set(k.trim(), v.trim()).ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "grid tuning '{kv}': expected one of {} with a positive value (ratio: a \
+                     number ≥ 0, blocks: fit or a count)",
+                    KEYS.join(", ")
+                ))
+            })?;
+        }
+        Ok(t)
+    }
+}
+
+impl fmt::Display for GridTuning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let blocks = match self.tile_blocks {
+            TileBlocks::Fit => "fit".to_string(),
+            TileBlocks::Fixed(b) => b.to_string(),
+        };
+        let values = [
+            self.tile_sweeps.to_string(),
+            self.node_ops.to_string(),
+            self.relabel_min_rounds.to_string(),
+            self.relabel_ratio.to_string(),
+            self.check_every.to_string(),
+            blocks,
+        ];
+        let parts: Vec<String> = KEYS
+            .iter()
+            .zip(values)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        f.write_str(&parts.join(","))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_parses_and_prints_back() {
+        let t: GridTuning = "sweeps=7, ops=9,min_rounds=3,ratio=0.5,check=16,blocks=2"
+            .parse()
+            .unwrap();
+        let want = GridTuning {
+            tile_sweeps: 7,
+            node_ops: 9,
+            relabel_min_rounds: 3,
+            relabel_ratio: 0.5,
+            check_every: 16,
+            tile_blocks: TileBlocks::Fixed(2),
+        };
+        assert_eq!(t, want);
+        assert_eq!(t.to_string().parse::<GridTuning>().unwrap(), want);
+        assert_eq!("".parse::<GridTuning>().unwrap(), GridTuning::default());
+        assert_eq!(
+            "blocks=fit".parse::<GridTuning>().unwrap().tile_blocks,
+            TileBlocks::Fit
+        );
+    }
+
+    #[test]
+    fn bad_settings_are_errors_that_name_them() {
+        for bad in [
+            "sweep=2",
+            "sweeps=0",
+            "sweeps=-1",
+            "sweeps=x",
+            "check=0",
+            "ratio=-1",
+            "ratio=nan",
+            "blocks=tiles",
+            "blocks=0",
+            "discharge=sweep",
+            "ratio",
+        ] {
+            let e = bad.parse::<GridTuning>().unwrap_err().to_string();
+            assert!(e.contains(bad), "{bad}: {e}");
+        }
+    }
+}
