@@ -225,17 +225,36 @@ __device__ double gmm_nll(const double *comp, unsigned k, unsigned ch, const dou
     return -(best + log(sum));
 }
 
-// A class's cost: the refitted mixture, blended with the seed-fitted one when w > 0
-// (model.rs's Blend). header = {refit offset, refit k, seeds offset (< 0: none), seeds k,
-// ln(1 - w), ln w}, offsets into `models`.
-__device__ double class_nll(const double *models, const double *header, unsigned ch,
-                            const double *x) {
-    double a = gmm_nll(models + (size_t)header[0], (unsigned)header[1], ch, x);
-    if (header[2] < 0.0) return a;
-    double b = gmm_nll(models + (size_t)header[2], (unsigned)header[3], ch, x);
-    double la = header[4] - a, lb = header[5] - b;
+// -ln(e^la + e^lb) from the larger term (model.rs's neg_log_sum_exp).
+__device__ __forceinline__ double neg_log_sum_exp(double la, double lb) {
     double m = fmax(la, lb);
     return -(m + log(exp(la - m) + exp(lb - m)));
+}
+
+// A class's cost: the refitted mixture, blended with the seed-fitted one when w > 0, then mixed
+// with the uniform outlier density when there is one (model.rs's Blend). header (HEADER
+// doubles) = {refit offset, refit k, seeds offset (< 0: none), seeds k, ln(1 - w), ln w,
+// ln(1 - eps), ln(eps u) (-inf: no outlier)}, offsets into `models`.
+#define HEADER 8
+__device__ double class_nll(const double *models, const double *header, unsigned ch,
+                            const double *x) {
+    double c = gmm_nll(models + (size_t)header[0], (unsigned)header[1], ch, x);
+    if (header[2] >= 0.0) {
+        double b = gmm_nll(models + (size_t)header[2], (unsigned)header[3], ch, x);
+        c = neg_log_sum_exp(header[4] - c, header[5] - b);
+    }
+    if (header[7] > -1.0 / 0.0) c = neg_log_sum_exp(header[6] - c, header[7]);
+    return c;
+}
+
+// The stroke-geometry prior (prior.rs), when there is one: delta = its cost of foreground minus
+// that of background, added to the costs as energy.rs's write_tlinks does.
+__device__ __forceinline__ void add_prior(const float *prior, unsigned v, double &dfg,
+                                          double &dbg) {
+    if (prior == nullptr) return;
+    double delta = (double)prior[v];
+    dfg += fmax(delta, 0.0);
+    dbg += fmax(-delta, 0.0);
 }
 
 // The t-link of one pixel from its costs, as write_tlinks in energy.rs; false if the costs are
@@ -272,13 +291,15 @@ __device__ __forceinline__ bool hard_seed(unsigned char label, int k, int &s, in
     return false;
 }
 
-// t-links from the two classes' mixtures evaluated per pixel; the partial sums of the unary
-// constant per block; the lowest pixel whose costs are unusable in *bad (atomicMin).
+// t-links from the two classes' mixtures evaluated per pixel, plus the prior (null: none); the
+// partial sums of the unary constant per block; the lowest pixel whose costs are unusable in
+// *bad (atomicMin).
 // sync: bad. safe: source[v], sink[v] for the thread's own v, partials[blockIdx.x].
 extern "C" __global__ void tlinks_gmm(unsigned n, unsigned ch, const float *img,
                                       const unsigned char *seeds, const double *models,
-                                      const double *headers, double scale, int k, int *source,
-                                      int *sink, double *partials, unsigned *bad) {
+                                      const double *headers, const float *prior, double scale,
+                                      int k, int *source, int *sink, double *partials,
+                                      unsigned *bad) {
     __shared__ double sh[BLOCK];
     double constant = 0.0;
     for (unsigned v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x) {
@@ -287,7 +308,8 @@ extern "C" __global__ void tlinks_gmm(unsigned n, unsigned ch, const float *img,
             double x[3];
             for (unsigned c = 0; c < ch; ++c) x[c] = (double)img[(size_t)v * ch + c];
             double dfg = class_nll(models, headers, ch, x);
-            double dbg = class_nll(models, headers + 6, ch, x);
+            double dbg = class_nll(models, headers + HEADER, ch, x);
+            add_prior(prior, v, dfg, dbg);
             if (!tlink(dfg, dbg, scale, k, s, t, constant)) {
                 atomicMin(bad, v);
                 s = 0;
@@ -307,8 +329,9 @@ extern "C" __global__ void tlinks_gmm(unsigned n, unsigned ch, const float *img,
 extern "C" __global__ void tlinks_grey_table(unsigned n, const float *img,
                                              const unsigned char *seeds, const double *nodes,
                                              unsigned count, float lo, float inv_step,
-                                             double scale, int k, int *source, int *sink,
-                                             double *partials, unsigned *bad) {
+                                             const float *prior, double scale, int k,
+                                             int *source, int *sink, double *partials,
+                                             unsigned *bad) {
     __shared__ double sh[BLOCK];
     double constant = 0.0;
     for (unsigned v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x) {
@@ -324,6 +347,7 @@ extern "C" __global__ void tlinks_grey_table(unsigned n, const float *img,
                 dfg = dfg + f * (nodes[2 * i + 2] - dfg);
                 dbg = dbg + f * (nodes[2 * i + 3] - dbg);
             }
+            add_prior(prior, v, dfg, dbg);
             if (!tlink(dfg, dbg, scale, k, s, t, constant)) {
                 atomicMin(bad, v);
                 s = 0;

@@ -15,6 +15,7 @@ use segcut::segment::energy::{self, EnergyOptions};
 use segcut::segment::gpu::{supported, GpuEnergy};
 use segcut::segment::model::Blend;
 use segcut::segment::model::{Model, ModelKind, ModelParams};
+use segcut::segment::prior::{prior_costs, SpatialPrior};
 use segcut::segment::{segment, Image, Seed, Seeds, SegmentOptions};
 use segcut::Error;
 
@@ -80,6 +81,10 @@ struct Case {
     opts: EnergyOptions,
     kind: ModelKind,
     blend: f64,
+    /// The stroke-geometry prior and the outlier weight ε (0: none), as the default pipeline
+    /// adds them.
+    prior: Option<SpatialPrior>,
+    outlier: f64,
 }
 
 /// Seed-model samples (hard and soft) and "refit" samples (left / right half) of `work`.
@@ -167,6 +172,27 @@ fn compare(case: &Case, cpu: &GridGraph, cpu_k: i32, gpu: &GridGraph, gpu_k: i32
     (total, off)
 }
 
+/// The two classes' costs as the pipeline forms them: seed models, or refit models blended with
+/// them, with the outlier component when the case has one.
+fn blends<'a>(case: &Case, m: [&'a Model; 4], params: &ModelParams) -> (Blend<'a>, Blend<'a>) {
+    let [sf, sb, rf, rb] = m;
+    let (fg, bg) = if case.blend > 0.0 {
+        (
+            Blend::new(rf.clone(), sf, case.blend),
+            Blend::new(rb.clone(), sb, case.blend),
+        )
+    } else {
+        (
+            Blend::new(sf.clone(), sf, 0.0),
+            Blend::new(sb.clone(), sb, 0.0),
+        )
+    };
+    (
+        fg.with_outlier(case.outlier, params),
+        bg.with_outlier(case.outlier, params),
+    )
+}
+
 fn run_case(case: &Case) -> (u64, u64) {
     let what = &case.name;
     // CPU: the pipeline's steps.
@@ -174,19 +200,19 @@ fn run_case(case: &Case) -> (u64, u64) {
     let params = ModelParams::from_image(&work.data, work.channels);
     let s = samples(&work, &case.seeds);
     let [sf, sb, rf, rb] = fit(case.kind, &s, &params);
-    let (fg, bg) = if case.blend > 0.0 {
-        (
-            Blend::new(rf.clone(), &sf, case.blend),
-            Blend::new(rb.clone(), &sb, case.blend),
-        )
-    } else {
-        (
-            Blend::new(sf.clone(), &sf, 0.0),
-            Blend::new(sb.clone(), &sb, 0.0),
-        )
-    };
+    let (fg, bg) = blends(case, [&sf, &sb, &rf, &rb], &params);
+    // The prior comes from the input image on both paths (the pipeline's rule).
+    let prior = case
+        .prior
+        .and_then(|p| prior_costs(&case.image, &case.seeds, &p).unwrap());
+    assert_eq!(
+        prior.is_some(),
+        case.prior.is_some_and(|p| p.weight > 0.0),
+        "{what}: prior"
+    );
     let mut cpu = energy::build_nlinks(&work, &case.opts).unwrap();
-    energy::set_tlinks(&mut cpu, &work, &case.seeds, &fg, &bg).unwrap();
+    energy::set_tlinks_with_prior(&mut cpu, &work, &case.seeds, &fg, &bg, prior.as_deref())
+        .unwrap();
 
     // GPU: the same models fitted with the GPU's image statistics.
     let mut gpu = GpuEnergy::new(&case.image, &case.seeds, case.space, &case.opts)
@@ -215,17 +241,9 @@ fn run_case(case: &Case) -> (u64, u64) {
     );
     assert_eq!(gpu.scale, cpu.scale, "{what}: scale");
     let [gsf, gsb, grf, grb] = fit(case.kind, &s, &gpu.params);
-    let (gfg, gbg) = if case.blend > 0.0 {
-        (
-            Blend::new(grf.clone(), &gsf, case.blend),
-            Blend::new(grb.clone(), &gsb, case.blend),
-        )
-    } else {
-        (
-            Blend::new(gsf.clone(), &gsf, 0.0),
-            Blend::new(gsb.clone(), &gsb, 0.0),
-        )
-    };
+    let gparams = gpu.params.clone();
+    let (gfg, gbg) = blends(case, [&gsf, &gsb, &grf, &grb], &gparams);
+    gpu.set_prior(prior.as_deref()).unwrap();
     gpu.set_tlinks(&case.image, &gfg, &gbg)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     let g = gpu.download().unwrap();
@@ -272,6 +290,8 @@ fn gpu_capacities_equal_the_cpu_ones_on_synthetic_images() {
             opts: o,
             kind,
             blend,
+            prior: None,
+            outlier: 0.0,
         });
     };
     for (conn, blend) in [(Connectivity::N4, 0.0), (Connectivity::N8, 0.5)] {
@@ -394,6 +414,43 @@ fn gpu_capacities_equal_the_cpu_ones_on_synthetic_images() {
         gmm,
         0.5,
     );
+    // The stroke-geometry prior and the outlier component on both t-link kernels (mixtures per
+    // pixel; the grey cost table) and with the refit blend.
+    let geo = SpatialPrior {
+        weight: 5.0,
+        contrast: 3.0,
+        softness: 0.0,
+    };
+    for (name, image, blend) in [
+        (
+            "rgb8 Lab N8 prior+outlier",
+            two_regions([97, 61, 1], 3, 255.0, 15),
+            0.5,
+        ),
+        (
+            "rgb8 Lab N8 prior+outlier, seeds only",
+            two_regions([83, 67, 1], 3, 255.0, 16),
+            0.0,
+        ),
+        (
+            "grey int 600x450 prior+outlier",
+            two_regions([600, 450, 1], 1, 255.0, 17),
+            0.5,
+        ),
+    ] {
+        let seeds = strips(image.dims);
+        cases.push(Case {
+            name: name.into(),
+            image,
+            seeds,
+            space: ColorSpace::Lab,
+            opts: opts(Connectivity::N8),
+            kind: gmm,
+            blend,
+            prior: Some(geo),
+            outlier: 0.05,
+        });
+    }
     let (mut total, mut off) = (0, 0);
     let mut over = Vec::new();
     for case in &cases {
@@ -430,6 +487,8 @@ fn gpu_capacities_equal_the_cpu_ones_on_the_sample_photo() {
             opts: opts(conn),
             kind: ModelKind::Gmm { components: 5 },
             blend: 0.5,
+            prior: Some(SegmentOptions::default().prior),
+            outlier: SegmentOptions::default().outlier,
         });
         assert!(
             off as f64 <= MAX_DIFF_FRACTION * total as f64,

@@ -547,3 +547,358 @@ fn one_component_gmm_is_the_regularised_gaussian() {
         );
     }
 }
+
+// ---- stroke-geometry prior, outlier component, post-processing, probability maps, folds ----
+
+use segcut::segment::cv::{cross_validate, folds};
+use segcut::segment::post::{post_process, PostProcess};
+use segcut::segment::prior::{prior_costs, SpatialPrior};
+use segcut::segment::unary::segment_probability;
+
+/// Dijkstra on the 8-neighbour grid with the prior's step lengths: the exact geodesic distance
+/// the raster scans approximate (they may only be longer, never shorter).
+fn dijkstra(image: &Image, seeds: &Seeds, class: Seed, kappa: f64) -> Vec<f64> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let [w, h, _] = image.dims;
+    let ch = image.channels;
+    let n = w * h;
+    // σ² = mean squared difference over all 8-neighbour pairs, each once.
+    let (mut sum, mut count) = (0.0f64, 0u64);
+    for y in 0..h {
+        for x in 0..w {
+            for (dx, dy) in [(1i64, 0i64), (0, 1), (1, 1), (1, -1)] {
+                let (qx, qy) = (x as i64 + dx, y as i64 + dy);
+                if qx < 0 || qy < 0 || qx >= w as i64 || qy >= h as i64 {
+                    continue;
+                }
+                let (p, q) = (x + w * y, qx as usize + w * qy as usize);
+                let d2: f64 = (0..ch)
+                    .map(|c| {
+                        (image.data[p * ch + c] as f64 - image.data[q * ch + c] as f64).powi(2)
+                    })
+                    .sum();
+                sum += d2;
+                count += 1;
+            }
+        }
+    }
+    let colour = if sum > 0.0 {
+        kappa * kappa * count as f64 / sum
+    } else {
+        0.0
+    };
+    let mut dist = vec![f64::INFINITY; n];
+    let mut heap = BinaryHeap::new();
+    for (i, &s) in seeds.labels.iter().enumerate() {
+        if s == class {
+            dist[i] = 0.0;
+            heap.push(Reverse((0u64, i)));
+        }
+    }
+    // Distances as fixed-point keys for the heap; the values are kept in f64.
+    while let Some(Reverse((_, p))) = heap.pop() {
+        let (x, y) = ((p % w) as i64, (p / w) as i64);
+        for dy in -1i64..=1 {
+            for dx in -1i64..=1 {
+                let (qx, qy) = (x + dx, y + dy);
+                if (dx == 0 && dy == 0) || qx < 0 || qy < 0 || qx >= w as i64 || qy >= h as i64 {
+                    continue;
+                }
+                let q = qx as usize + w * qy as usize;
+                let c2: f64 = (0..ch)
+                    .map(|c| {
+                        (image.data[p * ch + c] as f64 - image.data[q * ch + c] as f64).powi(2)
+                    })
+                    .sum();
+                let step = ((dx * dx + dy * dy) as f64 + colour * c2).sqrt();
+                if dist[p] + step < dist[q] - 1e-12 {
+                    dist[q] = dist[p] + step;
+                    heap.push(Reverse(((dist[q] * 1e6) as u64, q)));
+                }
+            }
+        }
+    }
+    dist
+}
+
+/// A 40×30 image with a bright disc (the "object") and a bright bar far away that only an edge
+/// separates from the dark background; a foreground stroke in the disc, a background stroke
+/// beside the bar (where a user would draw it: on the background next to what is not wanted).
+fn disc_and_bar() -> (Image, Seeds) {
+    let (w, h) = (40, 30);
+    let image = grey(w, h, 1, |x, y, _| {
+        let disc = (x as f32 - 12.0).powi(2) + (y as f32 - 15.0).powi(2) < 36.0;
+        let bar = (30..36).contains(&x);
+        if disc || bar {
+            200.0
+        } else {
+            40.0 + ((x * 7 + y * 3) % 5) as f32
+        }
+    });
+    let mut seeds = Seeds::unknown(image.dims);
+    for y in 13..18 {
+        seeds.labels[12 + w * y] = Seed::Foreground;
+    }
+    for y in 5..25 {
+        seeds.labels[38 + w * y] = Seed::Background;
+    }
+    (image, seeds)
+}
+
+#[test]
+fn prior_is_the_normalised_geodesic_difference() {
+    let (image, seeds) = disc_and_bar();
+    for (kappa, softness) in [(0.0, 0.0), (3.0, 0.0), (3.0, 0.1)] {
+        let p = SpatialPrior {
+            weight: 4.0,
+            contrast: kappa,
+            softness,
+        };
+        let soft = softness * 50.0; // L = s · the 40×30 image's diagonal
+        let delta = prior_costs(&image, &seeds, &p).unwrap().unwrap();
+        let df = dijkstra(&image, &seeds, Seed::Foreground, kappa);
+        let db = dijkstra(&image, &seeds, Seed::Background, kappa);
+        let mut worst = 0.0f64;
+        for i in 0..delta.len() {
+            let exact = 4.0 * (df[i] - db[i]) / (df[i] + db[i] + soft);
+            worst = worst.max((delta[i] as f64 - exact).abs());
+            assert!(delta[i].abs() <= 4.0 + 1e-5);
+            match seeds.labels[i] {
+                Seed::Foreground if softness == 0.0 => assert_eq!(delta[i], -4.0),
+                Seed::Background if softness == 0.0 => assert_eq!(delta[i], 4.0),
+                _ => {}
+            }
+        }
+        // Two sweep pairs reach Dijkstra's distances where paths do not wind (κ = 0) and come
+        // within 1 % of γ where the edges make them wind around the disc.
+        let tolerance = if kappa == 0.0 { 1e-4 } else { 0.04 };
+        assert!(
+            worst < tolerance,
+            "kappa {kappa}: largest deviation {worst}"
+        );
+    }
+}
+
+#[test]
+fn prior_is_off_without_weight_or_hard_seeds_and_checks_values() {
+    let (image, seeds) = disc_and_bar();
+    let off = SpatialPrior {
+        weight: 0.0,
+        contrast: 1.0,
+        softness: 0.0,
+    };
+    assert!(prior_costs(&image, &seeds, &off).unwrap().is_none());
+    let mut soft = seeds.clone();
+    for s in soft.labels.iter_mut() {
+        if *s == Seed::Background {
+            *s = Seed::ProbablyBackground;
+        }
+    }
+    let on = SpatialPrior {
+        weight: 2.0,
+        contrast: 1.0,
+        softness: 0.0,
+    };
+    assert!(prior_costs(&image, &soft, &on).unwrap().is_none());
+    let bad = SpatialPrior {
+        weight: f64::NAN,
+        contrast: 1.0,
+        softness: 0.0,
+    };
+    assert!(matches!(
+        prior_costs(&image, &seeds, &bad),
+        Err(Error::Input { .. })
+    ));
+}
+
+#[test]
+fn prior_and_outlier_decide_colours_no_stroke_covers() {
+    // The bar has the disc's colour but no stroke: the colour models alone call it foreground;
+    // with the prior (far from the foreground stroke, behind an edge) it is background.
+    let (image, seeds) = disc_and_bar();
+    let base = SegmentOptions {
+        solver: segcut::maxflow::SolverKind::Bk,
+        gpu_build: false,
+        iterations: 1,
+        lambda: 5.0,
+        ..SegmentOptions::default()
+    };
+    let plain = SegmentOptions {
+        prior: SpatialPrior {
+            weight: 0.0,
+            contrast: 0.0,
+            softness: 0.0,
+        },
+        outlier: 0.0,
+        post: PostProcess::default(),
+        ..base.clone()
+    };
+    let bar = 33 + 40 * 15;
+    let without = segment(&image, &seeds, &plain).unwrap();
+    assert!(without.mask[bar], "colour alone takes the bar");
+    let with = SegmentOptions {
+        prior: SpatialPrior {
+            weight: 30.0,
+            contrast: 3.0,
+            softness: 0.0,
+        },
+        outlier: 0.1,
+        post: PostProcess::default(),
+        ..base.clone()
+    };
+    let seg = segment(&image, &seeds, &with).unwrap();
+    assert!(seg.verified);
+    assert!(!seg.mask[bar], "the prior gives the bar to the background");
+    assert!(
+        seg.mask[12 + 40 * 15] && seg.mask[14 + 40 * 17],
+        "the disc stays"
+    );
+    // The outlier component only changes costs of colours the models do not explain.
+    let params = ModelParams::from_image(&image.data, 1);
+    let m = fit(
+        ModelKind::Gmm { components: 1 },
+        &[200.0, 201.0, 199.0],
+        &image,
+        "fg",
+    );
+    let b = segcut::segment::model::Blend::new(m.clone(), &m, 0.0).with_outlier(0.1, &params);
+    let (near, far) = (
+        b.neg_log_likelihood(&[200.0]),
+        b.neg_log_likelihood(&[40.0]),
+    );
+    assert!((near - m.neg_log_likelihood(&[200.0]) - (-(0.9f64).ln())).abs() < 1e-2);
+    let floor = -(0.1f64.ln()) + (160.0f64).ln(); // −ln(ε u), u = 1 / (value range)
+    assert!((far - floor).abs() < 1e-6 && m.neg_log_likelihood(&[40.0]) > far + 100.0);
+}
+
+#[test]
+fn post_processing_drops_islands_and_fills_small_holes_only() {
+    let (w, h) = (12, 9);
+    // A seeded square 2..9 × 1..8 with a 1-pixel hole at (3, 6) and a 3×3 hole 5..8 × 3..6,
+    // and an unseeded 2×2 island at 9..11 × 6..8.
+    let mask: Vec<bool> = (0..w * h)
+        .map(|i| {
+            let (x, y) = (i % w, i / w);
+            let square = (2..9).contains(&x) && (1..8).contains(&y);
+            let hole = (x == 3 && y == 6) || ((5..8).contains(&x) && (3..6).contains(&y));
+            let island = (10..12).contains(&x) && (6..8).contains(&y);
+            (square && !hole) || island
+        })
+        .collect();
+    let mut seeds = Seeds::unknown([w, h, 1]);
+    seeds.labels[2 + w] = Seed::Foreground;
+    let fill2 = PostProcess {
+        drop_unseeded: true,
+        max_hole: 2,
+    };
+    let (out, changed) = post_process(&mask, &seeds, &fill2).unwrap();
+    assert_eq!(changed, 4 + 1);
+    assert!(out[3 + 6 * w] && !out[6 + 4 * w] && !out[10 + 6 * w]);
+    let fill10 = PostProcess {
+        drop_unseeded: false,
+        max_hole: 10,
+    };
+    let (out, changed) = post_process(&mask, &seeds, &fill10).unwrap();
+    assert_eq!(changed, 1 + 9);
+    assert!(out[6 + 4 * w] && out[10 + 6 * w]);
+    // A background seed in a hole keeps it open; no hard foreground seed keeps every component.
+    seeds.labels[6 + 4 * w] = Seed::Background;
+    assert_eq!(post_process(&mask, &seeds, &fill10).unwrap().1, 1);
+    let none = Seeds::unknown([w, h, 1]);
+    let drop = PostProcess {
+        drop_unseeded: true,
+        max_hole: 0,
+    };
+    assert_eq!(post_process(&mask, &none, &drop).unwrap().1, 0);
+    // Volumes keep their cut (imageproc labels 2D images): not processed slice by slice.
+    let mut vol = Seeds::unknown([2, 2, 2]);
+    vol.labels[0] = Seed::Foreground;
+    let island = [true, false, false, false, false, false, false, true];
+    assert_eq!(
+        post_process(&island, &vol, &drop).unwrap(),
+        (island.to_vec(), 0)
+    );
+}
+
+#[test]
+fn probability_cut_is_the_brute_force_minimum() {
+    // 4×3 image, random probabilities: the cut's labelling has the lowest energy of all 2^12.
+    let mut rng = Rng::new(5);
+    let image = grey(4, 3, 1, |x, y, _| ((x * 37 + y * 91) % 200) as f32);
+    let prob: Vec<f32> = (0..12).map(|_| rng.below(1001) as f32 / 1000.0).collect();
+    let opts = SegmentOptions {
+        solver: segcut::maxflow::SolverKind::Bk,
+        lambda: 1.5,
+        connectivity: Some(Connectivity::N4),
+        keep_graph: true,
+        post: PostProcess::default(),
+        ..SegmentOptions::default()
+    };
+    let seg = segment_probability(&image, &prob, None, &opts).unwrap();
+    let g = seg.graph.as_ref().unwrap();
+    let cap = |m: &[bool]| g.cut_capacity(&m.iter().map(|&f| !f).collect::<Vec<_>>());
+    let best = (0..1u32 << 12)
+        .map(|bits| cap(&(0..12).map(|i| bits >> i & 1 == 1).collect::<Vec<_>>()))
+        .min()
+        .unwrap();
+    assert_eq!(cap(&seg.mask), best);
+    assert_eq!(best, seg.flow as i128);
+    // Certain pixels cost at most −ln(floor) and stay correctable; NaN is refused.
+    let mut bad = prob.clone();
+    bad[5] = f32::NAN;
+    assert!(segment_probability(&image, &bad, None, &opts).is_err());
+}
+
+#[test]
+fn folds_keep_a_photo_together_and_are_stable() {
+    let photos: Vec<String> = (0..39)
+        .flat_map(|i| {
+            let p = format!("set/photo{i:02}");
+            [p.clone(), p]
+        })
+        .collect();
+    let f = folds(&photos, 5);
+    assert_eq!(f, folds(&photos, 5), "deterministic");
+    for pair in f.chunks(2) {
+        assert_eq!(
+            pair[0], pair[1],
+            "both scribble sets of a photo in one fold"
+        );
+    }
+    let mut sizes = [0; 5];
+    for pair in f.chunks(2) {
+        sizes[pair[0]] += 1;
+    }
+    assert!(sizes.iter().all(|&s| s == 7 || s == 8), "{sizes:?}");
+    // A candidate that wins only on one fold's photos is not chosen for that fold.
+    let s = |e: f64| {
+        score(
+            &[e > 0.0],
+            &GroundTruth {
+                dims: [1, 1, 1],
+                values: vec![0],
+            },
+        )
+        .unwrap()
+    };
+    let scores: Vec<Vec<_>> = (0..photos.len())
+        .map(|i| {
+            if f[i] == 0 {
+                vec![s(1.0), s(0.0)]
+            } else {
+                vec![s(0.0), s(1.0)]
+            }
+        })
+        .collect();
+    let cv = cross_validate(&scores, &f, 5);
+    assert_eq!(
+        cv.chosen_per_fold[0], 0,
+        "fold 0 is scored by what the others prefer"
+    );
+    assert!(cv
+        .held_out
+        .iter()
+        .enumerate()
+        .all(|(i, h)| (h.error_rate > 0.0) == (f[i] == 0)));
+}

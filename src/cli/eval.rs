@@ -31,6 +31,24 @@ pub struct Args {
     /// Write the per-image scores as JSON.
     #[arg(long, value_name = "OUT")]
     json: Option<PathBuf>,
+    /// Cross-validate a parameter grid over one or more datasets (the --dataset layout): every
+    /// candidate segments every photo with every scribble set, photos are split into --folds
+    /// folds, and each fold is scored with the candidate that is best on the others.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["gt", "masks", "dataset"])]
+    cv: Vec<PathBuf>,
+    /// Folds of the cross-validation (photos, both scribble sets together).
+    #[arg(long, default_value_t = 5)]
+    folds: usize,
+    /// Add the candidates of earlier `--cv ... --json` outputs (same datasets, so the same folds)
+    /// to the cross-validation; alone (without --grid), nothing is segmented.
+    #[arg(long, value_name = "JSON")]
+    merge: Vec<PathBuf>,
+    /// A grid axis as KEY=V1,V2,...; repeat for more axes (the candidates are all combinations).
+    /// Keys: lambda, iterations, seed-weight, prior, prior-contrast, prior-softness, outlier, initial
+    /// (seeds, nearest, background), drop-unseeded, fill-holes. Put the post-processing keys
+    /// last: consecutive candidates that differ only in them share one segmentation.
+    #[arg(long, value_name = "KEY=VALUES")]
+    grid: Vec<String>,
     #[command(flatten)]
     energy: EnergyArgs,
 }
@@ -46,6 +64,17 @@ struct Row {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    if !args.cv.is_empty() {
+        return super::cv::run(
+            &args.cv,
+            &args.scribbles,
+            args.folds,
+            &args.grid,
+            &args.merge,
+            &args.energy,
+            args.json.as_deref(),
+        );
+    }
     let rows = if let Some(dir) = &args.dataset {
         dataset(dir, &args)?
     } else if let Some(gt) = &args.gt {

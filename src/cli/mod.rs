@@ -2,6 +2,7 @@
 //! hands them to the library. Nothing below `src/cli/` is used by the library.
 
 mod bench;
+mod cv;
 mod eval;
 mod gen;
 mod maxflow;

@@ -2,11 +2,12 @@
 
 use anyhow::{bail, Result};
 use segcut::graph::{Connectivity, Network};
-use segcut::io::{self, LoadOptions, Rect, SeedFormat, SeedOptions};
+use segcut::io::{self, LoadOptions, MaskFormat, Rect, SeedFormat, SeedOptions};
 use segcut::io::{dimacs, overlay};
 use segcut::maxflow::SolverKind;
 use segcut::segment::model::ModelKind;
 use segcut::segment::pipeline::{ColorSpace, SegmentOptions};
+use segcut::segment::unary::{segment_probability, UNARY_LAMBDA};
 use segcut::segment::{segment, Image, Seeds};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -55,6 +56,26 @@ pub struct EnergyArgs {
     /// builds it on the GPU).
     #[arg(long)]
     cpu_build: bool,
+    /// Weight γ (nats) of the stroke-geometry prior: pixels geodesically nearer the foreground
+    /// strokes than the background strokes lean foreground, and the other way round (0: off).
+    #[arg(long, value_name = "GAMMA")]
+    prior: Option<f64>,
+    /// How much an image edge lengthens the prior's geodesic paths (0: plain distance).
+    #[arg(long, value_name = "KAPPA")]
+    prior_contrast: Option<f64>,
+    /// Softness of the prior: a length, as a fraction of the image diagonal, that keeps it gentle
+    /// where both strokes are near (0: plain ratio of distances).
+    #[arg(long, value_name = "S")]
+    prior_softness: Option<f64>,
+    /// Weight ε of a uniform outlier component in both colour models (0: off).
+    #[arg(long, value_name = "EPS")]
+    outlier: Option<f64>,
+    /// Drop foreground components that hold no foreground seed (true/false).
+    #[arg(long, value_name = "BOOL", value_parser = clap::builder::BoolishValueParser::new())]
+    drop_unseeded: Option<bool>,
+    /// Fill enclosed background holes smaller than this many pixels (0: off).
+    #[arg(long, value_name = "PIXELS")]
+    fill_holes: Option<usize>,
 }
 
 /// The `--model` name of a model kind, as `--stats-json` shows it.
@@ -74,6 +95,12 @@ pub fn color_space_name(c: ColorSpace) -> &'static str {
 }
 
 impl EnergyArgs {
+    /// Whether `--lambda` differs from the colour-model default (with `--unary` the default
+    /// becomes `UNARY_LAMBDA`, calibrated for probabilities).
+    pub fn lambda_given(&self) -> bool {
+        self.lambda != SegmentOptions::default().lambda
+    }
+
     pub fn options(&self) -> Result<SegmentOptions> {
         let mut o = SegmentOptions::default();
         if let Some(c) = &self.connectivity {
@@ -120,6 +147,33 @@ impl EnergyArgs {
         o.solver = self.solver;
         o.auto.min_gpu_nodes = self.gpu_min_nodes;
         o.gpu_build = !self.cpu_build;
+        let non_negative = |name: &str, v: f64| -> Result<f64> {
+            if !(v.is_finite() && v >= 0.0) {
+                bail!("--{name} must be a finite number ≥ 0, got {v}");
+            }
+            Ok(v)
+        };
+        if let Some(g) = self.prior {
+            o.prior.weight = non_negative("prior", g)?;
+        }
+        if let Some(k) = self.prior_contrast {
+            o.prior.contrast = non_negative("prior-contrast", k)?;
+        }
+        if let Some(v) = self.prior_softness {
+            o.prior.softness = non_negative("prior-softness", v)?;
+        }
+        if let Some(e) = self.outlier {
+            if !(0.0..1.0).contains(&e) {
+                bail!("--outlier must be in [0, 1), got {e}");
+            }
+            o.outlier = e;
+        }
+        if let Some(d) = self.drop_unseeded {
+            o.post.drop_unseeded = d;
+        }
+        if let Some(n) = self.fill_holes {
+            o.post.max_hole = n;
+        }
         Ok(o)
     }
 }
@@ -149,6 +203,17 @@ pub struct Args {
     /// Output mask: PNG (255 foreground, 0 background) for images; TIFF or NIfTI for volumes.
     #[arg(short = 'o', long = "output", value_name = "MASK")]
     output: PathBuf,
+    /// The mask's values: mask (0/255; NIfTI 0/1), binary (0/1), or opencv (grabCut's 4 states:
+    /// 0 bg seed, 1 fg seed, 2 probably bg, 3 probably fg).
+    #[arg(long, default_value = "mask", value_name = "FORMAT")]
+    output_format: MaskFormat,
+    /// A per-pixel foreground probability (8/16-bit grey PNG, float TIFF or NIfTI in [0, 1]) as
+    /// the data term instead of colour models; seeds are then optional hard constraints.
+    #[arg(long, value_name = "PROB")]
+    unary: Option<PathBuf>,
+    /// Also write the mask's contours as polygons (JSON: outer borders and holes, [x, y] points).
+    #[arg(long, value_name = "JSON")]
+    contours: Option<PathBuf>,
     /// Also write the image with the foreground tinted and its boundary drawn (volumes: the
     /// middle slice).
     #[arg(long, value_name = "PNG")]
@@ -238,6 +303,12 @@ fn plan_outputs(args: &Args) -> Result<()> {
         plan.output(p, "--overlay")?;
         overlay::format_of(p)?;
     }
+    if let Some(p) = &args.contours {
+        plan.output(p, "--contours")?;
+    }
+    if let Some(p) = &args.unary {
+        plan.input(p, "--unary")?;
+    }
     if let Some(p) = &args.stats_json {
         plan.output(p, "--stats-json")?;
     }
@@ -267,26 +338,49 @@ pub fn run(args: Args) -> Result<ExitCode> {
         seed_opts.bg_color = c;
     }
     let t = Instant::now();
-    let seeds = load_seeds(
-        &args.image,
-        &image,
-        args.seeds.as_deref(),
-        args.rect.as_ref(),
-        seed_opts,
-    )?;
+    let seeds = if args.unary.is_some() && args.seeds.is_none() && args.rect.is_none() {
+        Seeds::unknown(image.dims)
+    } else {
+        load_seeds(
+            &args.image,
+            &image,
+            args.seeds.as_deref(),
+            args.rect.as_ref(),
+            seed_opts,
+        )?
+    };
     let seeds_ms = super::ms(t.elapsed());
 
-    let seg = segment(&image, &seeds, &opts)?;
+    let seg = match &args.unary {
+        Some(p) => {
+            let prob = io::load_probability(p, image.dims)?;
+            if !args.energy.lambda_given() {
+                opts.lambda = UNARY_LAMBDA;
+            }
+            segment_probability(&image, &prob, Some(&seeds), &opts)?
+        }
+        None => segment(&image, &seeds, &opts)?,
+    };
 
     // Every output is staged (written and synced beside its target) before any is put in
     // place: a failure leaves all of them as they were.
     let t = Instant::now();
     let mut staged = vec![io::stage(
         &args.output,
-        &io::encode_mask(&args.output, &seg.mask, image.dims, Some(&image))?,
+        &io::encode_mask_as(
+            &args.output,
+            &seg.mask,
+            &seeds,
+            args.output_format,
+            Some(&image),
+        )?,
     )?];
     if let Some(p) = &args.overlay {
-        staged.push(io::stage(p, &overlay::encode(p, &image, &seg.mask, None)?)?);
+        let pic = overlay::encode_with_seeds(p, &image, &seg.mask, Some(&seeds), None)?;
+        staged.push(io::stage(p, &pic)?);
+    }
+    if let Some(p) = &args.contours {
+        staged.push(io::stage(p, &io::encode_contours(&seg.mask, image.dims)?)?);
     }
     if let (Some(p), Some(g)) = (&args.export_graph, &seg.graph) {
         let comment = format!("segcut segment {}", args.image.display());
@@ -337,7 +431,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
                    "probably_foreground": st.seed_counts[3], "probably_background": st.seed_counts[4] },
         "options": { "lambda": opts.lambda, "sigma": opts.sigma, "beta": st.beta,
                      "model": model_json(opts.model), "color_space": color_space_name(opts.color_space),
-                     "quantisation_scale": st.scale, "hard_constraint": st.hard },
+                     "quantisation_scale": st.scale, "hard_constraint": st.hard,
+                     "prior": { "weight": opts.prior.weight, "contrast": opts.prior.contrast, "softness": opts.prior.softness },
+                     "outlier": opts.outlier, "unary": args.unary.as_ref().map(|p| p.display().to_string()),
+                     "drop_unseeded": opts.post.drop_unseeded, "fill_holes": opts.post.max_hole },
+        "post_changed_pixels": st.post_changed,
         "solver": st.solver.solver, "solver_reason": st.solver.reason, "solver_requested": opts.solver, "flow": seg.flow, "energy": seg.energy, "verified": seg.verified,
         "foreground_pixels": fg, "foreground_fraction": fg as f64 / image.num_pixels() as f64,
         "times_ms": { "load_image": load_ms, "load_seeds": seeds_ms, "prepare": super::ms(st.prepare),

@@ -33,18 +33,24 @@
 //! ```
 
 pub mod dimacs;
+mod export;
 mod image;
 mod mask;
 mod memory;
 pub mod nifti;
 mod output;
 pub mod overlay;
+mod probability;
 mod raster;
 mod seeds;
 mod tiff_stack;
 
+pub use export::{
+    contours, encode_contours, encode_mask_as, save_contours, save_mask_as, Contour, MaskFormat,
+};
 pub use mask::{check_mask_path, encode_mask, encode_volume, save_mask, save_volume};
 pub use nifti::{encode_nifti, save_nifti, NiftiOptions, NiftiType, Orientation};
+pub use probability::load_probability;
 pub use seeds::{
     load_seeds, rect_seeds, rect_with_seeds, Rect, SeedFormat, SeedOptions, DEFAULT_BG_COLOR,
     DEFAULT_FG_COLOR,

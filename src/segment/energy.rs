@@ -545,7 +545,30 @@ pub fn set_tlinks(
     fg: &dyn ColorModel,
     bg: &dyn ColorModel,
 ) -> Result<()> {
+    set_tlinks_with_prior(energy, image, seeds, fg, bg, None)
+}
+
+/// [`set_tlinks`] with a per-pixel prior `δ` added to the data costs ([`super::prior`]):
+/// `D_fg += max(0, δ)`, `D_bg += max(0, −δ)`, in `f64` after the models' costs (the GPU builder
+/// adds it the same way, so both give the same capacities).
+pub fn set_tlinks_with_prior(
+    energy: &mut Energy,
+    image: &Image,
+    seeds: &Seeds,
+    fg: &dyn ColorModel,
+    bg: &dyn ColorModel,
+    prior: Option<&[f32]>,
+) -> Result<()> {
     check_seeds(image, seeds)?;
+    if let Some(p) = prior {
+        if p.len() != image.num_pixels() {
+            return Err(Error::Graph(format!(
+                "prior has {} values but the image has {} pixels",
+                p.len(),
+                image.num_pixels()
+            )));
+        }
+    }
     if image.dims != energy.graph.dims() {
         return Err(Error::Graph(format!(
             "graph is {:?} but the image is {:?}",
@@ -555,14 +578,46 @@ pub fn set_tlinks(
     }
     if image.channels == 1 {
         if let Some(table) = CostTable::new(image, fg, bg) {
-            if table.exact && table.nodes.iter().all(|c| c.0.min(c.1).is_finite()) {
+            let finite = table.nodes.iter().all(|c| c.0.min(c.1).is_finite());
+            if table.exact && finite && prior.is_none() {
                 return write_tlinks_exact(energy, image, seeds, &table);
             }
-            return write_tlinks(energy, image, seeds, |px| table.costs(px[0]));
+            return write_tlinks(energy, image, seeds, prior, |px| table.costs(px[0]));
         }
     }
-    write_tlinks(energy, image, seeds, |px| {
+    write_tlinks(energy, image, seeds, prior, |px| {
         (fg.neg_log_likelihood(px), bg.neg_log_likelihood(px))
+    })
+}
+
+/// Writes the t-links of `energy` from a foreground probability per pixel (replacing any
+/// earlier ones): hard seeds as in [`set_tlinks`], every other pixel
+/// `D_fg = −ln max(p, floor)`, `D_bg = −ln max(1 − p, floor)` (see [`super::unary`]).
+pub fn set_tlinks_probability(
+    energy: &mut Energy,
+    seeds: &Seeds,
+    prob: &[f32],
+    floor: f64,
+) -> Result<()> {
+    let dims = energy.graph.dims();
+    if seeds.dims != dims || prob.len() != seeds.labels.len() {
+        return Err(Error::Graph(format!(
+            "graph is {dims:?}, seeds {:?}, probability map {} values",
+            seeds.dims,
+            prob.len()
+        )));
+    }
+    // The probabilities as a one-channel image, for the common t-link loop.
+    let map = Image {
+        dims,
+        channels: 1,
+        data: prob.to_vec(),
+        spacing: [1.0; 3],
+        meta: Default::default(),
+    };
+    write_tlinks(energy, &map, seeds, None, |px| {
+        let p = px[0] as f64;
+        (-p.max(floor).ln(), -(1.0 - p).max(floor).ln())
     })
 }
 
@@ -678,11 +733,12 @@ fn write_tlinks_exact(
     Ok(())
 }
 
-/// The t-link loop, rows in parallel, with `costs(pixel) = (D_fg, D_bg)`.
+/// The t-link loop, rows in parallel, with `costs(pixel) = (D_fg, D_bg)` plus the prior's.
 fn write_tlinks(
     energy: &mut Energy,
     image: &Image,
     seeds: &Seeds,
+    prior: Option<&[f32]>,
     costs: impl Fn(&[f32]) -> (f64, f64) + Sync,
 ) -> Result<()> {
     let [w, h, _] = image.dims;
@@ -704,7 +760,12 @@ fn write_tlinks(
                     Seed::Foreground => (k, 0),
                     Seed::Background => (0, k),
                     _ => {
-                        let (dfg, dbg) = costs(&data[v * ch..(v + 1) * ch]);
+                        let (mut dfg, mut dbg) = costs(&data[v * ch..(v + 1) * ch]);
+                        if let Some(p) = prior {
+                            let delta = p[v] as f64;
+                            dfg += delta.max(0.0);
+                            dbg += (-delta).max(0.0);
+                        }
                         let net = (dbg - dfg) * scale;
                         if net.is_nan() || !dfg.min(dbg).is_finite() {
                             return Err(Error::Input {

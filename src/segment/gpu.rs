@@ -99,6 +99,8 @@ pub struct GpuEnergy {
     caps: CudaSlice<i32>,
     source: CudaSlice<i32>,
     sink: CudaSlice<i32>,
+    /// The stroke-geometry prior per pixel ([`GpuEnergy::set_prior`]).
+    prior: Option<CudaSlice<f32>>,
     /// The working colour space (the host computes the models' samples in it).
     pub space: WorkSpace,
     /// Model parameters from the whole working image (as [`ModelParams::from_image`]).
@@ -272,6 +274,7 @@ impl GpuEnergy {
             caps: links.caps,
             source,
             sink,
+            prior: None,
             space: ws,
             params: stats.params,
             grey_range: stats.grey_range,
@@ -287,6 +290,26 @@ impl GpuEnergy {
                 nlinks: t3 - t2,
             },
         })
+    }
+
+    /// Uploads the stroke-geometry prior ([`super::prior::prior_costs`]) that every later
+    /// [`GpuEnergy::set_tlinks`] adds to the costs, as [`energy::set_tlinks_with_prior`] does;
+    /// `None` removes it.
+    pub fn set_prior(&mut self, prior: Option<&[f32]>) -> Result<()> {
+        self.prior = match prior {
+            None => None,
+            Some(p) => {
+                if p.len() != self.shape.n as usize {
+                    return Err(Error::Graph(format!(
+                        "prior has {} values but the image has {} pixels",
+                        p.len(),
+                        self.shape.n
+                    )));
+                }
+                Some(cuda::upload(&self.stream, p, "prior")?)
+            }
+        };
+        Ok(())
     }
 
     /// Writes the t-links from the seeds and the two classes' models (as
@@ -319,6 +342,7 @@ impl GpuEnergy {
                     count,
                     lo,
                     inv_step,
+                    self.prior.as_ref(),
                     scale,
                     k,
                     &mut self.source,
@@ -343,6 +367,7 @@ impl GpuEnergy {
                     &self.seeds,
                     &models_dev,
                     &headers_dev,
+                    self.prior.as_ref(),
                     scale,
                     k,
                     &mut self.source,
@@ -770,7 +795,8 @@ fn grey_cost_nodes(
 
 /// The two classes' mixtures for `tlinks_gmm`: the component data (`[log_coef, mean, L⁻¹ lower
 /// triangle by rows]` each) and per class the header `{refit offset, refit k, seeds offset (−1:
-/// none), seeds k, ln(1 − w), ln w}`.
+/// none), seeds k, ln(1 − w), ln w, ln(1 − ε), ln(ε u)}` (`HEADER` in the kernel; the last is
+/// −∞ without an outlier component).
 fn pack_models(fg: &Blend<'_>, bg: &Blend<'_>, ch: usize) -> Result<(Vec<f64>, Vec<f64>)> {
     let mut data = Vec::new();
     let mut headers = Vec::new();
@@ -803,7 +829,8 @@ fn pack_models(fg: &Blend<'_>, bg: &Blend<'_>, ch: usize) -> Result<(Vec<f64>, V
             Some(m) => push(m, &mut data)?,
             None => (-1.0, 0.0),
         };
-        headers.extend_from_slice(&[ro, rk, so, sk, class.log_w[0], class.log_w[1]]);
+        let [keep, out] = class.outlier.unwrap_or([0.0, f64::NEG_INFINITY]);
+        headers.extend_from_slice(&[ro, rk, so, sk, class.log_w[0], class.log_w[1], keep, out]);
     }
     Ok((data, headers))
 }

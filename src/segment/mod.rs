@@ -7,11 +7,15 @@
 //! usable GPU, [`gpu`] builds the graph where it is solved.
 
 pub mod color;
+pub mod cv;
 pub mod energy;
 pub mod eval;
 pub mod gpu;
 pub mod model;
 pub mod pipeline;
+pub mod post;
+pub mod prior;
+pub mod unary;
 
 pub use crate::io::{Image, Seed, Seeds};
 pub use color::ColorSpace;

@@ -675,6 +675,8 @@ pub struct Blend<'a> {
     pub(crate) seeds: Option<&'a Model>,
     /// `ln(1 − w)` and `ln w`.
     pub(crate) log_w: [f64; 2],
+    /// `ln(1 − ε)` and `ln(ε u)` of the outlier component ([`Blend::with_outlier`]).
+    pub(crate) outlier: Option<[f64; 2]>,
 }
 
 impl<'a> Blend<'a> {
@@ -684,18 +686,47 @@ impl<'a> Blend<'a> {
             refit,
             seeds: (w > 0.0).then_some(seeds),
             log_w: [(1.0 - w).ln(), w.ln()],
+            outlier: None,
         }
     }
+
+    /// Mixes in a uniform density `u` over the image's value box (`params.range`, each side at
+    /// least 1) at weight `ε`: `p' = (1 − ε)·p + ε·u`. A colour that neither class's model has
+    /// seen then costs about `−ln(ε u)` in both, instead of whatever the models' tails say, and
+    /// the prior and the n-links decide. `ε = 0` changes nothing.
+    pub fn with_outlier(mut self, eps: f64, params: &ModelParams) -> Self {
+        if eps > 0.0 {
+            let ln_u: f64 = -params
+                .range
+                .iter()
+                .map(|r| ((r[1] - r[0]) as f64).max(1.0).ln())
+                .sum::<f64>();
+            self.outlier = Some([(1.0 - eps).ln(), eps.ln() + ln_u]);
+        }
+        self
+    }
+}
+
+/// `−ln(e^{la} + e^{lb})`, from the larger term for stability.
+fn neg_log_sum_exp(la: f64, lb: f64) -> f64 {
+    let m = la.max(lb);
+    -(m + ((la - m).exp() + (lb - m).exp()).ln())
 }
 
 impl ColorModel for Blend<'_> {
     fn neg_log_likelihood(&self, p: &[f32]) -> f64 {
         let a = self.refit.neg_log_likelihood(p);
-        let Some(seeds) = self.seeds else { return a };
-        let b = seeds.neg_log_likelihood(p);
-        // −ln((1 − w)e^{−a} + w e^{−b}), computed from the smaller cost for stability.
-        let (la, lb) = (self.log_w[0] - a, self.log_w[1] - b);
-        let m = la.max(lb);
-        -(m + ((la - m).exp() + (lb - m).exp()).ln())
+        let c = match self.seeds {
+            None => a,
+            Some(seeds) => {
+                let b = seeds.neg_log_likelihood(p);
+                // −ln((1 − w)e^{−a} + w e^{−b}).
+                neg_log_sum_exp(self.log_w[0] - a, self.log_w[1] - b)
+            }
+        };
+        match self.outlier {
+            None => c,
+            Some([keep, out]) => neg_log_sum_exp(keep - c, out),
+        }
     }
 }

@@ -22,6 +22,8 @@ use super::color::{to_color_space, WorkSpace};
 use super::energy::{self, Energy, EnergyOptions};
 use super::gpu::{GpuEnergy, GpuTimes};
 use super::model::{Blend, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
+use super::post::{post_process, PostProcess};
+use super::prior::{prior_costs, SpatialPrior};
 use crate::cuda::gpu_unavailable_reason;
 use crate::graph::{Connectivity, GridGraph};
 use crate::io::{Image, Seed, Seeds};
@@ -67,10 +69,21 @@ pub struct SegmentOptions {
     /// `auto`) and the input is covered ([`gpu::supported`](super::gpu::supported)); false
     /// builds on the CPU.
     pub gpu_build: bool,
+    /// The stroke-geometry prior on the unlabelled pixels ([`super::prior`]); weight 0 turns it
+    /// off.
+    pub prior: SpatialPrior,
+    /// Weight `ε` of a uniform outlier component in each class's colour likelihood
+    /// ([`Blend::with_outlier`]); 0 turns it off.
+    pub outlier: f64,
+    /// Clean-up of the final mask ([`super::post`]); the default changes nothing.
+    pub post: PostProcess,
+    /// Which pixels the first round's models are fitted on.
+    pub initial: InitialModels,
 }
 
 impl Default for SegmentOptions {
-    /// Tuned on the GrabCut-BSDS dev set for generality (see `docs/segmentation.md`).
+    /// Chosen by cross-validation over the 39 dev photos (GrabCut-BSDS dev and extra dev, both
+    /// scribble sets; see `docs/segmentation.md`).
     fn default() -> Self {
         SegmentOptions {
             connectivity: None,
@@ -85,6 +98,19 @@ impl Default for SegmentOptions {
             verify: true,
             keep_graph: false,
             gpu_build: true,
+            // Chosen by 5-fold cross-validation over the 39 dev photos and both scribble sets
+            // (docs/segmentation.md, "Choosing the defaults").
+            prior: SpatialPrior {
+                weight: 10.0,
+                contrast: 3.0,
+                softness: 0.15,
+            },
+            outlier: 0.0,
+            post: PostProcess {
+                drop_unseeded: true,
+                max_hole: 0,
+            },
+            initial: InitialModels::Seeds,
         }
     }
 }
@@ -161,6 +187,8 @@ pub struct SegmentStats {
     pub solver: Choice,
     /// One entry per round run.
     pub iterations: Vec<IterationStats>,
+    /// Pixels that [`SegmentOptions::post`] changed after the last cut.
+    pub post_changed: usize,
 }
 
 impl SegmentStats {
@@ -173,7 +201,8 @@ impl SegmentStats {
 /// The result of [`segment`].
 #[derive(Clone, Debug)]
 pub struct Segmentation {
-    /// One per pixel: true = foreground (the source side of the cut).
+    /// One per pixel: true = foreground (the source side of the last cut, then
+    /// [`SegmentOptions::post`] if it is set: see [`SegmentStats::post_changed`]).
     pub mask: Vec<bool>,
     /// Maximum flow of the last cut (capacity units).
     pub flow: i64,
@@ -319,6 +348,81 @@ fn fit_seed_models(
     )
 }
 
+/// Which pixels the first round's models are fitted on.
+///
+/// | choice | foreground model | background model |
+/// |--------|------------------|------------------|
+/// | `Seeds` | foreground seeds (hard and soft) | background seeds |
+/// | `NearestStroke` | + unlabelled pixels geodesically nearer a foreground stroke ([`super::prior`]) | + the other unlabelled pixels |
+/// | `UnlabelledBackground` | foreground seeds | + every unlabelled pixel (GrabCut's rectangle rule) |
+///
+/// The refit rounds' blend partner ([`SegmentOptions::seed_weight`]) is always the seeds' model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InitialModels {
+    /// The seeds alone.
+    #[default]
+    Seeds,
+    /// Seeds plus the unlabelled pixels by their nearest stroke.
+    NearestStroke,
+    /// Seeds, and every unlabelled pixel in the background.
+    UnlabelledBackground,
+}
+
+/// The prior's per-pixel `δ` when the prior or the initial fit needs it (weight 1 when only the
+/// initial fit does: it uses the sign).
+fn initial_geometry(
+    image: &Image,
+    seeds: &Seeds,
+    opts: &SegmentOptions,
+) -> Result<Option<Vec<f32>>> {
+    if opts.prior.weight > 0.0 {
+        return prior_costs(image, seeds, &opts.prior);
+    }
+    if opts.initial == InitialModels::NearestStroke {
+        let unit = SpatialPrior {
+            weight: 1.0,
+            ..opts.prior
+        };
+        return prior_costs(image, seeds, &unit);
+    }
+    Ok(None)
+}
+
+/// The first round's models when [`SegmentOptions::initial`] asks for more than the seeds
+/// (`None`: the seeds' models are the first round's).
+fn fit_initial_models(
+    work: &Work,
+    params: &ModelParams,
+    opts: &SegmentOptions,
+    seeds: &Seeds,
+    geometry: Option<&[f32]>,
+    buf: &mut Vec<f32>,
+) -> Result<Option<(Model, Model)>> {
+    let l = &seeds.labels;
+    let is_fg = |i: usize| matches!(l[i], Seed::Foreground | Seed::ProbablyForeground);
+    let is_bg = |i: usize| matches!(l[i], Seed::Background | Seed::ProbablyBackground);
+    let models = match (opts.initial, geometry) {
+        (InitialModels::Seeds, _) | (InitialModels::NearestStroke, None) => return Ok(None),
+        (InitialModels::NearestStroke, Some(g)) => fit_models(
+            work,
+            params,
+            opts.model,
+            |i| is_fg(i) || (l[i] == Seed::Unknown && g[i] < 0.0),
+            |i| is_bg(i) || (l[i] == Seed::Unknown && g[i] >= 0.0),
+            buf,
+        )?,
+        (InitialModels::UnlabelledBackground, _) => fit_models(
+            work,
+            params,
+            opts.model,
+            is_fg,
+            |i| is_bg(i) || l[i] == Seed::Unknown,
+            buf,
+        )?,
+    };
+    Ok(Some(models))
+}
+
 /// Fits the models on the seeds and builds the first round's graph (what `--export-graph`
 /// writes).
 pub fn build_graph(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Energy> {
@@ -367,6 +471,10 @@ struct Rounds<'a> {
     host: MaxFlow,
     device: CudaGrid,
     buf: Vec<f32>,
+    /// The stroke-geometry prior's `δ` per pixel when the prior or the first fit needs it.
+    geometry: Option<Vec<f32>>,
+    /// The prior the t-links add (`None`: off).
+    prior: Option<Vec<f32>>,
 }
 
 /// One round's cut and the solver that made it.
@@ -406,7 +514,10 @@ fn check_options(image: &Image, opts: &SegmentOptions) -> Result<()> {
     if opts.iterations == 0 {
         return bad("iterations must be at least 1".into());
     }
-    Ok(())
+    if !(0.0..1.0).contains(&opts.outlier) {
+        return bad(format!("outlier must be in [0, 1), got {}", opts.outlier));
+    }
+    opts.prior.check()
 }
 
 /// Segments `image` given `seeds`.
@@ -431,12 +542,18 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
     for round in 0..opts.iterations {
         let t0 = Instant::now();
         let (fg, bg) = r.fit(round, &mask)?;
-        if round == 0 {
+        let (fg, bg) = if round == 0 {
             seed_models = Some((fg.clone(), bg.clone()));
-        }
+            r.initial_models()?.unwrap_or((fg, bg))
+        } else {
+            (fg, bg)
+        };
         let (sf, sb) = seed_models.as_ref().expect("set in round 0");
         let w = if round > 0 { opts.seed_weight } else { 0.0 };
-        let (fg, bg) = (Blend::new(fg, sf, w), Blend::new(bg, sb, w));
+        let (fg, bg) = (
+            Blend::new(fg, sf, w).with_outlier(opts.outlier, &r.params),
+            Blend::new(bg, sb, w).with_outlier(opts.outlier, &r.params),
+        );
         let models = t0.elapsed();
         let cut = r.cut(&fg, &bg)?;
         let (changed, foreground) = apply_cut(&mut mask, &cut.solved.cut.sink_side);
@@ -461,6 +578,7 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
             break;
         }
     }
+    let (mask, post_changed) = post_process(&mask, seeds, &opts.post)?;
     let (stats, kept) = r.finish(SegmentStats {
         dims: image.dims,
         connectivity: opts.connectivity_for(image),
@@ -475,6 +593,7 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
         gpu_build_declined,
         solver: ran,
         iterations: rounds,
+        post_changed,
     })?;
     Ok(Segmentation {
         mask,
@@ -528,6 +647,17 @@ impl<'a> Rounds<'a> {
                 (Work::Host(work), params)
             }
         };
+        // From the input image (checked by now), not the working space: the GPU build never
+        // converts the whole image on the host.
+        let geometry = initial_geometry(image, seeds, opts)?;
+        let prior = if opts.prior.weight > 0.0 {
+            geometry.clone()
+        } else {
+            None
+        };
+        if let Some(d) = device.as_mut() {
+            d.set_prior(prior.as_deref())?;
+        }
         // The host solver runs what was chosen (BK, or cuda-grid on a CPU-built graph); the
         // certificate is checked here, per round, on whichever graph was cut.
         let host = MaxFlow::new(SolveOptions {
@@ -548,6 +678,8 @@ impl<'a> Rounds<'a> {
             host,
             device: CudaGrid::default(),
             buf: Vec::new(),
+            geometry,
+            prior,
         };
         Ok((rounds, declined))
     }
@@ -560,6 +692,19 @@ impl<'a> Rounds<'a> {
         } else {
             fit_models(work, params, kind, |i| mask[i], |i| !mask[i], &mut self.buf)
         }
+    }
+
+    /// The first round's models when [`SegmentOptions::initial`] asks for more than the seeds.
+    fn initial_models(&mut self) -> Result<Option<(Model, Model)>> {
+        let g = self.geometry.as_deref();
+        fit_initial_models(
+            &self.work,
+            &self.params,
+            self.opts,
+            self.seeds,
+            g,
+            &mut self.buf,
+        )
     }
 
     /// Sets the t-links from the models (building the n-links on first use) and cuts.
@@ -575,7 +720,8 @@ impl<'a> Rounds<'a> {
         };
         let (solved, t2, t3) = match g {
             Graph::Host(e) => {
-                energy::set_tlinks(e, self.work.image(), self.seeds, fg, bg)?;
+                let prior = self.prior.as_deref();
+                energy::set_tlinks_with_prior(e, self.work.image(), self.seeds, fg, bg, prior)?;
                 let t2 = Instant::now();
                 let mut solved = self.host.solve(&e.graph)?;
                 let t3 = Instant::now();
