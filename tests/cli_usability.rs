@@ -152,9 +152,17 @@ fn stats_json_uses_stable_names_and_the_solver_that_ran() {
 
 #[test]
 fn every_listed_bench_suite_is_accepted() {
+    // The photo suite reads the dev set before filtering; name it (packed tests run elsewhere).
+    let Some(shared) = common::shared_data() else {
+        return;
+    };
+    let data = shared.join("segmentation/grabcut-bsds-dev");
+    let data = data.to_str().unwrap();
     for suite in segcut::bench::SUITES {
         let o = segcut(&[
             "bench",
+            "--data",
+            data,
             "--suite",
             suite,
             "--max-nodes",

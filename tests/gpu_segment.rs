@@ -7,6 +7,7 @@ mod common;
 
 use common::gpu_or_skip;
 use segcut::graph::{Connectivity, FlowNetwork, GridGraph};
+use segcut::maxflow::SolverKind;
 
 use segcut::io::{load_image, load_seeds};
 use segcut::rng::Rng;
@@ -532,10 +533,15 @@ fn both_builds(
     image: &Image,
     seeds: &Seeds,
 ) -> (segcut::segment::Segmentation, segcut::segment::Segmentation) {
-    let on_gpu = segment(image, seeds, &SegmentOptions::default()).unwrap();
+    // cuda-grid by name: `auto` would solve small test images on the CPU.
+    let gpu_opts = SegmentOptions {
+        solver: SolverKind::CudaGrid,
+        ..SegmentOptions::default()
+    };
+    let on_gpu = segment(image, seeds, &gpu_opts).unwrap();
     let cpu_opts = SegmentOptions {
         gpu_build: false,
-        ..SegmentOptions::default()
+        ..gpu_opts
     };
     let on_cpu = segment(image, seeds, &cpu_opts).unwrap();
     assert!(on_gpu.verified && on_cpu.verified);

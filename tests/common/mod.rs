@@ -84,7 +84,9 @@ pub fn segcut_bin() -> PathBuf {
     if built.exists() {
         return built;
     }
-    PathBuf::from(".gpu/bin/segcut")
+    // Absolute, because tests run the binary from temporary working directories.
+    let packed = PathBuf::from(".gpu/bin/segcut");
+    std::fs::canonicalize(&packed).unwrap_or(packed)
 }
 
 /// The repository root: where cargo built the tests, or the working directory (packed tests).
