@@ -157,6 +157,9 @@ impl Solver for CudaGrid {
         timed(|| {
             let t0 = Instant::now();
             let dg = upload(g)?;
+            // Copies from pageable memory return before they finish: wait, so that the upload
+            // is counted as build time and not as the solve's.
+            cuda::sync(&dg.stream)?;
             let upload_time = t0.elapsed();
             let solved = self.phase_one(dg, flows)?;
             let mut s = Solved::new(solved.cut.clone(), SolverKind::CudaGrid);
