@@ -197,7 +197,9 @@ impl Graph {
                     }
                 }
                 if a < 0 || b < 0 {
-                    return Err(format!("edge {k} ({u} → {v}): negative capacity ({a}, {b})"));
+                    return Err(format!(
+                        "edge {k} ({u} → {v}): negative capacity ({a}, {b})"
+                    ));
                 }
                 if a + b > Cap::MAX as i64 {
                     return Err(format!(
@@ -235,7 +237,10 @@ impl Graph {
     ) -> PyResult<()> {
         let t = Instant::now();
         let i = i.view(count, "i")?;
-        let (s, k) = (source.view(count, "cap_source")?, sink.view(count, "cap_sink")?);
+        let (s, k) = (
+            source.view(count, "cap_source")?,
+            sink.view(count, "cap_sink")?,
+        );
         let n = self.n() as i64;
         let mut next = self.terminals.clone();
         let res = py.detach(|| {
@@ -292,7 +297,9 @@ impl Graph {
             .cut
             .flow
             .checked_add(self.terminals.constant)
-            .ok_or_else(|| PyValueError::new_err("capacity overflow: the flow overflows 64 bits"))?;
+            .ok_or_else(|| {
+                PyValueError::new_err("capacity overflow: the flow overflows 64 bits")
+            })?;
         let mut solved = solved;
         solved.stats.build += build;
         self.arc_of_pair = arcs;
@@ -302,7 +309,10 @@ impl Graph {
 
     /// The sink side of the last cut, one bool per node (True: sink segment).
     fn segments<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<bool>>> {
-        Ok(PyArray1::from_vec(py, self.last()?.solved.cut.sink_side.clone()))
+        Ok(PyArray1::from_vec(
+            py,
+            self.last()?.solved.cut.sink_side.clone(),
+        ))
     }
 
     /// The last solve's solver, certificate and times.
@@ -366,16 +376,12 @@ impl Graph {
         let g = py
             .detach(|| -> segcut::Result<CsrGraph> {
                 let mut first: Option<Network> = None;
-                segcut::io::dimacs::read_instances(
-                    &path,
-                    &Default::default(),
-                    |inst| {
-                        if first.is_none() {
-                            first = Some(inst.network);
-                        }
-                        Ok(())
-                    },
-                )?;
+                segcut::io::dimacs::read_instances(&path, &Default::default(), |inst| {
+                    if first.is_none() {
+                        first = Some(inst.network);
+                    }
+                    Ok(())
+                })?;
                 let net = first.ok_or_else(|| segcut::Error::Input {
                     file: path.display().to_string(),
                     msg: "no max-flow instance in the file".into(),

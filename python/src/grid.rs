@@ -209,7 +209,13 @@ impl Grid {
             .connectivity()
             .offsets()
             .iter()
-            .map(|&[dx, dy, dz]| if nd == 2 { vec![dy, dx] } else { vec![dz, dy, dx] })
+            .map(|&[dx, dy, dz]| {
+                if nd == 2 {
+                    vec![dy, dx]
+                } else {
+                    vec![dz, dy, dx]
+                }
+            })
             .collect()
     }
 
@@ -311,15 +317,13 @@ impl Grid {
     }
 
     /// Adds `source[p]` to every node's source arc and `sink[p]` to its sink arc.
-    fn add_tedges(
-        &mut self,
-        py: Python<'_>,
-        source: Values<'_>,
-        sink: Values<'_>,
-    ) -> PyResult<()> {
+    fn add_tedges(&mut self, py: Python<'_>, source: Values<'_>, sink: Values<'_>) -> PyResult<()> {
         let t = Instant::now();
         let n = self.n();
-        let (s, k) = (source.view(n, "source capacities")?, sink.view(n, "sink capacities")?);
+        let (s, k) = (
+            source.view(n, "source capacities")?,
+            sink.view(n, "sink capacities")?,
+        );
         let shape = &self.shape;
         let mut next = self.terminals.clone();
         let res = py.detach(|| {
@@ -362,7 +366,9 @@ impl Grid {
             .cut
             .flow
             .checked_add(self.terminals.constant)
-            .ok_or_else(|| PyValueError::new_err("capacity overflow: the flow overflows 64 bits"))?;
+            .ok_or_else(|| {
+                PyValueError::new_err("capacity overflow: the flow overflows 64 bits")
+            })?;
         self.last = Some(LastSolve { solved, flow });
         Ok(flow)
     }
@@ -419,8 +425,11 @@ impl Grid {
             Network::Grid(self.g.clone())
         } else {
             // A grid file has no source → sink arc to carry the constant: write a general graph.
-            let csr = crate::graph::with_constant(self.g.to_csr().map_err(py_err)?, self.terminals.constant)
-                .map_err(py_err)?;
+            let csr = crate::graph::with_constant(
+                self.g.to_csr().map_err(py_err)?,
+                self.terminals.constant,
+            )
+            .map_err(py_err)?;
             Network::Csr(csr)
         };
         py.detach(|| segcut::io::dimacs::write_max_file(&path, &net, &[&comment]))

@@ -5,7 +5,9 @@
 //! builds segcut's graphs from them, solves with the GIL released, and returns numpy arrays that
 //! numpy owns. Nothing here prints.
 
-use pyo3::exceptions::{PyFileNotFoundError, PyMemoryError, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyMemoryError, PyOSError, PyRuntimeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use segcut::maxflow::{Solved, SolverKind};

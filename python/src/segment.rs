@@ -26,8 +26,18 @@ impl Pixels<'_> {
     fn to_f32(&self) -> PyResult<Vec<f32>> {
         let contiguous = || PyValueError::new_err("image must be a C-contiguous array");
         Ok(match self {
-            Pixels::U8(a) => a.as_slice().map_err(|_| contiguous())?.iter().map(|&v| v as f32).collect(),
-            Pixels::U16(a) => a.as_slice().map_err(|_| contiguous())?.iter().map(|&v| v as f32).collect(),
+            Pixels::U8(a) => a
+                .as_slice()
+                .map_err(|_| contiguous())?
+                .iter()
+                .map(|&v| v as f32)
+                .collect(),
+            Pixels::U16(a) => a
+                .as_slice()
+                .map_err(|_| contiguous())?
+                .iter()
+                .map(|&v| v as f32)
+                .collect(),
             Pixels::F32(a) => a.as_slice().map_err(|_| contiguous())?.to_vec(),
         })
     }
@@ -39,9 +49,10 @@ where
     T: for<'a> FromPyObject<'a, 'py, Error = PyErr>,
 {
     match opts.get_item(key)? {
-        Some(v) if !v.is_none() => v.extract::<T>().map(Some).map_err(|e| {
-            PyTypeError::new_err(format!("option {key}: {e}"))
-        }),
+        Some(v) if !v.is_none() => v
+            .extract::<T>()
+            .map(Some)
+            .map_err(|e| PyTypeError::new_err(format!("option {key}: {e}"))),
         _ => Ok(None),
     }
 }
@@ -255,11 +266,9 @@ pub fn segment<'py>(
         (Some(r), None) => rect_seeds(dims, &r).map_err(py_err)?,
         (None, Some(s)) => s,
         (None, None) if unary.is_some() => Seeds::unknown(dims),
-        (None, None) => {
-            return Err(PyValueError::new_err(
-                "give seeds (an array of 0-4 labels), a rect (x, y, w, h) or a unary probability map",
-            ))
-        }
+        (None, None) => return Err(PyValueError::new_err(
+            "give seeds (an array of 0-4 labels), a rect (x, y, w, h) or a unary probability map",
+        )),
     };
     let prob = match &unary {
         Some(a) => {

@@ -64,9 +64,11 @@ def test_options_change_the_result_and_match_the_cli_defaults():
     )
     np.testing.assert_array_equal(default, same)
     assert default.result.extra["connectivity"] == 8
-    # A huge smoothness weight removes everything but what the hard seeds force.
-    smooth = segcut.segment(img, seeds, **{"lambda": 1e6}, iterations=1, prior=0)
-    assert smooth.sum() != default.sum()
+    # The options reach the pipeline: a larger smoothness weight raises the energy of the
+    # (same) boundary; iterations and the solver are what the result reports.
+    smooth = segcut.segment(img, seeds, **{"lambda": 1000}, iterations=1, solver="dinic")
+    assert smooth.result.extra["energy"] > default.result.extra["energy"]
+    assert smooth.result.extra["iterations"] == 1 and smooth.result.solver == "dinic"
     hist = segcut.segment(img, seeds, model="hist", bins=8, connectivity=4, solver="bk")
     assert accuracy(hist, truth) > 0.95 and hist.result.solver == "bk"
 
