@@ -9,11 +9,16 @@ import segcut
 
 
 def test_other_threads_run_during_a_solve():
+    # A segmentation-like problem (two regions and noise): large, yet solved in well under a
+    # second (random capacities would take BK a minute).
     rng = np.random.default_rng(0)
-    shape = (1000, 1000)
+    shape = (1500, 1500)
+    img = np.zeros(shape)
+    img[300:1200, 400:1100] = 100
+    img += rng.normal(0, 30, size=shape)
     g = segcut.Grid(shape, connectivity=8)
-    g.add_grid_edges(rng.integers(0, 100, size=shape), structure=segcut.moore_structure(2), symmetric=True)
-    g.add_grid_tedges(rng.integers(0, 300, size=shape), rng.integers(0, 300, size=shape))
+    g.add_grid_edges(6, structure=segcut.moore_structure(2, directed=True), symmetric=True)
+    g.add_grid_tedges(np.rint(np.abs(img - 100) / 4), np.rint(np.abs(img) / 4))
     span = {}
 
     def work():
