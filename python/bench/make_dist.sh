@@ -5,10 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf dist
-maturin build --release --out dist
+maturin build --release --strip --out dist
 for v in 3.10 3.11 3.12; do
     pip download -q --only-binary=:all: --python-version "$v" \
         --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
-        -d dist/wheels numpy pytest PyMaxflow
+        -d dist/wheels numpy pytest PyMaxflow exceptiongroup tomli
 done
 du -sh dist dist/wheels

@@ -108,8 +108,9 @@ class Certificate:
 class SolveResult:
     """What a solve did: the flow, the solver that ran and why, and per-phase times (seconds).
 
-    ``times`` keys: ``construct`` (all ``add_*`` calls so far), ``build`` (the solver's own
-    graph set-up, e.g. the upload to the GPU), ``solve``, ``verify``; :func:`segment` results
+    ``times`` keys: ``construct`` (all ``add_*`` calls so far), ``prepare`` (terminal
+    capacities put in place and the graph checked, or the general graph assembled), ``build``
+    (the solver's own graph set-up, e.g. the upload to the GPU), ``solve``, ``verify``; :func:`segment` results
     have ``convert``, ``prepare``, ``models``, ``graph``, ``solve``, ``verify``, ``total``.
     """
 

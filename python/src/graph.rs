@@ -300,10 +300,12 @@ impl Graph {
             .ok_or_else(|| {
                 PyValueError::new_err("capacity overflow: the flow overflows 64 bits")
             })?;
-        let mut solved = solved;
-        solved.stats.build += build;
         self.arc_of_pair = arcs;
-        self.last = Some(LastSolve { solved, flow });
+        self.last = Some(LastSolve {
+            solved,
+            flow,
+            prepare: build,
+        });
         Ok(flow)
     }
 
@@ -318,7 +320,7 @@ impl Graph {
     /// The last solve's solver, certificate and times.
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let last = self.last()?;
-        solve_info(py, &last.solved, last.flow, self.construct, Duration::ZERO)
+        solve_info(py, &last.solved, last.flow, self.construct, last.prepare)
     }
 
     /// Flows of the last solve (`maxflow(flows=True)`): the net flow `i → j` of every added

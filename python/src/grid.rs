@@ -117,6 +117,8 @@ impl ValuesRef<'_> {
 pub(crate) struct LastSolve {
     pub solved: Solved,
     pub flow: i64,
+    /// Terminal capacities put in place and the graph checked, before the solver's own build.
+    pub prepare: Duration,
 }
 
 /// The native grid: capacities in a [`GridGraph`] (arcs) and [`Terminals`].
@@ -353,12 +355,14 @@ impl Grid {
         opts.verify = verify;
         opts.auto.min_gpu_nodes = gpu_min_nodes;
         py.check_signals()?;
+        let t = Instant::now();
         self.with_terminals()?;
         let g = &self.g;
-        let solved = py
-            .detach(|| -> segcut::Result<Solved> {
+        let (prepare, solved) = py
+            .detach(|| -> segcut::Result<(Duration, Solved)> {
                 g.validate()?;
-                solve(g, &opts)
+                let prepare = t.elapsed();
+                Ok((prepare, solve(g, &opts)?))
             })
             .map_err(py_err)?;
         py.check_signals()?;
@@ -369,7 +373,11 @@ impl Grid {
             .ok_or_else(|| {
                 PyValueError::new_err("capacity overflow: the flow overflows 64 bits")
             })?;
-        self.last = Some(LastSolve { solved, flow });
+        self.last = Some(LastSolve {
+            solved,
+            flow,
+            prepare,
+        });
         Ok(flow)
     }
 
@@ -384,7 +392,7 @@ impl Grid {
     /// The last solve's solver, certificate and times.
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let last = self.last()?;
-        solve_info(py, &last.solved, last.flow, self.construct, Duration::ZERO)
+        solve_info(py, &last.solved, last.flow, self.construct, last.prepare)
     }
 
     /// Arc flows of the last solve (asked for with `flows=True`): `(arcs, source, sink)`, arcs
