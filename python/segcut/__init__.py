@@ -7,7 +7,9 @@ Three entry points:
 * :class:`Grid` -- a PyMaxflow-style grid graph (``add_grid_edges``, ``add_grid_tedges``,
   ``maxflow``, ``get_grid_segments``) built from numpy arrays in bulk;
 * :class:`Graph` -- a general graph from bulk edge arrays, per-edge flows on request, DIMACS
-  ``.max`` files in and out.
+  ``.max`` files in and out;
+* :func:`stereo` and :func:`alpha_expansion` -- multi-label problems (disparity maps, any Potts
+  or truncated-linear labelling) by α-expansion, each move an exact cut.
 
 Every cut is certified (its capacity equals the flow) unless ``verify=False``. The GIL is
 released while graphs are built and solved, so threads run in parallel. Nothing is printed.
@@ -18,9 +20,9 @@ released while graphs are built and solved, so threads run in parallel. Nothing 
 >>> g.add_grid_tedges(np.array([[5, 0, 0], [5, 0, 0]]), np.array([[0, 0, 5], [0, 0, 5]]))
 >>> g.maxflow()
 2
->>> g.get_grid_segments().astype(int)
-array([[0, 1, 1],
-       [0, 1, 1]])
+>>> g.get_grid_segments().astype(int)  # the smallest sink side: the middle column is a tie
+array([[0, 0, 1],
+       [0, 0, 1]])
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ from . import _segcut
 
 __all__ = [
     "segment",
+    "stereo",
+    "alpha_expansion",
+    "Disparity",
+    "Labels",
     "Grid",
     "Graph",
     "Mask",
@@ -251,8 +257,8 @@ class Grid:
 
         >>> g = segcut.Grid((2, 2))
         >>> g.add_grid_tedges(np.array([[4, 0], [0, 0]]), 1)
-        >>> g.maxflow()
-        4
+        >>> g.maxflow()  # node (0, 0) passes 1; the others have no source capacity
+        1
         """
         s = _int_values(source_caps, self.shape, "source_caps")
         t = _int_values(sink_caps, self.shape, "sink_caps")
@@ -300,9 +306,9 @@ class Grid:
         shape: True for the sink segment (PyMaxflow's convention). The sink segment is the set
         of nodes that can still reach the sink, the same for every maximum flow.
 
-        >>> g = segcut.Grid((1, 2)); g.add_grid_tedges(np.array([[1, 0]]), np.array([[0, 1]]))
-        >>> g.maxflow(); g.get_grid_segments()
-        2
+        >>> g = segcut.Grid((1, 2)); g.add_grid_tedges(np.array([[3, 0]]), np.array([[0, 3]]))
+        >>> g.add_grid_edges(1, symmetric=True); g.maxflow(); g.get_grid_segments()
+        1
         array([[False,  True]])
         """
         return self._g.segments()
@@ -453,8 +459,9 @@ class Graph:
     def get_segments(self) -> np.ndarray:
         """One bool per node: True for the sink segment.
 
-        >>> g = segcut.Graph(2); g.add_tedges([0, 1], [1, 0], [0, 1]); g.maxflow()
-        2
+        >>> g = segcut.Graph(2); g.add_edges(0, 1, 1); g.add_tedges([0, 1], [3, 0], [0, 3])
+        >>> g.maxflow()
+        1
         >>> g.get_segments()
         array([False,  True])
         """
@@ -489,7 +496,8 @@ class Graph:
         """Reads a DIMACS ``.max`` file (also ``.gz``, ``.bz2``; the first instance of an
         archive), grids included, as a general graph.
 
-        >>> segcut.Graph.read_max("/tmp/two.max").num_edges
+        >>> g = segcut.Graph(2); g.add_edges([0], [1], [3]); g.write_max("/tmp/segcut-doc.max")
+        >>> segcut.Graph.read_max("/tmp/segcut-doc.max").num_edges
         1
         """
         g = cls.__new__(cls)
@@ -679,5 +687,224 @@ def segment(
         u = np.ascontiguousarray(u, dtype=np.float32)
     mask, info = _segcut.segment(img, list(shape), channels, s, r, u, options)
     out = mask.view(Mask)
+    out.result = SolveResult._from(info)
+    return out
+
+
+class Disparity(np.ndarray):
+    """The float32 disparity map :func:`stereo` returns, with its :class:`SolveResult` in
+    :attr:`result` (``extra``: ``energy``, ``initial_energy``, ``passes``, ``moves``,
+    ``converged``)."""
+
+    result: SolveResult
+
+    def __array_finalize__(self, obj: Any) -> None:
+        if obj is not None:
+            self.result = getattr(obj, "result", None)
+
+
+class Labels(np.ndarray):
+    """The label array :func:`alpha_expansion` returns, with its :class:`SolveResult` in
+    :attr:`result` (as :class:`Disparity`)."""
+
+    result: SolveResult
+
+    def __array_finalize__(self, obj: Any) -> None:
+        if obj is not None:
+            self.result = getattr(obj, "result", None)
+
+
+_STEREO_OPTIONS = (
+    "data",
+    "truncation",
+    "census_weight",
+    "smoothness",
+    "lambda",
+    "contrast_threshold",
+    "contrast_factor",
+    "connectivity",
+    "iterations",
+    "solver",
+    "verify",
+    "gpu_min_nodes",
+)
+
+
+def _view_pixels(a: Any, what: str) -> Tuple[np.ndarray, Tuple[int, ...], int]:
+    img = np.asarray(a)
+    if img.dtype.kind not in "biuf":
+        raise TypeError(f"{what} must be a numeric array, got dtype {img.dtype}")
+    if img.ndim == 2:
+        shape, ch = img.shape, 1
+    elif img.ndim == 3 and img.shape[2] in (1, 3, 4):
+        if img.shape[2] == 4:
+            img = img[..., :3]
+        shape, ch = img.shape[:2], img.shape[2]
+    else:
+        raise ValueError(f"{what} must be (rows, cols) or (rows, cols, 1|3|4), got shape {img.shape}")
+    if img.dtype in (np.uint8, np.uint16, np.float32):
+        img = np.ascontiguousarray(img)
+    else:
+        img = np.ascontiguousarray(img, dtype=np.float32)
+    return img, tuple(shape), ch
+
+
+def stereo(
+    left: Any,
+    right: Any,
+    num_disparities: int = 16,
+    min_disparity: int = 0,
+    **options: Any,
+) -> Disparity:
+    """The disparity map of a rectified stereo pair by α-expansion graph cuts (``segcut
+    stereo``): a float32 array of the left view's shape, ``min_disparity ..
+    min_disparity + num_disparities - 1``, with ``.result``.
+
+    ``left`` / ``right``: ``(rows, cols)`` grey or ``(rows, cols, 3)`` colour, same shape.
+    ``options`` are ``segcut stereo``'s flags with ``_`` for ``-`` and its defaults: ``data``
+    ("bt-census" or "bt"), ``truncation`` (20), ``census_weight`` (1), ``smoothness`` ("potts"
+    or "linear:T"), ``lambda`` / ``lambda_`` (20), ``contrast_threshold`` (5),
+    ``contrast_factor`` (2), ``connectivity`` (4 or 8), ``iterations`` (passes; until
+    convergence), ``solver`` ("auto"), ``verify`` (False: a certificate per move),
+    ``gpu_min_nodes``.
+
+    >>> tex = lambda x, y: ((x * 37 + y * 11) % 23) * 11
+    >>> y, x = np.mgrid[0:8, 0:24]
+    >>> d = segcut.stereo(tex(x, y).astype(np.uint8), tex(x + 3, y).astype(np.uint8), 6)
+    >>> float(d[4, 10])
+    3.0
+    """
+    if "lambda_" in options:
+        options["lambda"] = options.pop("lambda_")
+    unknown = sorted(set(options) - set(_STEREO_OPTIONS))
+    if unknown:
+        raise TypeError(f"stereo() got unknown option(s) {', '.join(unknown)}; options: {', '.join(_STEREO_OPTIONS)}")
+    l, shape, ch = _view_pixels(left, "left")
+    r, rshape, rch = _view_pixels(right, "right")
+    if (shape, ch) != (rshape, rch):
+        raise ValueError(f"left is {shape} × {ch} channel(s) but right is {rshape} × {rch}")
+    if r.dtype != l.dtype:
+        r = r.astype(l.dtype)
+    opts = dict(options)
+    opts["num_disparities"] = int(num_disparities)
+    opts["min_disparity"] = int(min_disparity)
+    if "iterations" in opts:
+        opts["max_passes"] = opts.pop("iterations")
+    disp, info = _segcut.stereo(l, r, list(shape), ch, opts)
+    out = disp.view(Disparity)
+    out.result = SolveResult._from(info)
+    return out
+
+
+def _pairwise_of(pairwise: Any, truncation: Optional[int], labels: int) -> Tuple[Optional[int], int]:
+    """``(truncation or None for Potts, weight factor)`` of a ``pairwise`` argument."""
+    if isinstance(pairwise, str):
+        if pairwise == "potts":
+            if truncation is not None:
+                raise ValueError("truncation is for pairwise='linear'")
+            return None, 1
+        if pairwise == "linear":
+            if truncation is None or int(truncation) < 1:
+                raise ValueError("pairwise='linear' needs truncation >= 1")
+            return int(truncation), 1
+        raise ValueError(f"pairwise must be 'potts', 'linear' or an (L, L) matrix, got {pairwise!r}")
+    v = np.asarray(pairwise)
+    if v.shape != (labels, labels):
+        raise ValueError(f"a pairwise matrix must be ({labels}, {labels}), got {v.shape}")
+    if labels < 2:
+        return None, 0
+    c = v[0, 1]
+    a, b = np.meshgrid(np.arange(labels), np.arange(labels), indexing="ij")
+    if c >= 0 and c == int(c) and np.array_equal(v, c * (a != b)):
+        return None, int(c)
+    dist = np.abs(a - b)
+    if c > 0 and c == int(c):
+        t = int(round(float(v.max()) / float(c)))
+        if t >= 1 and np.array_equal(v, c * np.minimum(dist, t)):
+            return t, int(c)
+    raise ValueError(
+        "the pairwise matrix must be w·Potts (w off the diagonal, 0 on it) or w·min(|a − b|, T) "
+        "(truncated linear); segcut's α-expansion supports those two"
+    )
+
+
+def alpha_expansion(
+    unary: Any,
+    pairwise: Any = "potts",
+    *,
+    weights: Any = 1,
+    truncation: Optional[int] = None,
+    connectivity: int = 4,
+    initial: Any = None,
+    order: Optional[Sequence[int]] = None,
+    iterations: Optional[int] = None,
+    solver: str = "auto",
+    verify: bool = False,
+    gpu_min_nodes: Optional[int] = None,
+) -> Labels:
+    """Minimises ``sum_p unary[p, l_p] + sum_(p,q) weights[d][p] · V(l_p, l_q)`` over labellings
+    of a 2D grid by α-expansion (each move an exact minimum cut); returns the labels, an int
+    array ``(rows, cols)`` with ``.result`` (energy, passes, convergence, times).
+
+    ``unary``: ``(rows, cols, labels)`` integer costs in ``[0, 2**24]`` (PyMaxflow's
+    ``aexpansion_grid`` layout). ``pairwise``: ``"potts"``, ``"linear"`` (with ``truncation``
+    T: ``min(|a − b|, T)``), or an ``(L, L)`` matrix that is one of those times a weight.
+    ``weights``: a number, a ``(rows, cols)`` array for every direction, or
+    ``(directions, rows, cols)``: one plane per forward direction (+x, +y, then the diagonals
+    (+1, +1) and (+1, −1) in (x, y) with ``connectivity=8``), weight of the pair
+    ``(p, p + offset)``. ``initial``: the starting labels (default: each pixel's cheapest);
+    ``order``: the label order within a pass; ``iterations``: most passes (default: until the
+    energy stops falling).
+
+    >>> unary = np.zeros((4, 5, 2), int); unary[:, :2, 1] = 10; unary[:, 2:, 0] = 10
+    >>> unary[1, 1] = [10, 0]   # one noisy pixel
+    >>> segcut.alpha_expansion(unary, "potts", weights=8).tolist()[1]
+    [0, 0, 1, 1, 1]
+    """
+    u = np.asarray(unary)
+    if u.dtype.kind not in "biuf":
+        raise TypeError(f"unary must be numbers, got dtype {u.dtype}")
+    if u.ndim != 3:
+        raise ValueError(f"unary must be (rows, cols, labels), got shape {u.shape}")
+    if u.dtype.kind == "f" and not np.all(u == np.round(u)):
+        raise ValueError("unary holds fractional costs: segcut's costs are integers (scale and round)")
+    if u.size and (u.min() < 0 or u.max() > 2**24):
+        raise ValueError("unary costs must lie in [0, 2**24]")
+    h, w, labels = u.shape
+    trunc, factor = _pairwise_of(pairwise, truncation, labels)
+    cost = np.ascontiguousarray(np.moveaxis(u, -1, 0), dtype=np.int32)
+    dirs = 2 if int(connectivity) == 4 else 4
+    wt = np.asarray(weights)
+    if wt.dtype.kind not in "biuf":
+        raise TypeError(f"weights must be numbers, got dtype {wt.dtype}")
+    if wt.dtype.kind == "f" and not np.all(wt == np.round(wt)):
+        raise ValueError("weights hold fractional values: segcut's weights are integers")
+    if wt.ndim == 0:
+        wv = int(wt) * factor
+    else:
+        if wt.shape == (h, w):
+            wt = np.broadcast_to(wt, (dirs, h, w))
+        if wt.size and (wt.min() < 0 or int(wt.max()) * factor > 2**31 - 1):
+            raise ValueError("weights must be non-negative and fit 32 bits (times the matrix's weight)")
+        wv = np.ascontiguousarray(wt * factor, dtype=np.int32)
+    if isinstance(wv, int) and not (0 <= wv <= 2**31 - 1):
+        raise ValueError(f"weights must be non-negative and fit 32 bits, got {wv}")
+    init = None
+    if initial is not None:
+        i0 = np.asarray(initial)
+        if i0.shape != (h, w) or i0.dtype.kind not in "iu":
+            raise ValueError(f"initial must be an integer array of shape {(h, w)}")
+        if i0.size and (i0.min() < 0 or i0.max() >= labels):
+            raise ValueError(f"initial labels must lie in 0..{labels - 1}")
+        init = np.ascontiguousarray(i0, dtype=np.uint16)
+    opts: Dict[str, Any] = {"solver": solver, "verify": bool(verify)}
+    if gpu_min_nodes is not None:
+        opts["gpu_min_nodes"] = int(gpu_min_nodes)
+    if iterations is not None:
+        opts["max_passes"] = int(iterations)
+    if order is not None:
+        opts["order"] = [int(x) for x in order]
+    lab, info = _segcut.alpha_expansion(cost, wv, int(connectivity), trunc, init, opts)
+    out = lab.view(Labels)
     out.result = SolveResult._from(info)
     return out

@@ -133,3 +133,44 @@ def segment(
     verify: bool = ...,
     **options: Any,
 ) -> Mask: ...
+
+class Disparity(np.ndarray):
+    result: SolveResult
+
+class Labels(np.ndarray):
+    result: SolveResult
+
+def stereo(
+    left: npt.ArrayLike,
+    right: npt.ArrayLike,
+    num_disparities: int = 16,
+    min_disparity: int = 0,
+    *,
+    data: str = ...,
+    truncation: float = ...,
+    census_weight: float = ...,
+    smoothness: str = ...,
+    lambda_: float = ...,
+    contrast_threshold: float = ...,
+    contrast_factor: float = ...,
+    connectivity: int = ...,
+    iterations: Optional[int] = ...,
+    solver: str = ...,
+    verify: bool = ...,
+    gpu_min_nodes: int = ...,
+    **options: Any,
+) -> Disparity: ...
+def alpha_expansion(
+    unary: npt.ArrayLike,
+    pairwise: Union[str, npt.ArrayLike] = "potts",
+    *,
+    weights: _Values = 1,
+    truncation: Optional[int] = None,
+    connectivity: int = 4,
+    initial: Optional[npt.ArrayLike] = None,
+    order: Optional[Sequence[int]] = None,
+    iterations: Optional[int] = None,
+    solver: str = "auto",
+    verify: bool = False,
+    gpu_min_nodes: Optional[int] = None,
+) -> Labels: ...

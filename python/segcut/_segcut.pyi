@@ -43,3 +43,15 @@ class Graph:
     def write_max(self, path: str, comment: str) -> None: ...
     @staticmethod
     def read_max(path: str) -> "Graph": ...
+
+def stereo(
+    left: np.ndarray, right: np.ndarray, shape: List[int], channels: int, options: Dict[str, Any]
+) -> Tuple[np.ndarray, Dict[str, Any]]: ...
+def alpha_expansion(
+    unary: np.ndarray,
+    weights: Any,
+    connectivity: int,
+    truncation: Optional[int],
+    initial: Optional[np.ndarray],
+    options: Dict[str, Any],
+) -> Tuple[np.ndarray, Dict[str, Any]]: ...

@@ -16,6 +16,7 @@ use std::time::Duration;
 mod graph;
 mod grid;
 mod segment;
+mod stereo;
 
 /// segcut's error as the Python exception a user expects: bad input (a malformed file, a bad
 /// index or capacity) is a `ValueError`, a missing file an `OSError`, a failed certificate or an
@@ -111,6 +112,8 @@ fn _segcut(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<grid::Grid>()?;
     m.add_class::<graph::Graph>()?;
     m.add_function(wrap_pyfunction!(segment::segment, m)?)?;
+    m.add_function(wrap_pyfunction!(stereo::stereo, m)?)?;
+    m.add_function(wrap_pyfunction!(stereo::alpha_expansion, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;
     m.add_function(wrap_pyfunction!(solver_names, m)?)?;
     m.add("AUTO_MIN_GPU_NODES", segcut::maxflow::AUTO_MIN_GPU_NODES)?;

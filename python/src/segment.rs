@@ -23,7 +23,7 @@ pub enum Pixels<'py> {
 
 impl Pixels<'_> {
     /// The values as `f32` (segcut's image type), in one pass.
-    fn to_f32(&self) -> PyResult<Vec<f32>> {
+    pub(crate) fn to_f32(&self) -> PyResult<Vec<f32>> {
         let contiguous = || PyValueError::new_err("image must be a C-contiguous array");
         Ok(match self {
             Pixels::U8(a) => a
