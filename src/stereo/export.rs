@@ -77,11 +77,12 @@ pub fn export_first_pass(
         );
         dimacs::write_max(&mut bytes, &Network::Grid(g.clone()), &[&comment])
             .map_err(|e| Error::io(dir.join(format!("{name}.max")), e))?;
-        files.push((dir.join(format!("{name}.max")), bytes));
+        // The .sol first: a reader of the archive then knows the value when the graph arrives.
         files.push((
             dir.join(format!("{name}.sol")),
             sol_text(m.flow).into_bytes(),
         ));
+        files.push((dir.join(format!("{name}.max")), bytes));
         out.push(Exported {
             path: dir.join(format!("{name}.max")),
             label: m.label,
