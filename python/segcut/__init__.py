@@ -154,7 +154,7 @@ def _options(solver: str, gpu_min_nodes: Optional[int]) -> Tuple[str, int]:
 
 def _int_values(values: Any, shape: Tuple[int, ...], what: str, mult: int = 1) -> Any:
     """``values`` as the native side takes them: a Python int (one value for all) or a
-    C-contiguous int64 array of ``shape``. Integer and boolean arrays convert exactly; float
+    C-contiguous int32 or int64 array of ``shape``. Integer and boolean arrays convert exactly; float
     arrays must hold whole numbers (segcut's capacities are integers: scale and round first);
     anything else is a ``TypeError``."""
     a = np.asarray(values)
@@ -180,6 +180,8 @@ def _int_values(values: Any, shape: Tuple[int, ...], what: str, mult: int = 1) -
         raise ValueError(
             f"{what} of shape {a.shape} does not broadcast to the grid's shape {shape}"
         ) from None
+    if a.dtype == np.int32:
+        return np.ascontiguousarray(a)  # read in place when already contiguous
     return np.ascontiguousarray(a, dtype=np.int64)
 
 

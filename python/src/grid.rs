@@ -68,10 +68,12 @@ impl Terminals {
     }
 }
 
-/// A contiguous int64 array from the Python side, or one value for every node.
+/// A contiguous int64 or int32 array from the Python side (int32 read in place, as most
+/// weight arrays come), or one value for every node.
 #[derive(FromPyObject)]
 pub(crate) enum Values<'py> {
     Array(PyReadonlyArrayDyn<'py, i64>),
+    Array32(PyReadonlyArrayDyn<'py, i32>),
     Scalar(i64),
 }
 
@@ -92,6 +94,18 @@ impl Values<'_> {
                 }
                 Ok(ValuesRef::Slice(s))
             }
+            Values::Array32(a) => {
+                let s = a.as_slice().map_err(|_| {
+                    PyValueError::new_err(format!("{what} must be a contiguous array"))
+                })?;
+                if s.len() != n {
+                    return Err(PyValueError::new_err(format!(
+                        "{what} has {} values for {n} nodes",
+                        s.len()
+                    )));
+                }
+                Ok(ValuesRef::Slice32(s))
+            }
         }
     }
 }
@@ -100,6 +114,7 @@ impl Values<'_> {
 #[derive(Clone, Copy)]
 pub(crate) enum ValuesRef<'a> {
     Slice(&'a [i64]),
+    Slice32(&'a [i32]),
     Scalar(i64),
 }
 
@@ -108,6 +123,7 @@ impl ValuesRef<'_> {
     pub fn get(self, i: usize) -> i64 {
         match self {
             ValuesRef::Slice(s) => s[i],
+            ValuesRef::Slice32(s) => s[i] as i64,
             ValuesRef::Scalar(c) => c,
         }
     }
