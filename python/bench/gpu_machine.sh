@@ -32,7 +32,7 @@ export SEGCUT_REQUIRE_GPU=1 SEGCUT_REQUIRE_PYMAXFLOW=1
 "$PYRUN" -c "import segcut; print('segcut from', segcut.__file__); print('GPU:', segcut.gpu_unavailable_reason() or 'usable')"
 status=0
 "$PYRUN" -m pytest -q -p no:cacheprovider python/tests 2>&1 | tee "$OUT/pytest.txt" || status=1
-"$PYRUN" python/bench/bench_grid.py --repeat 3 --engines segcut-bk,segcut-gpu,segcut-auto,pymaxflow \
+"$PYRUN" python/bench/bench_grid.py --repeat "${REPEAT:-2}" --engines segcut-bk,segcut-gpu,segcut-auto,pymaxflow \
     --json "$OUT/bench_grid.json" | tee "$OUT/bench_grid.md" || status=1
 "$PYRUN" python/bench/bench_segment.py --mpx 36 --connectivity 8 | tee "$OUT/segment_36mp.json" || status=1
 exit $status
