@@ -69,7 +69,7 @@ impl Default for CostOptions {
         CostOptions {
             data: DataTerm::default(),
             truncation: 20.0,
-            census_weight: 1.0,
+            census_weight: 0.5,
             scale: 1.0,
         }
     }
