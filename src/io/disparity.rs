@@ -172,7 +172,7 @@ pub fn decode_disparity(bytes: &[u8], name: &str, scale: f32) -> Result<(usize, 
     if bytes.starts_with(b"Pf") || bytes.starts_with(b"PF") {
         return decode_pfm(bytes, path);
     }
-    if !(scale > 0.0) {
+    if scale.is_nan() || scale <= 0.0 {
         return Err(input_err(
             path,
             format!("scale must be positive, got {scale}"),
