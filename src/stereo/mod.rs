@@ -92,7 +92,7 @@ impl Default for StereoOptions {
             num_disparities: 16,
             cost: CostOptions::default(),
             smoothness: Smoothness::default(),
-            lambda: 20.0,
+            lambda: 10.0,
             contrast_threshold: 5.0,
             contrast_factor: 2.0,
             connectivity: Connectivity::N4,
