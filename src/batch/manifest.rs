@@ -593,7 +593,8 @@ pub fn is_max_file(name: &str) -> bool {
 }
 
 /// The jobs a folder holds by convention:
-/// - `DIR/images/NAME.*` with `DIR/<seeds>/NAME.*` (`seeds` defaults to `seeds`): segmentation;
+/// - `DIR/images/NAME.*` with `DIR/<seeds>/NAME.*` or `NAME-SUFFIX.*` (`seeds` defaults to
+///   `seeds`): segmentation;
 ///   an image without a seed file becomes a job that fails saying so;
 /// - `DIR/left/NAME.*` with `DIR/right/NAME.*`: stereo;
 /// - otherwise the `.max` files and archives in `DIR`: max-flow.
@@ -615,12 +616,9 @@ pub fn from_dir(dir: &Path, seeds: Option<&str>) -> Result<Vec<Job>> {
             .into_iter()
             .map(|(id, image)| {
                 let mut job = Job::new(JobKind::Segment, id.clone(), image.display().to_string());
-                job.seeds = Some(
-                    seed_files
-                        .get(&id)
-                        .cloned()
-                        .unwrap_or_else(|| seeds_dir.join(format!("{id}.png"))),
-                );
+                job.seeds = Some(seed_for(&seed_files, &id).unwrap_or_else(|| {
+                    seeds_dir.join(format!("{id}.png"))
+                }));
                 job.image = Some(image);
                 job
             })
@@ -656,6 +654,19 @@ pub fn from_dir(dir: &Path, seeds: Option<&str>) -> Result<Vec<Job>> {
         });
     }
     max_jobs(files)
+}
+
+/// The seed file of image `id`: the one with the same stem, else one whose stem is the id
+/// followed by `-` or `_` and a suffix (`124084-anno.png`, as the GrabCut scribble sets name
+/// them).
+fn seed_for(seeds: &BTreeMap<String, PathBuf>, id: &str) -> Option<PathBuf> {
+    seeds.get(id).cloned().or_else(|| {
+        seeds
+            .range(id.to_string()..)
+            .take_while(|(k, _)| k.starts_with(id))
+            .find(|(k, _)| matches!(k.as_bytes().get(id.len()), Some(b'-' | b'_')))
+            .map(|(_, p)| p.clone())
+    })
 }
 
 /// One max-flow job per file, named by stem; stems must be unique.

@@ -282,11 +282,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
         } else {
             String::new()
         };
+        let each = if opts.devices.iter().all(|d| *d == Device::Cpu) {
+            String::new()
+        } else {
+            format!(" ({} solver workers each)", opts.workers_per_device)
+        };
         eprintln!(
-            "segcut batch: {} jobs{shard} on {} ({} solver worker(s) each)",
+            "segcut batch: {} jobs{shard} on {}{each}",
             jobs.len(),
             summarise_devices(&devs),
-            opts.workers_per_device
         );
     }
     let report = run_batch(jobs, &opts, &progress)?;
