@@ -616,9 +616,10 @@ pub fn from_dir(dir: &Path, seeds: Option<&str>) -> Result<Vec<Job>> {
             .into_iter()
             .map(|(id, image)| {
                 let mut job = Job::new(JobKind::Segment, id.clone(), image.display().to_string());
-                job.seeds = Some(seed_for(&seed_files, &id).unwrap_or_else(|| {
-                    seeds_dir.join(format!("{id}.png"))
-                }));
+                job.seeds = Some(
+                    seed_for(&seed_files, &id)
+                        .unwrap_or_else(|| seeds_dir.join(format!("{id}.png"))),
+                );
                 job.image = Some(image);
                 job
             })
