@@ -251,7 +251,7 @@ fn a_killed_batch_resumes_without_redoing_finished_jobs() {
         let now = std::fs::metadata(&r.output).unwrap().modified().unwrap();
         assert_eq!(&now, mtime, "{job}: output untouched");
     }
-    let merged = merge_files(&[summary.clone()], &d.join("merged")).unwrap();
+    let merged = merge_files(std::slice::from_ref(&summary), &d.join("merged")).unwrap();
     assert_eq!(merged.len(), n);
     assert!(merged.iter().all(|r| r.status == Status::Ok));
     // Every output is complete, whichever run wrote it: the merged rows carry each job's flow.

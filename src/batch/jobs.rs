@@ -68,10 +68,10 @@ impl Defaults {
 pub enum Decoded {
     /// The image and its seeds (rectangle applied).
     Segment {
-        /// The image.
-        image: Image,
+        /// The image (boxed: the value moves through the pipeline's queues).
+        image: Box<Image>,
         /// The seeds.
-        seeds: Seeds,
+        seeds: Box<Seeds>,
     },
     /// Every instance of the file (one, or an archive's members).
     MaxFlow(Vec<MaxInstance>),
@@ -84,9 +84,9 @@ pub enum Done {
         /// One per pixel, true = foreground.
         mask: Vec<bool>,
         /// The seeds (the OpenCV mask format writes them).
-        seeds: Seeds,
+        seeds: Box<Seeds>,
         /// The image (file formats that copy its geometry).
-        image: Image,
+        image: Box<Image>,
     },
     /// Each instance with its result.
     MaxFlow(Vec<(MaxInstance, Solved)>),
@@ -138,7 +138,10 @@ pub fn decode(job: &Job, defaults: &Defaults) -> Result<Decoded> {
                     })
                 }
             };
-            Ok(Decoded::Segment { image, seeds })
+            Ok(Decoded::Segment {
+                image: Box::new(image),
+                seeds: Box::new(seeds),
+            })
         }
         JobKind::MaxFlow => {
             let path = need(&job.max, "max file", job)?;
@@ -259,10 +262,10 @@ pub fn solve_maxflow_packed(
             }
         }
     }
-    let mut packed_solved = vec![vec![false; 0]; jobs.len()];
-    for (j, (insts, _)) in jobs.iter().enumerate() {
-        packed_solved[j] = vec![false; insts.len()];
-    }
+    let mut packed_solved: Vec<Vec<bool>> = jobs
+        .iter()
+        .map(|(insts, _)| vec![false; insts.len()])
+        .collect();
     for (_, members) in groups.into_iter().filter(|(_, m)| m.len() > 1) {
         let grids: Vec<&GridGraph> = members
             .iter()
@@ -271,15 +274,13 @@ pub fn solve_maxflow_packed(
                 Network::Csr(_) => unreachable!("grouped as grids"),
             })
             .collect();
-        match solve_packed(&grids, mf) {
-            Ok(parts) => {
-                for (&(j, i), s) in members.iter().zip(parts) {
-                    results[j][i] = Some(Ok(s));
-                    packed_solved[j][i] = true;
-                }
+        // A packed solve that fails (too big for the device) leaves its members to be solved
+        // one at a time below, where each job gets its own error if it has one.
+        if let Ok(parts) = solve_packed(&grids, mf) {
+            for (&(j, i), s) in members.iter().zip(parts) {
+                results[j][i] = Some(Ok(s));
+                packed_solved[j][i] = true;
             }
-            // A packed solve that fails (too big for the device) falls back to one at a time.
-            Err(_) => {}
         }
     }
     jobs.into_iter()
@@ -311,7 +312,7 @@ pub fn solve_maxflow_packed(
 pub fn encode(done: &Done, path: &Path, defaults: &Defaults) -> Result<Vec<u8>> {
     match done {
         Done::Segment { mask, seeds, image } => {
-            io::encode_mask_as(path, mask, seeds, defaults.mask_format, Some(image))
+            io::encode_mask_as(path, mask, seeds, defaults.mask_format, Some(&**image))
         }
         Done::MaxFlow(results) => {
             use std::fmt::Write;
