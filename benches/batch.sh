@@ -15,7 +15,7 @@ set -euo pipefail
 mode=${1:-seg}
 shift || true
 BIN=${SEGCUT:-target/release/segcut}
-DATA=${DATA:-../shared/data}
+DATA=$(cd "${DATA:-../shared/data}" && pwd) # absolute: manifests resolve paths from their folder
 REPEAT=${REPEAT:-4}
 MAXJOBS=${MAXJOBS:-200}
 RSS_SEG_BIG=${RSS_SEG_BIG:-1000}
@@ -57,7 +57,8 @@ run() {
   shift 2
   local out="$WORK/out-$RANDOM"
   /usr/bin/time -f "%e %M" -o "$WORK/time" "$BIN" batch -q "$@" -o "$out" || true
-  read -r secs rss < "$WORK/time"
+  # The last line: time puts "Command exited with non-zero status 1" first when a job failed.
+  read -r secs rss < <(tail -1 "$WORK/time")
   local sums
   sums=$(awk -F, 'NR > 1 { ok += ($3 == "ok"); fail += ($3 == "failed"); r += $9; s += $10; w += $11 }
     END { printf "ok %d failed %d | phase totals: read %.0f ms, solve %.0f ms, write %.0f ms", ok, fail, r, s, w }' \
