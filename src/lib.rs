@@ -30,6 +30,7 @@ pub mod maxflow;
 pub mod progress;
 pub mod rng;
 pub mod segment;
+pub mod stereo;
 
 pub use error::{Error, Result};
 pub use graph::{CsrGraph, GridGraph, Network};

@@ -9,6 +9,7 @@ mod gen;
 mod maxflow;
 mod segment;
 mod startup;
+mod stereo;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -41,7 +42,24 @@ enum Command {
     /// Time solvers on a named suite of generated instances, verifying every result.
     #[command(after_help = BENCH_EXAMPLES)]
     Bench(bench::Args),
+    /// Disparity map of a rectified stereo pair by α-expansion graph cuts.
+    #[command(after_help = STEREO_EXAMPLES)]
+    Stereo(stereo::Args),
+    /// Score disparity maps (Middlebury v2 bad pixels), or run and score scene folders.
+    #[command(name = "stereo-eval", after_help = STEREO_EXAMPLES)]
+    StereoEval(stereo::EvalArgs),
+    /// Multi-label segmentation: an image and scribbles in several colours → a label map.
+    #[command(after_help = STEREO_EXAMPLES)]
+    Multilabel(stereo::MultilabelArgs),
 }
+
+const STEREO_EXAMPLES: &str = "Examples:
+  segcut stereo imL.png imR.png -n 16 -o disp.png --color disp-color.png
+  segcut stereo imL.png imR.png --max-disparity 59 -o disp.pfm --stats-json stats.json --solver cuda-grid
+  segcut stereo imL.png imR.png -n 16 -o d.png --export-graphs graphs/ --export-name BVZ-tsukuba
+  segcut stereo-eval ../shared/data/stereo --runs 5 --json scores.json --solver bk
+  segcut stereo-eval --gt ../shared/data/stereo/tsukuba disp.png --scale 16
+  segcut multilabel photo.png --seeds scribbles.png --colors ff0000,00ff00,0000ff -o labels.png";
 
 const SEGMENT_EXAMPLES: &str = "Examples:
   segcut photo.jpg --seeds scribbles.png -o mask.png
@@ -99,6 +117,9 @@ pub fn main() -> ExitCode {
         Command::Gen(cmd) => gen::run(cmd),
         Command::Batch(args) => batch::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Stereo(args) => stereo::run(args),
+        Command::StereoEval(args) => stereo::run_eval(args),
+        Command::Multilabel(args) => stereo::run_multilabel(args),
     };
     match result {
         Ok(code) => code,

@@ -33,6 +33,7 @@
 //! ```
 
 pub mod dimacs;
+mod disparity;
 mod export;
 mod image;
 mod mask;
@@ -45,6 +46,9 @@ mod raster;
 mod seeds;
 mod tiff_stack;
 
+pub use disparity::{
+    decode_disparity, encode_disparity, load_disparity, save_disparity, DisparityFormat,
+};
 pub use export::{
     contours, encode_contours, encode_mask_as, save_contours, save_mask_as, Contour, MaskFormat,
 };

@@ -1,0 +1,177 @@
+//! Middlebury v2 scoring: the bad-pixel rate `|d − gt| > threshold` over the `nonocc`, `all` and
+//! `disc` masks, and scenes laid out as in `shared/data/stereo` (`imL.png`, `imR.png`, `gt.png`,
+//! `nonocc.png`, `all.png`, `disc.png`).
+//!
+//! ```
+//! use segcut::stereo::eval::bad_pixels;
+//! let gt = [1.0, 2.0, 3.0, 4.0];
+//! let est = [1.0, 3.5, 3.0, 0.0];
+//! let mask = [true, true, true, false];
+//! assert_eq!(bad_pixels(&est, &gt, &mask, 1.0).unwrap(), (1, 3));
+//! ```
+
+use crate::io::{load_disparity, load_image, Image};
+use crate::{Error, Result};
+use std::path::{Path, PathBuf};
+
+/// `(bad, counted)`: pixels where `mask` is set and `gt` is known (finite) whose estimate is
+/// off by more than `threshold` (an unknown estimate counts as bad), and how many were counted.
+pub fn bad_pixels(
+    est: &[f32],
+    gt: &[f32],
+    mask: &[bool],
+    threshold: f32,
+) -> Result<(usize, usize)> {
+    if est.len() != gt.len() || mask.len() != gt.len() {
+        return Err(Error::Graph(format!(
+            "disparity map of {} pixels against ground truth of {} and a mask of {}",
+            est.len(),
+            gt.len(),
+            mask.len()
+        )));
+    }
+    let (mut bad, mut n) = (0, 0);
+    for ((&e, &g), &m) in est.iter().zip(gt).zip(mask) {
+        if m && g.is_finite() {
+            n += 1;
+            if !e.is_finite() || (e - g).abs() > threshold {
+                bad += 1;
+            }
+        }
+    }
+    Ok((bad, n))
+}
+
+/// Bad-pixel rates in percent, with the pixel counts.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct StereoScore {
+    /// Over non-occluded pixels.
+    pub nonocc: f64,
+    /// Over all pixels with ground truth.
+    pub all: f64,
+    /// Over non-occluded pixels near depth discontinuities.
+    pub disc: f64,
+    /// Pixels counted in `nonocc`, `all`, `disc`.
+    pub counted: [usize; 3],
+    /// The threshold used.
+    pub threshold: f32,
+}
+
+/// A scene: the pair, the ground truth (NaN where unknown) and the three masks.
+#[derive(Clone, Debug)]
+pub struct Scene {
+    /// The scene's name (its folder's name).
+    pub name: String,
+    /// Left view.
+    pub left: Image,
+    /// Right view.
+    pub right: Image,
+    /// Ground-truth disparity per left pixel; NaN where unknown.
+    pub gt: Vec<f32>,
+    /// Evaluation masks: non-occluded, all, near discontinuities.
+    pub masks: Masks,
+    /// The number of disparities the scene is run with (Middlebury's own: tsukuba 16, venus 20,
+    /// …; else one more than the largest ground-truth disparity).
+    pub num_disparities: usize,
+}
+
+/// The Middlebury v2 evaluation masks.
+#[derive(Clone, Debug, Default)]
+pub struct Masks {
+    /// `nonocc.png` at 255.
+    pub nonocc: Vec<bool>,
+    /// `all.png` at 255.
+    pub all: Vec<bool>,
+    /// `disc.png` at 255.
+    pub disc: Vec<bool>,
+}
+
+/// Scores `est` against ground truth and masks.
+pub fn score(est: &[f32], gt: &[f32], masks: &Masks, threshold: f32) -> Result<StereoScore> {
+    let rate = |(b, n): (usize, usize)| {
+        if n == 0 {
+            0.0
+        } else {
+            100.0 * b as f64 / n as f64
+        }
+    };
+    let no = bad_pixels(est, gt, &masks.nonocc, threshold)?;
+    let al = bad_pixels(est, gt, &masks.all, threshold)?;
+    let di = bad_pixels(est, gt, &masks.disc, threshold)?;
+    Ok(StereoScore {
+        nonocc: rate(no),
+        all: rate(al),
+        disc: rate(di),
+        counted: [no.1, al.1, di.1],
+        threshold,
+    })
+}
+
+/// The ground-truth scale and disparity count of the Middlebury 2001/2003 scenes by name.
+pub fn known_scene(name: &str) -> Option<(f32, usize)> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "tsukuba" => (16.0, 16),
+        "venus" | "sawtooth" | "bull" | "poster" | "barn1" | "barn2" => (8.0, 20),
+        "map" => (8.0, 30),
+        "cones" | "teddy" => (4.0, 60),
+        _ => return None,
+    })
+}
+
+fn load_mask(path: &Path, n: usize) -> Result<Vec<bool>> {
+    let img = load_image(path)?;
+    if img.num_pixels() != n {
+        return Err(Error::Input {
+            file: path.display().to_string(),
+            msg: format!("mask has {} pixels, the scene {n}", img.num_pixels()),
+        });
+    }
+    Ok((0..n).map(|p| img.pixel(p)[0] >= 255.0).collect())
+}
+
+/// Loads a scene folder. `gt_scale`: the ground truth's multiplier; `None`: from
+/// [`known_scene`] by the folder's name (an error for other names).
+pub fn load_scene(dir: &Path, gt_scale: Option<f32>) -> Result<Scene> {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let known = known_scene(&name);
+    let scale = gt_scale
+        .or(known.map(|k| k.0))
+        .ok_or_else(|| Error::Input {
+            file: dir.display().to_string(),
+            msg: "unknown scene: give the ground truth's scale".into(),
+        })?;
+    let f = |n: &str| -> PathBuf { dir.join(n) };
+    let left = load_image(&f("imL.png"))?;
+    let right = load_image(&f("imR.png"))?;
+    let (w, h, gt) = load_disparity(&f("gt.png"), scale)?;
+    if [w, h, 1] != left.dims {
+        return Err(Error::Input {
+            file: f("gt.png").display().to_string(),
+            msg: format!("ground truth is {w}x{h}, the left view {:?}", left.dims),
+        });
+    }
+    let n = w * h;
+    let masks = Masks {
+        nonocc: load_mask(&f("nonocc.png"), n)?,
+        all: load_mask(&f("all.png"), n)?,
+        disc: load_mask(&f("disc.png"), n)?,
+    };
+    let num_disparities = known.map(|k| k.1).unwrap_or_else(|| {
+        gt.iter()
+            .filter(|d| d.is_finite())
+            .fold(0f32, |a, &b| a.max(b))
+            .ceil() as usize
+            + 1
+    });
+    Ok(Scene {
+        name,
+        left,
+        right,
+        gt,
+        masks,
+        num_disparities,
+    })
+}

@@ -1,0 +1,181 @@
+//! Graph-cut stereo: α-expansion (Boykov, Veksler & Zabih) on a Birchfield–Tomasi (+ census)
+//! cost volume with a contrast-sensitive smoothness term, solved exactly move by move by any
+//! max-flow solver; Middlebury evaluation ([`eval`]) and Waterloo-layout graph export
+//! ([`export`]).
+//!
+//! [`stereo`] is the entry point: a rectified pair in, a disparity map out. The engine below it,
+//! [`expand`], takes any [`CostVolume`] and [`PairwiseModel`], so it serves other labelling
+//! problems too (see [`multilabel`]).
+//!
+//! ```
+//! use segcut::io::Image;
+//! use segcut::stereo::{stereo, StereoOptions};
+//! // A textured 24×8 pair; the right view is the left shifted by 3 pixels.
+//! let tex = |x: i64, y: i64| (((x * 37 + y * 11) % 23) * 11) as f32;
+//! let left: Vec<f32> = (0..8).flat_map(|y| (0..24).map(move |x| tex(x, y))).collect();
+//! let right: Vec<f32> = (0..8).flat_map(|y| (0..24).map(move |x| tex(x + 3, y))).collect();
+//! let (l, r) = (Image::new([24, 8, 1], 1, left), Image::new([24, 8, 1], 1, right));
+//! let opts = StereoOptions { num_disparities: 6, ..Default::default() };
+//! let res = stereo(&l, &r, &opts).unwrap();
+//! assert_eq!(res.disparity()[10 + 24 * 4], 3.0);
+//! ```
+
+pub mod cost;
+pub mod eval;
+pub mod expansion;
+pub mod export;
+pub mod multilabel;
+
+pub use cost::{cost_volume, CostOptions, DataTerm};
+pub use expansion::{
+    build_move, energy, expand, expand_observed, CostVolume, Expansion, ExpansionOptions,
+    MoveStats, Pairwise, PairwiseModel, PassStats, MAX_COST,
+};
+
+use crate::graph::Connectivity;
+use crate::io::Image;
+use crate::Result;
+use std::time::{Duration, Instant};
+
+/// The smoothness term's label distance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Smoothness {
+    /// Contrast-sensitive Potts: any change of disparity costs the pair's weight.
+    #[default]
+    Potts,
+    /// Truncated linear: `min(|d_p − d_q|, truncation)` times the weight.
+    TruncatedLinear {
+        /// `T ≥ 1` (in disparity steps).
+        truncation: u32,
+    },
+}
+
+impl Smoothness {
+    /// The engine's pairwise distance.
+    pub fn pairwise(self) -> Pairwise {
+        match self {
+            Smoothness::Potts => Pairwise::Potts,
+            Smoothness::TruncatedLinear { truncation } => Pairwise::TruncatedLinear { truncation },
+        }
+    }
+}
+
+/// Everything [`stereo`] needs besides the pair. The defaults are the documented default
+/// setting (docs/stereo.md).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StereoOptions {
+    /// The smallest disparity (label 0).
+    pub min_disparity: i32,
+    /// Number of disparities (labels `0..N`, disparities `min .. min + N`).
+    pub num_disparities: usize,
+    /// The data term.
+    pub cost: CostOptions,
+    /// The smoothness term's distance.
+    pub smoothness: Smoothness,
+    /// λ: the pair weight across an intensity edge (in cost units before [`CostOptions::scale`]).
+    pub lambda: f32,
+    /// Where neighbouring pixels differ by less than this (largest channel difference, 8-bit
+    /// units) the weight is `contrast_factor · λ`.
+    pub contrast_threshold: f32,
+    /// The weight factor for similar neighbours (λ₁ = factor · λ₂, λ₂ = λ).
+    pub contrast_factor: f32,
+    /// 4- or 8-connected.
+    pub connectivity: Connectivity,
+    /// Solver, passes, starting labelling.
+    pub expansion: ExpansionOptions,
+}
+
+impl Default for StereoOptions {
+    fn default() -> Self {
+        StereoOptions {
+            min_disparity: 0,
+            num_disparities: 16,
+            cost: CostOptions::default(),
+            smoothness: Smoothness::default(),
+            lambda: 10.0,
+            contrast_threshold: 5.0,
+            contrast_factor: 2.0,
+            connectivity: Connectivity::N4,
+            expansion: ExpansionOptions::default(),
+        }
+    }
+}
+
+/// What [`stereo`] returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StereoResult {
+    /// Image width.
+    pub width: usize,
+    /// Image height.
+    pub height: usize,
+    /// Disparity of label 0.
+    pub min_disparity: i32,
+    /// The α-expansion result: labels (disparity − min), energy, per-pass and per-move stats.
+    pub expansion: Expansion,
+    /// Time to compute the cost volume and the pair weights.
+    pub cost_time: Duration,
+    /// Time of the whole call.
+    pub total_time: Duration,
+}
+
+impl StereoResult {
+    /// The disparity of every left-view pixel, row by row.
+    pub fn disparity(&self) -> Vec<f32> {
+        self.expansion
+            .labels
+            .iter()
+            .map(|&l| (self.min_disparity + l as i32) as f32)
+            .collect()
+    }
+}
+
+/// The contrast-sensitive pair weights of the left view: `factor · λ` where the neighbours'
+/// largest channel difference is below `threshold`, else `λ`; both scaled like the costs.
+pub fn pair_weights(left: &Image, opts: &StereoOptions) -> Result<PairwiseModel> {
+    let planes = cost::Planes::of(left, "left view")?;
+    let (w, h) = (planes.width, planes.height);
+    let lam2 = (opts.lambda * opts.cost.scale).round() as i32;
+    let lam1 = (opts.lambda * opts.contrast_factor * opts.cost.scale).round() as i32;
+    PairwiseModel::from_fn(
+        w,
+        h,
+        opts.connectivity,
+        opts.smoothness.pairwise(),
+        |p, q| {
+            let diff = planes
+                .channels
+                .iter()
+                .map(|c| (c[p] - c[q]).abs())
+                .fold(0f32, f32::max);
+            if diff < opts.contrast_threshold {
+                lam1
+            } else {
+                lam2
+            }
+        },
+    )
+}
+
+/// Disparity of a rectified pair: the cost volume ([`cost_volume`]), the contrast-sensitive
+/// weights ([`pair_weights`]), then α-expansion ([`expand`]).
+pub fn stereo(left: &Image, right: &Image, opts: &StereoOptions) -> Result<StereoResult> {
+    let t = Instant::now();
+    let cost = cost_volume(
+        left,
+        right,
+        opts.min_disparity,
+        opts.num_disparities,
+        &opts.cost,
+    )?;
+    let model = pair_weights(left, opts)?;
+    let cost_time = t.elapsed();
+    let expansion = expand(&cost, &model, &opts.expansion)?;
+    Ok(StereoResult {
+        width: cost.width,
+        height: cost.height,
+        min_disparity: opts.min_disparity,
+        expansion,
+        cost_time,
+        total_time: t.elapsed(),
+    })
+}
