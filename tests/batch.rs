@@ -555,3 +555,94 @@ fn a_folder_of_images_and_seeds_is_a_batch() {
         std::fs::read(out.join("b_mask.png")).unwrap()
     );
 }
+
+/// A textured pair whose right view is the left shifted by `d` pixels.
+fn stereo_pair(dir: &Path, name: &str, d: u32) -> (PathBuf, PathBuf) {
+    let (w, h) = (48u32, 32u32);
+    let mut rng = segcut::rng::Rng::new(d as u64 + 11);
+    let tex: Vec<u8> = (0..(w + d) * h).map(|_| rng.below(256) as u8).collect();
+    let view = |shift: u32| {
+        image::GrayImage::from_fn(w, h, |x, y| {
+            image::Luma([tex[(y * (w + d) + x + shift) as usize]])
+        })
+    };
+    let (l, r) = (
+        dir.join(format!("left/{name}.png")),
+        dir.join(format!("right/{name}.png")),
+    );
+    std::fs::create_dir_all(l.parent().unwrap()).unwrap();
+    std::fs::create_dir_all(r.parent().unwrap()).unwrap();
+    view(0).save(&l).unwrap();
+    view(d).save(&r).unwrap();
+    (l, r)
+}
+
+#[test]
+fn stereo_jobs_write_the_disparity_segcut_stereo_computes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (l, r) = stereo_pair(d, "a", 3);
+    stereo_pair(d, "b", 5);
+    let jobs = parse_manifest(
+        &format!(
+            "id,left,right,disparities\na,{},{},8\n",
+            l.display(),
+            r.display()
+        ),
+        "s.csv",
+        d,
+    )
+    .unwrap();
+    let out = d.join("out");
+    let report = run_batch(jobs, &cpu_opts(&out, 1), &Quiet).unwrap();
+    let rows = rows_of(&out.join("summary.csv"));
+    assert_eq!(report.ok, 1, "{:?}", rows[0].error);
+    assert_eq!(rows[0].kind, "stereo");
+    assert_eq!(rows[0].solver, "bk");
+    // The library call, written as `segcut stereo` writes an 8-disparity map (scale 36).
+    let opts = segcut::stereo::StereoOptions {
+        num_disparities: 8,
+        ..Default::default()
+    };
+    let mut opts = opts;
+    opts.expansion.solve.auto.use_gpu = false;
+    let res = segcut::stereo::stereo(
+        &segcut::io::load_image(&l).unwrap(),
+        &segcut::io::load_image(&r).unwrap(),
+        &opts,
+    )
+    .unwrap();
+    let disp = res.disparity();
+    // The shift is found (away from the left border, where the match leaves the view).
+    let inner: Vec<f32> = (0..32)
+        .flat_map(|y| (8..48).map(move |x| (x, y)))
+        .map(|(x, y)| disp[y * 48 + x])
+        .collect();
+    let right = inner.iter().filter(|&&v| v == 3.0).count();
+    assert!(
+        right * 10 > inner.len() * 9,
+        "{right} of {} pixels at disparity 3",
+        inner.len()
+    );
+    let want = segcut::io::encode_disparity(
+        &disp,
+        48,
+        32,
+        segcut::io::DisparityFormat::Png8 { scale: 36.0 },
+    )
+    .unwrap();
+    assert_eq!(std::fs::read(out.join("a.png")).unwrap(), want);
+
+    // A folder with left/ and right/ through the binary.
+    let out2 = d.join("out2");
+    let st = Command::new(common::segcut_bin())
+        .args(["batch", "-q", "--gpus", "none", "--disparities", "8"])
+        .arg(d)
+        .arg("-o")
+        .arg(&out2)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_eq!(std::fs::read(out2.join("a.png")).unwrap(), want);
+    assert!(out2.join("b.png").is_file());
+}

@@ -366,6 +366,7 @@ fn defaults_for(device: Device, defaults: &Defaults) -> Defaults {
     if matches!(device, Device::Cpu | Device::Fake(_)) {
         d.segment.auto.use_gpu = false;
         d.solve.auto.use_gpu = false;
+        d.stereo.expansion.solve.auto.use_gpu = false;
     }
     d
 }

@@ -2,8 +2,8 @@
 //! threads: [`decode`] (read the inputs), [`solve`] (fit, build and cut: the only step that
 //! touches a GPU), and [`encode`] (the output's bytes). Each step's error is the job's error.
 //!
-//! Adding a kind (stereo: left + right → disparity) means a [`Decoded`] and [`Done`] variant and
-//! one arm in each step; the pipeline, resume, sharding and summary need nothing new.
+//! Adding a kind means a [`Decoded`] and [`Done`] variant and one arm in each step; the pipeline,
+//! resume, sharding and summary need nothing new.
 
 use std::path::Path;
 
@@ -14,6 +14,7 @@ use crate::io::dimacs::{read_instances, MaxInstance, ReadOptions};
 use crate::io::{self, Image, LoadOptions, MaskFormat, SeedOptions, Seeds};
 use crate::maxflow::{MaxFlow, SolveOptions, Solved};
 use crate::segment::{segment, SegmentOptions};
+use crate::stereo::{stereo, StereoOptions};
 use crate::{Error, Result};
 
 /// The batch's defaults, which a manifest row's [`Overrides`] change per job.
@@ -27,6 +28,8 @@ pub struct Defaults {
     pub mask_format: MaskFormat,
     /// Seed file options (scribble colours, format).
     pub seeds: SeedOptions,
+    /// Stereo options.
+    pub stereo: StereoOptions,
 }
 
 impl Defaults {
@@ -54,6 +57,21 @@ impl Defaults {
         s
     }
 
+    /// The stereo options for one job (`solver`, `lambda`, `disparities` apply).
+    pub fn stereo_for(&self, o: &Overrides) -> StereoOptions {
+        let mut s = self.stereo.clone();
+        if let Some(v) = o.solver {
+            s.expansion.solve.solver = v;
+        }
+        if let Some(v) = o.lambda {
+            s.lambda = v as f32;
+        }
+        if let Some(v) = o.disparities {
+            s.num_disparities = v;
+        }
+        s
+    }
+
     /// The max-flow options for one job.
     pub fn solve_for(&self, o: &Overrides) -> SolveOptions {
         let mut s = self.solve.clone();
@@ -75,6 +93,13 @@ pub enum Decoded {
     },
     /// Every instance of the file (one, or an archive's members).
     MaxFlow(Vec<MaxInstance>),
+    /// The stereo pair.
+    Stereo {
+        /// The left view.
+        left: Box<Image>,
+        /// The right view.
+        right: Box<Image>,
+    },
 }
 
 /// A job's result, before encoding.
@@ -90,6 +115,15 @@ pub enum Done {
     },
     /// Each instance with its result.
     MaxFlow(Vec<(MaxInstance, Solved)>),
+    /// A disparity map.
+    Stereo {
+        /// Row-major disparities.
+        disparity: Vec<f32>,
+        /// Width and height.
+        size: [usize; 2],
+        /// The largest disparity searched (chooses the PNG depth and scale).
+        max_disparity: f32,
+    },
 }
 
 /// What a solve reports for the summary.
@@ -152,15 +186,15 @@ pub fn decode(job: &Job, defaults: &Defaults) -> Result<Decoded> {
             })?;
             Ok(Decoded::MaxFlow(all))
         }
-        JobKind::Stereo => Err(stereo_missing()),
+        JobKind::Stereo => {
+            let left = io::load_image(need(&job.left, "left image", job)?)?;
+            let right = io::load_image(need(&job.right, "right image", job)?)?;
+            Ok(Decoded::Stereo {
+                left: Box::new(left),
+                right: Box::new(right),
+            })
+        }
     }
-}
-
-/// The error a stereo job gets in a build without the stereo module.
-fn stereo_missing() -> Error {
-    Error::Unsupported(
-        "stereo jobs need segcut's stereo module, which this build does not have yet".into(),
-    )
 }
 
 /// Solves one decoded job with a solver held by the worker (`mf` for max-flow jobs; the
@@ -185,6 +219,33 @@ pub fn solve(
                     mask: seg.mask,
                     seeds,
                     image,
+                },
+                report,
+            ))
+        }
+        Decoded::Stereo { left, right } => {
+            let opts = defaults.stereo_for(&job.overrides);
+            let res = stereo(&left, &right, &opts)?;
+            let mut report = SolveReport {
+                verified: opts.expansion.solve.verify,
+                ..Default::default()
+            };
+            for m in &res.expansion.moves {
+                let name = m.solver.name();
+                if !report.solver.split('/').any(|s| s == name) {
+                    if !report.solver.is_empty() {
+                        report.solver.push('/');
+                    }
+                    report.solver.push_str(name);
+                }
+            }
+            let max_disparity =
+                (opts.min_disparity + opts.num_disparities as i32 - 1).max(1) as f32;
+            Ok((
+                Done::Stereo {
+                    disparity: res.disparity(),
+                    size: [res.width, res.height],
+                    max_disparity,
                 },
                 report,
             ))
@@ -313,6 +374,17 @@ pub fn encode(done: &Done, path: &Path, defaults: &Defaults) -> Result<Vec<u8>> 
     match done {
         Done::Segment { mask, seeds, image } => {
             io::encode_mask_as(path, mask, seeds, defaults.mask_format, Some(&**image))
+        }
+        Done::Stereo {
+            disparity,
+            size: [w, h],
+            max_disparity,
+        } => {
+            // As `segcut stereo` writes it: the largest whole scale (at most 16) that keeps the
+            // largest disparity within 8 bits; 16 bits beyond.
+            let scale = (255.0 / max_disparity).floor().clamp(1.0, 16.0);
+            let fmt = io::DisparityFormat::for_path(path, scale, *max_disparity);
+            io::encode_disparity(disparity, *w, *h, fmt)
         }
         Done::MaxFlow(results) => {
             use std::fmt::Write;

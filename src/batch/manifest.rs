@@ -28,7 +28,7 @@ use crate::{Error, Result};
 pub enum JobKind {
     /// Image + seeds (or a rectangle) → mask.
     Segment,
-    /// Left + right image → disparity map (needs the stereo module; see `docs/batch.md`).
+    /// Left + right image → disparity map.
     Stereo,
     /// A `.max` file or archive → its minimum cut(s).
     MaxFlow,
@@ -67,16 +67,19 @@ pub struct Overrides {
     pub seed_weight: Option<f64>,
     /// `connectivity`: 4, 8, 6 or 26 (segmentation).
     pub connectivity: Option<Connectivity>,
+    /// `disparities`: how many disparities to search (stereo).
+    pub disparities: Option<usize>,
 }
 
 /// The option columns a manifest may have besides the inputs.
-pub const OPTION_COLUMNS: [&str; 6] = [
+pub const OPTION_COLUMNS: [&str; 7] = [
     "solver",
     "lambda",
     "sigma",
     "iterations",
     "seed_weight",
     "connectivity",
+    "disparities",
 ];
 
 /// The input columns.
@@ -422,6 +425,14 @@ fn job_from_fields(
                 .ok()
                 .filter(|&n| n > 0)
                 .ok_or_else(|| bad(format!("iterations '{v}' is not a whole number above 0")))
+        })
+        .transpose()?;
+    o.disparities = get("disparities")
+        .map(|v| {
+            v.parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| bad(format!("disparities '{v}' is not a whole number above 0")))
         })
         .transpose()?;
     o.connectivity = get("connectivity")

@@ -66,6 +66,9 @@ pub struct Args {
     /// Merge these summaries (CSV or JSONL) into `-o PATH`.csv/.jsonl and exit.
     #[arg(long, value_name = "FILES", num_args = 1..)]
     merge_summaries: Vec<PathBuf>,
+    /// Stereo: disparities searched per pair (a manifest's `disparities` column overrides it).
+    #[arg(long, value_name = "N", default_value_t = segcut::stereo::StereoOptions::default().num_disparities)]
+    disparities: usize,
     /// Skip the certificate check of each cut.
     #[arg(long)]
     no_verify: bool,
@@ -234,6 +237,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     opts.defaults.solve.solver = opts.defaults.segment.solver;
     opts.defaults.solve.auto = opts.defaults.segment.auto;
     opts.defaults.solve.verify = !args.no_verify;
+    // Stereo keeps its own λ (the segmentation flags' λ is in other units); solver and checks
+    // are shared.
+    opts.defaults.stereo.num_disparities = args.disparities.max(1);
+    opts.defaults.stereo.expansion.solve.solver = opts.defaults.segment.solver;
+    opts.defaults.stereo.expansion.solve.auto = opts.defaults.segment.auto;
+    opts.defaults.stereo.expansion.solve.verify = !args.no_verify;
     opts.pack = args.pack.max(1);
     opts.force = args.force;
     opts.fail_fast = args.fail_fast;
@@ -252,6 +261,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             opts.workers_per_device = 1;
             opts.defaults.segment.auto.use_gpu = false;
             opts.defaults.solve.auto.use_gpu = false;
+            opts.defaults.stereo.expansion.solve.auto.use_gpu = false;
         } else {
             opts.devices = gpus.into_iter().map(Device::Cuda).collect();
             opts.workers_per_device = args.workers_per_gpu.max(1);
