@@ -4,6 +4,7 @@
 #
 #   benches/batch.sh seg     [BATCH FLAGS...]  # 39 dev photos x 2 scribble sets, repeated REPEAT times
 #   benches/batch.sh maxflow [BATCH FLAGS...]  # a folder of tsukuba-size grid .max files (+ the crops)
+#   benches/batch.sh stereo  [BATCH FLAGS...]  # tsukuba (16 disparities) repeated STEREO times
 #   benches/batch.sh rss     [BATCH FLAGS...]  # peak RSS for 100 and 10000 jobs (max-flow) and
 #                                              # 100 and RSS_SEG_BIG segmentation jobs
 #
@@ -19,6 +20,7 @@ DATA=$(cd "${DATA:-../shared/data}" && pwd) # absolute: manifests resolve paths 
 REPEAT=${REPEAT:-4}
 MAXJOBS=${MAXJOBS:-200}
 RSS_SEG_BIG=${RSS_SEG_BIG:-1000}
+STEREO=${STEREO:-20}
 WORK=$(mktemp -d)
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$WORK"' EXIT
 
@@ -96,6 +98,12 @@ case "$mode" in
     run "maxflow (tsukuba 64x64 crop)" "$MAXJOBS" "$WORK/crops.csv" "$@"
     run "maxflow (tsukuba 64x64 crop) --pack 16" "$MAXJOBS" "$WORK/crops.csv" --pack 16 "$@"
     ;;
+  stereo)
+    t="$DATA/stereo/tsukuba"
+    { echo "id,left,right,disparities"
+      for i in $(seq 1 "$STEREO"); do echo "t$i,$t/imL.png,$t/imR.png,16"; done; } > "$WORK/stereo.csv"
+    run "stereo (tsukuba 384x288, 16 disp.)" "$STEREO" "$WORK/stereo.csv" "$@"
+    ;;
   rss)
     for n in 100 10000; do
       max_manifest "$WORK/m$n.csv" "$n" "$DATA/waterloo/tsukuba_crop_16x16.max"
@@ -106,5 +114,5 @@ case "$mode" in
       run "rss: segment dev photos" "$n" "$WORK/s$n.csv" "$@"
     done
     ;;
-  *) echo "usage: $0 seg|maxflow|rss [segcut batch flags]" >&2; exit 2 ;;
+  *) echo "usage: $0 seg|maxflow|stereo|rss [segcut batch flags]" >&2; exit 2 ;;
 esac
