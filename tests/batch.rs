@@ -599,7 +599,7 @@ fn stereo_jobs_write_the_disparity_segcut_stereo_computes() {
     assert_eq!(report.ok, 1, "{:?}", rows[0].error);
     assert_eq!(rows[0].kind, "stereo");
     assert_eq!(rows[0].solver, "bk");
-    // The library call, written as `segcut stereo` writes an 8-disparity map (scale 36).
+    // The library call, written as `segcut stereo` writes an 8-disparity map (scale 16, the most it uses).
     let opts = segcut::stereo::StereoOptions {
         num_disparities: 8,
         ..Default::default()
@@ -628,7 +628,7 @@ fn stereo_jobs_write_the_disparity_segcut_stereo_computes() {
         &disp,
         48,
         32,
-        segcut::io::DisparityFormat::Png8 { scale: 36.0 },
+        segcut::io::DisparityFormat::Png8 { scale: 16.0 },
     )
     .unwrap();
     assert_eq!(std::fs::read(out.join("a.png")).unwrap(), want);
