@@ -79,6 +79,9 @@ pub struct Args {
     energy: super::segment::EnergyArgs,
 }
 
+/// `auto`'s GPU threshold in a batch on GPUs (see `run`).
+const BATCH_MIN_GPU_NODES: usize = 1 << 14;
+
 /// The devices `--gpus` names.
 fn devices(spec: &str) -> Result<Vec<usize>> {
     let visible = segcut::cuda::device_count();
@@ -265,6 +268,18 @@ pub fn run(args: Args) -> Result<ExitCode> {
         } else {
             opts.devices = gpus.into_iter().map(Device::Cuda).collect();
             opts.workers_per_device = args.workers_per_gpu.max(1);
+            // A batch pays the GPU's start-up once, so `auto` may send smaller graphs to it:
+            // down to the measured crossover with BK (16 K nodes, docs/benchmarks.md), unless
+            // --gpu-min-nodes was given.
+            if opts.defaults.segment.auto.min_gpu_nodes == segcut::maxflow::AUTO_MIN_GPU_NODES {
+                for auto in [
+                    &mut opts.defaults.segment.auto,
+                    &mut opts.defaults.solve.auto,
+                    &mut opts.defaults.stereo.expansion.solve.auto,
+                ] {
+                    auto.min_gpu_nodes = BATCH_MIN_GPU_NODES;
+                }
+            }
         }
     }
     opts.shard = match args.shard.as_deref() {
