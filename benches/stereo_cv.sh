@@ -1,7 +1,7 @@
 #!/bin/sh
 # Leave-one-scene-out selection of the stereo defaults: every candidate runs on every scene of
-# the data folder (CPU, BK); scripts/.. picks, for each scene, the candidate best on the OTHER
-# scenes and reports that candidate's score on the held-out scene (see docs/stereo.md).
+# the data folder (CPU, BK) and prints one row per candidate and scene; docs/stereo.md shows the
+# choice (best mean nonocc) and, per scene, the score of the candidate best on the other scene.
 # Usage: benches/stereo_cv.sh [SEGCUT] [DATA] > cv.tsv
 SEGCUT=${1:-target/release/segcut}
 DATA=${2:-../shared/data/stereo}

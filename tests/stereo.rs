@@ -153,8 +153,10 @@ fn labellings_identical_across_cpu_solvers() {
         let cost = CostVolume::from_fn(20, 15, 6, |_, _, _| rng.below(4) as i32 * 3).unwrap();
         let model = PairwiseModel::from_fn(20, 15, Connectivity::N4, d, |_, _| 3).unwrap();
         let run = |kind: SolverKind| {
-            let mut o = ExpansionOptions::default();
-            o.solve = SolveOptions::with_solver(kind);
+            let o = ExpansionOptions {
+                solve: SolveOptions::with_solver(kind),
+                ..Default::default()
+            };
             expand(&cost, &model, &o).unwrap()
         };
         let bk = run(SolverKind::Bk);
@@ -400,9 +402,9 @@ fn multilabel_segments_a_synthetic_image() {
     let mut data = Vec::new();
     for y in 0..h {
         for x in 0..w {
-            for c in 0..3 {
+            for c in base[truth(x, y) as usize] {
                 let noise = rng.below(61) as f32 - 30.0;
-                data.push((base[truth(x, y) as usize][c] + noise).clamp(0.0, 255.0));
+                data.push((c + noise).clamp(0.0, 255.0));
             }
         }
     }

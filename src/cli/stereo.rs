@@ -30,6 +30,9 @@ pub struct EnergyArgs {
     /// Weight of one differing census bit (with --data bt-census).
     #[arg(long, default_value_t = CostOptions::default().census_weight)]
     census_weight: f32,
+    /// Integer cost units per intensity unit (costs and weights are rounded after scaling).
+    #[arg(long, default_value_t = CostOptions::default().scale)]
+    cost_scale: f32,
     /// Smoothness: potts (contrast-sensitive Potts) or linear:T (truncated linear, truncation T).
     #[arg(long, default_value = "potts")]
     smoothness: String,
@@ -73,7 +76,7 @@ impl EnergyArgs {
                 data: DataTerm::parse(&self.data).context("unknown --data")?,
                 truncation: self.truncation,
                 census_weight: self.census_weight,
-                ..Default::default()
+                scale: self.cost_scale,
             },
             smoothness,
             lambda: self.lambda,

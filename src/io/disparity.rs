@@ -4,10 +4,13 @@
 //!
 //! ```
 //! use segcut::io::{decode_disparity, encode_disparity, DisparityFormat};
-//! let disp = vec![0.0, 1.5, 3.0, 15.0];
+//! let disp = vec![0.5, 1.5, 3.0, 15.0];
 //! let png = encode_disparity(&disp, 2, 2, DisparityFormat::Png16 { scale: 256.0 }).unwrap();
 //! let back = decode_disparity(&png, "d.png", 256.0).unwrap();
 //! assert_eq!(back.2, disp);
+//! // In PNG, 0 means "no disparity": it decodes as NaN.
+//! let zero = encode_disparity(&[0.0], 1, 1, DisparityFormat::Png8 { scale: 16.0 }).unwrap();
+//! assert!(decode_disparity(&zero, "z.png", 16.0).unwrap().2[0].is_nan());
 //! let pfm = encode_disparity(&disp, 2, 2, DisparityFormat::Pfm).unwrap();
 //! assert_eq!(decode_disparity(&pfm, "d.pfm", 1.0).unwrap().2, disp);
 //! ```
@@ -172,7 +175,7 @@ pub fn decode_disparity(bytes: &[u8], name: &str, scale: f32) -> Result<(usize, 
     if bytes.starts_with(b"Pf") || bytes.starts_with(b"PF") {
         return decode_pfm(bytes, path);
     }
-    if !(scale > 0.0) {
+    if scale.is_nan() || scale <= 0.0 {
         return Err(input_err(
             path,
             format!("scale must be positive, got {scale}"),

@@ -208,10 +208,13 @@ pub fn cost_volume(
             u16::MAX
         )));
     }
-    if !(opts.truncation > 0.0 && opts.scale > 0.0 && opts.census_weight >= 0.0)
-        || !(opts.truncation * opts.scale + 24.0 * opts.census_weight * opts.scale
-            < super::expansion::MAX_COST as f32)
-    {
+    // Written so that NaN fails every test.
+    let in_range = opts.truncation > 0.0
+        && opts.scale > 0.0
+        && opts.census_weight >= 0.0
+        && (opts.truncation + 24.0 * opts.census_weight) * opts.scale
+            < super::expansion::MAX_COST as f32;
+    if !in_range {
         return Err(Error::Graph(format!(
             "cost options out of range: truncation {}, scale {}, census weight {}",
             opts.truncation, opts.scale, opts.census_weight
