@@ -19,6 +19,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod bench;
 pub mod cuda;
 pub mod error;

@@ -1,6 +1,7 @@
 //! Argument parsing: clap turns the command line into typed options, and each subcommand's module
 //! hands them to the library. Nothing below `src/cli/` is used by the library.
 
+mod batch;
 mod bench;
 mod cv;
 mod eval;
@@ -35,6 +36,9 @@ enum Command {
     /// Generate deterministic instances (vision grids, genrmf, Washington RLG) as `.max` files.
     #[command(subcommand, after_help = GEN_EXAMPLES)]
     Gen(gen::Command),
+    /// Run many segmentation, stereo and max-flow jobs: manifests, folders, resume, shards.
+    #[command(after_help = BATCH_EXAMPLES)]
+    Batch(batch::Args),
     /// Time solvers on a named suite of generated instances, verifying every result.
     #[command(after_help = BENCH_EXAMPLES)]
     Bench(bench::Args),
@@ -81,6 +85,13 @@ const GEN_EXAMPLES: &str = "Examples:
   segcut gen genrmf --a 16 --b 64 -o rmf.max
   segcut gen washington --width 512 --levels 1024 -o rlg.max";
 
+const BATCH_EXAMPLES: &str = "Examples:
+  segcut batch photos/ -o masks/                  # photos/images/*.jpg with photos/seeds/*.png
+  segcut batch jobs.csv -o out/ --gpus all        # a manifest; one solver worker set per GPU
+  segcut batch 'graphs/*.max' -o cuts/ --pack 8   # max-flow, 8 grids per packed solve
+  segcut batch jobs.csv -o out/ --shard auto      # a Slurm array task / Kubernetes Indexed Job
+  segcut batch --merge-summaries out/summary.*.csv -o out/summary";
+
 const BENCH_EXAMPLES: &str = "Examples:
   segcut bench --suite quick
   segcut bench --suite cpu --solvers bk,dinic --runs 3 --json bench.json
@@ -104,6 +115,7 @@ pub fn main() -> ExitCode {
         Command::Eval(args) => eval::run(args),
         Command::Maxflow(args) => maxflow::run(args),
         Command::Gen(cmd) => gen::run(cmd),
+        Command::Batch(args) => batch::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Stereo(args) => stereo::run(args),
         Command::StereoEval(args) => stereo::run_eval(args),

@@ -95,13 +95,84 @@ fn driver_present() -> bool {
 ///     Err(e) => println!("no GPU: {e}"),
 /// }
 /// ```
+///
+/// On a thread that called [`use_device`], this is that device's GPU ([`gpu_at`]): that is how
+/// a batch's solver workers each run on their own device without the solvers knowing.
 pub fn gpu() -> Result<&'static Gpu> {
-    GPU.get_or_init(init_gpu)
+    match THREAD_DEVICE.with(|d| d.get()) {
+        0 => GPU.get_or_init(|| init_gpu(0)),
+        i => gpu_slot(i)?.get_or_init(|| init_gpu(i)),
+    }
+    .as_ref()
+    .map_err(|reason| Error::Unsupported(reason.clone()))
+}
+
+static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
+
+/// Most device ordinals a process can address (the driver's ordinals, after
+/// `CUDA_VISIBLE_DEVICES`).
+pub const MAX_DEVICES: usize = 64;
+
+/// Devices 1.. (device 0 is [`GPU`], so that [`gpu_initialised`] keeps meaning device 0).
+static OTHER_GPUS: [OnceLock<std::result::Result<Gpu, String>>; MAX_DEVICES] =
+    [const { OnceLock::new() }; MAX_DEVICES];
+
+fn gpu_slot(ordinal: usize) -> Result<&'static OnceLock<std::result::Result<Gpu, String>>> {
+    match ordinal {
+        0 => Ok(&GPU),
+        i if i < MAX_DEVICES => Ok(&OTHER_GPUS[i]),
+        i => Err(Error::Unsupported(format!(
+            "GPU ordinal {i} is out of range (segcut addresses at most {MAX_DEVICES} devices)"
+        ))),
+    }
+}
+
+thread_local! {
+    /// The device [`gpu`] returns on this thread (see [`use_device`]).
+    static THREAD_DEVICE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The GPU with driver ordinal `ordinal` (0 is the first device `CUDA_VISIBLE_DEVICES` leaves
+/// visible), set up on first use like [`gpu`].
+///
+/// ```
+/// match segcut::cuda::gpu_at(0) {
+///     Ok(g) => println!("device 0: {}", g.name),
+///     Err(e) => println!("no GPU: {e}"),
+/// }
+/// ```
+pub fn gpu_at(ordinal: usize) -> Result<&'static Gpu> {
+    gpu_slot(ordinal)?
+        .get_or_init(|| init_gpu(ordinal))
         .as_ref()
         .map_err(|reason| Error::Unsupported(reason.clone()))
 }
 
-static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
+/// Makes [`gpu`] return device `ordinal` on the calling thread from now on, so every solver the
+/// thread runs (they all ask [`gpu`] for their context) uses that device. Threads start on 0.
+///
+/// ```
+/// segcut::cuda::use_device(0); // the default: nothing changes
+/// ```
+pub fn use_device(ordinal: usize) {
+    THREAD_DEVICE.with(|d| d.set(ordinal));
+}
+
+/// The number of GPUs the driver shows this process (after `CUDA_VISIBLE_DEVICES`), 0 without
+/// a usable driver.
+///
+/// ```
+/// let n = segcut::cuda::device_count();
+/// assert!(n > 0 || !segcut::cuda::gpu_available());
+/// ```
+pub fn device_count() -> usize {
+    if !driver_present() || driver_version().is_err() {
+        return 0;
+    }
+    CudaContext::device_count()
+        .map(|n| n.max(0) as usize)
+        .unwrap_or(0)
+}
 
 /// Whether [`gpu`] has run its set-up (successfully or not) in this process.
 pub(crate) fn gpu_initialised() -> bool {
@@ -128,7 +199,7 @@ fn driver_version() -> std::result::Result<i32, String> {
     Ok(version)
 }
 
-fn init_gpu() -> std::result::Result<Gpu, String> {
+fn init_gpu(ordinal: usize) -> std::result::Result<Gpu, String> {
     let t = Instant::now();
     if !driver_present() {
         return Err("no CUDA driver (libcuda.so) on this machine".into());
@@ -143,7 +214,13 @@ fn init_gpu() -> std::result::Result<Gpu, String> {
     if count < 1 {
         return Err("the CUDA driver reports no GPU".into());
     }
-    let ctx = CudaContext::new(0)
+    if ordinal >= count as usize {
+        return Err(format!(
+            "no GPU with ordinal {ordinal}: the CUDA driver shows {count} (after \
+             CUDA_VISIBLE_DEVICES)"
+        ));
+    }
+    let ctx = CudaContext::new(ordinal)
         .call("cuDevicePrimaryCtxRetain")
         .map_err(text)?;
     // segcut uses every device buffer on one stream only (the solve's), so cudarc's per-launch
