@@ -56,6 +56,10 @@ pub struct EnergyArgs {
     /// builds it on the GPU).
     #[arg(long)]
     cpu_build: bool,
+    /// Solve every GrabCut round from scratch instead of continuing from the last round's flow
+    /// (the masks are the same; for comparison).
+    #[arg(long)]
+    no_warm_start: bool,
     /// Weight γ (nats) of the stroke-geometry prior: pixels geodesically nearer the foreground
     /// strokes than the background strokes lean foreground, and the other way round (0: off).
     #[arg(long, value_name = "GAMMA")]
@@ -147,6 +151,7 @@ impl EnergyArgs {
         o.solver = self.solver;
         o.auto.min_gpu_nodes = self.gpu_min_nodes;
         o.gpu_build = !self.cpu_build;
+        o.warm_start = !self.no_warm_start;
         let non_negative = |name: &str, v: f64| -> Result<f64> {
             if !(v.is_finite() && v >= 0.0) {
                 bail!("--{name} must be a finite number ≥ 0, got {v}");
@@ -407,7 +412,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             json!({
                 "models_ms": super::ms(it.models), "graph_ms": super::ms(it.graph),
                 "solve_ms": super::ms(it.solve), "verify_ms": super::ms(it.verify), "flow": it.flow, "energy": it.energy,
-                "foreground": it.foreground, "changed": it.changed,
+                "foreground": it.foreground, "changed": it.changed, "warm": it.warm,
             })
         })
         .collect();

@@ -29,8 +29,8 @@ use crate::graph::{Connectivity, GridGraph};
 use crate::io::{Image, Seed, Seeds};
 use crate::maxflow::cuda::CudaGrid;
 use crate::maxflow::{
-    choose, verify, AutoPolicy, Certificate, Choice, GraphSize, MaxFlow, SolveOptions, Solved,
-    Solver, SolverKind,
+    choose, verify, AutoPolicy, Certificate, Choice, Dynamic, GraphSize, MaxFlow, SolveOptions,
+    Solved, Solver, SolverKind,
 };
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -79,6 +79,11 @@ pub struct SegmentOptions {
     pub post: PostProcess,
     /// Which pixels the first round's models are fitted on.
     pub initial: InitialModels,
+    /// Warm-start rounds 2.. from the last round's flow when the graph is cut by BK on the CPU
+    /// ([`maxflow::Dynamic`](crate::maxflow::Dynamic)): only the t-links change between rounds,
+    /// so the search continues instead of starting over. The masks are the same either way
+    /// (the canonical cut); false solves every round from scratch, for comparison.
+    pub warm_start: bool,
 }
 
 impl Default for SegmentOptions {
@@ -111,6 +116,7 @@ impl Default for SegmentOptions {
                 max_hole: 0,
             },
             initial: InitialModels::Seeds,
+            warm_start: true,
         }
     }
 }
@@ -154,6 +160,8 @@ pub struct IterationStats {
     pub foreground: usize,
     /// Pixels whose label differs from the previous round (all foreground pixels in round 1).
     pub changed: usize,
+    /// Whether the cut continued from the last round's flow ([`SegmentOptions::warm_start`]).
+    pub warm: bool,
 }
 
 /// Sizes and timings of a [`segment`] run.
@@ -469,6 +477,8 @@ struct Rounds<'a> {
     graph: Option<Graph>,
     choice: Choice,
     host: MaxFlow,
+    /// The warm-starting host solver, when BK cuts a host graph and warm starts are on.
+    dynamic: Option<Dynamic>,
     device: CudaGrid,
     buf: Vec<f32>,
     /// The stroke-geometry prior's `δ` per pixel when the prior or the first fit needs it.
@@ -480,6 +490,8 @@ struct Rounds<'a> {
 /// One round's cut and the solver that made it.
 struct RoundCut {
     solved: Solved,
+    /// Continued from the last round's flow.
+    warm: bool,
     graph: Duration,
     solve: Duration,
     verify: Duration,
@@ -569,6 +581,7 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
             energy: value,
             foreground,
             changed,
+            warm: cut.warm,
         });
         if round > 0 && changed == 0 {
             break;
@@ -676,6 +689,7 @@ impl<'a> Rounds<'a> {
             graph: device.map(|d| Graph::Device(Box::new(d))),
             choice,
             host,
+            dynamic: None,
             device: CudaGrid::default(),
             buf: Vec::new(),
             geometry,
@@ -718,12 +732,21 @@ impl<'a> Rounds<'a> {
                 &self.eopts,
             )?)),
         };
-        let (solved, t2, t3) = match g {
+        let (solved, warm, t2, t3) = match g {
             Graph::Host(e) => {
                 let prior = self.prior.as_deref();
                 energy::set_tlinks_with_prior(e, self.work.image(), self.seeds, fg, bg, prior)?;
                 let t2 = Instant::now();
-                let mut solved = self.host.solve(&e.graph)?;
+                let warm_ok = self.opts.warm_start && self.choice.solver == SolverKind::Bk;
+                let (mut solved, warm) = match &mut self.dynamic {
+                    Some(dynamic) => (dynamic.resolve(&e.graph)?, dynamic.last_was_warm()),
+                    None if warm_ok => {
+                        // The first round solves from scratch and keeps BK's state.
+                        let dynamic = self.dynamic.insert(Dynamic::new(SolverKind::Bk, false)?);
+                        (dynamic.solve(&e.graph)?, false)
+                    }
+                    None => (self.host.solve(&e.graph)?, false),
+                };
                 let t3 = Instant::now();
                 if self.opts.verify {
                     solved.certificate = Some(verify(&e.graph, &solved.cut)?);
@@ -731,7 +754,7 @@ impl<'a> Rounds<'a> {
                 if self.opts.solver == SolverKind::Auto && solved.ran.fallback.is_none() {
                     solved.ran = self.choice.clone();
                 }
-                (solved, t2, t3)
+                (solved, warm, t2, t3)
             }
             Graph::Device(d) => {
                 d.set_tlinks(self.image, fg, bg)?;
@@ -762,11 +785,12 @@ impl<'a> Rounds<'a> {
                         cut_capacity: solved.cut.flow,
                     });
                 }
-                (solved, t2, t3)
+                (solved, false, t2, t3)
             }
         };
         Ok(RoundCut {
             solved,
+            warm,
             graph: t2 - t1,
             solve: t3 - t2,
             verify: t3.elapsed(),
