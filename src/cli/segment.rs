@@ -417,6 +417,33 @@ pub fn run(args: Args) -> Result<ExitCode> {
         })
         .collect();
     let [w, h, d] = image.dims;
+    // Every phase from the process's start to here, so that they add up to `total`: what no
+    // phase names (CUDA initialisation, seed checks, post-processing) is `other`.
+    let startup_ms = super::ms(t_all.duration_since(super::started()));
+    let rounds_ms: Vec<f64> = st
+        .iterations
+        .iter()
+        .map(|it| super::ms(it.solve + it.verify))
+        .collect();
+    let sum = |f: fn(&segcut::segment::pipeline::IterationStats) -> std::time::Duration| {
+        st.iterations.iter().map(|it| super::ms(f(it))).sum::<f64>()
+    };
+    let (models_ms, tlinks_ms) = (sum(|it| it.models), sum(|it| it.graph));
+    let phases_total_ms = super::ms(super::started().elapsed());
+    let named = startup_ms
+        + load_ms
+        + seeds_ms
+        + super::ms(st.prepare)
+        + models_ms
+        + tlinks_ms
+        + rounds_ms.iter().sum::<f64>()
+        + save_ms;
+    let phases = json!({
+        "startup": startup_ms, "decode_image": load_ms, "decode_seeds": seeds_ms,
+        "prepare": super::ms(st.prepare), "models": models_ms, "graph": tlinks_ms,
+        "rounds": rounds_ms, "encode": save_ms, "other": phases_total_ms - named,
+        "total": phases_total_ms,
+    });
     // The GPU build's stages: the host's pass over the image, kernel loading, allocation and
     // copies, colour conversion and statistics, then beta, n-links and K; each round's t-links
     // are its graph_ms.
@@ -447,6 +474,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                       "encode_outputs": save_ms, "total": super::ms(t_all.elapsed()) },
         "graph_build": graph_build,
         "iterations": iterations,
+        "phases_ms": phases,
     });
     if let Some(p) = &args.stats_json {
         staged.push(io::stage(
