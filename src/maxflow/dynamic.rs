@@ -31,7 +31,8 @@ use crate::{Error, Result};
 /// // Only the terminal capacities change: the next solve starts from the last one's flow.
 /// let s = dynamic.update_terminals(&mut g, &[(0, 1, 0), (1, 0, 9)]).unwrap();
 /// assert_eq!(s.cut.flow, 1);
-/// assert_eq!(s.cut.sink_side, vec![false, true]);
+/// // Node 0's source arc is now the bottleneck: both nodes still reach the sink.
+/// assert_eq!(s.cut.sink_side, vec![true, true]);
 /// assert!(s.certificate.is_some());
 /// assert!(dynamic.last_was_warm());
 /// ```
