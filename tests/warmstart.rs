@@ -254,3 +254,84 @@ fn grabcut_rounds_warm_equal_scratch_on_dev_photos() {
     }
     assert!(warm_rounds >= 3, "only {warm_rounds} warm rounds ran");
 }
+
+/// `segcut segment --solver bk`: rounds 2.. run warm by default and cold with
+/// `--no-warm-start`, the masks are the same, and `phases_ms` adds up to its total.
+#[test]
+fn cli_warm_flag_and_phases() {
+    let root = common::repo_root();
+    let dir = std::env::temp_dir().join(format!("segcut-warm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |extra: &[&str], name: &str| {
+        let (mask, stats) = (
+            dir.join(format!("{name}.png")),
+            dir.join(format!("{name}.json")),
+        );
+        let mut cmd = std::process::Command::new(common::segcut_bin());
+        cmd.arg(root.join("samples/balloon.png"))
+            .arg("--seeds")
+            .arg(root.join("samples/balloon-seeds.png"))
+            .args(["--solver", "bk", "--iterations", "5", "-o"])
+            .arg(&mask)
+            .arg("--stats-json")
+            .arg(&stats)
+            .args(extra);
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let s: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        (std::fs::read(&mask).unwrap(), s)
+    };
+    let (warm_mask, warm) = run(&[], "warm");
+    let (cold_mask, cold) = run(&["--no-warm-start"], "cold");
+    assert_eq!(warm_mask, cold_mask);
+    let flags = |s: &serde_json::Value| -> Vec<bool> {
+        s["iterations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|it| it["warm"].as_bool().unwrap())
+            .collect()
+    };
+    let (w, c) = (flags(&warm), flags(&cold));
+    assert!(w.len() >= 2, "only {} round(s) ran", w.len());
+    assert!(!w[0] && w[1..].iter().all(|&x| x), "{w:?}");
+    assert!(c.iter().all(|&x| !x), "{c:?}");
+    for s in [&warm, &cold] {
+        let p = &s["phases_ms"];
+        let f = |k: &str| {
+            p[k].as_f64()
+                .unwrap_or_else(|| panic!("phases_ms lacks {k}"))
+        };
+        let rounds: f64 = p["rounds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_f64().unwrap())
+            .sum();
+        assert_eq!(p["rounds"].as_array().unwrap().len(), w.len());
+        let named = [
+            "startup",
+            "decode_image",
+            "decode_seeds",
+            "prepare",
+            "models",
+            "graph",
+            "encode",
+        ]
+        .iter()
+        .map(|k| f(k))
+        .sum::<f64>()
+            + rounds;
+        let (other, total) = (f("other"), f("total"));
+        assert!((named + other - total).abs() < 1e-6 * total.max(1.0), "{p}");
+        // The remainder is small next to what is named (start-up of a CPU run is tiny).
+        assert!(other >= -1e-9 && other < total, "{p}");
+        assert!(f("models") > 0.0 && rounds > 0.0, "{p}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
