@@ -335,3 +335,76 @@ fn cli_warm_flag_and_phases() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The GPU version: cuda-grid warm-started over rounds of random terminal changes agrees with
+/// BK and Dinic from scratch (flow, canonical cut, certificate). Skips without a GPU unless
+/// `SEGCUT_REQUIRE_GPU=1`.
+#[test]
+fn gpu_warm_rounds_match_scratch_solves() {
+    if !common::gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng::new(31);
+    let mut warm_rounds = 0;
+    for (k, conn) in [Connectivity::N4, Connectivity::N8, Connectivity::N6]
+        .into_iter()
+        .cycle()
+        .take(60)
+        .enumerate()
+    {
+        let hi = [4, 20, 1000][k % 3];
+        let mut g = random_grid(&mut rng, conn, if conn.is_3d() { 12 } else { 40 }, hi);
+        let mut dynamic = Dynamic::new(SolverKind::CudaGrid, true).unwrap();
+        let first = dynamic.solve(&g).unwrap();
+        check(&g, &first, &format!("gpu case {k} {conn} first"));
+        for round in 1..=5 {
+            let fraction = [1.0, 0.5, 0.1, 0.02, 0.3][round - 1];
+            randomise_terminals(&mut rng, &mut g, fraction, hi);
+            let warm = dynamic.resolve(&g).unwrap();
+            assert!(
+                dynamic.last_was_warm(),
+                "gpu case {k} round {round} fell back"
+            );
+            check(&g, &warm, &format!("gpu case {k} {conn} round {round}"));
+            warm_rounds += 1;
+        }
+    }
+    assert_eq!(warm_rounds, 300);
+}
+
+/// GrabCut rounds on the GPU solver (graph built on the CPU, cuda-grid named): warm-started and
+/// from scratch give the same masks and per-round flows, and the same as BK.
+#[test]
+fn gpu_grabcut_rounds_warm_equal_scratch() {
+    use segcut::io::{load_image, load_seeds};
+    use segcut::segment::{segment, SegmentOptions};
+    if !common::gpu_or_skip() {
+        return;
+    }
+    let root = common::repo_root();
+    let image = load_image(&root.join("samples/balloon.png")).unwrap();
+    let seeds = load_seeds(
+        &root.join("samples/balloon-seeds.png"),
+        image.dims,
+        &Default::default(),
+    )
+    .unwrap();
+    let opts = |solver, warm_start| SegmentOptions {
+        solver,
+        warm_start,
+        gpu_build: false,
+        ..SegmentOptions::default()
+    };
+    let warm = segment(&image, &seeds, &opts(SolverKind::CudaGrid, true)).unwrap();
+    let cold = segment(&image, &seeds, &opts(SolverKind::CudaGrid, false)).unwrap();
+    let bk = segment(&image, &seeds, &opts(SolverKind::Bk, false)).unwrap();
+    assert_eq!(warm.mask, cold.mask);
+    assert_eq!(warm.mask, bk.mask);
+    let flows = |s: &segcut::segment::Segmentation| -> Vec<i64> {
+        s.stats.iterations.iter().map(|i| i.flow).collect()
+    };
+    assert_eq!(flows(&warm), flows(&cold));
+    assert_eq!(flows(&warm), flows(&bk));
+    let w: Vec<bool> = warm.stats.iterations.iter().map(|i| i.warm).collect();
+    assert!(w.len() >= 2 && !w[0] && w[1..].iter().all(|&x| x), "{w:?}");
+}

@@ -3,7 +3,7 @@
 //! passes of α-expansion.
 //!
 //! [`Dynamic`] solves a grid once from scratch and keeps the solver's state (BK's search trees
-//! and residual graph). [`Dynamic::resolve`] then takes the same grid with new source and sink
+//! and residual graph; for `cuda-grid` the preflow on the GPU). [`Dynamic::resolve`] then takes the same grid with new source and sink
 //! capacities, applies the differences to the kept residual graph by the reparameterisation
 //! described at [`Bk`]'s warm-start methods, and continues the search. The answer is exactly what
 //! a solve from scratch returns: the same flow value and the same canonical cut (the cut does not
@@ -12,6 +12,7 @@
 use std::time::Instant;
 
 use super::bk::Bk;
+use super::cuda::WarmGrid;
 use super::{verify, Solved, Solver, SolverKind};
 use crate::graph::{Cap, Connectivity, GridGraph};
 use crate::{Error, Result};
@@ -41,6 +42,7 @@ pub struct Dynamic {
     kind: SolverKind,
     verify: bool,
     bk: Bk,
+    gpu: WarmGrid,
     /// The terminal capacities of the graph the kept state belongs to (empty: nothing kept).
     source: Vec<Cap>,
     sink: Vec<Cap>,
@@ -50,19 +52,20 @@ pub struct Dynamic {
 }
 
 impl Dynamic {
-    /// A warm-starting solver of `kind` (only [`SolverKind::Bk`] keeps its state so far; the
-    /// GPU's `cuda-grid` gets [`Error::Unsupported`]), checking each result's certificate when
-    /// `verify` is set.
+    /// A warm-starting solver of `kind`: [`SolverKind::Bk`] (CPU) or [`SolverKind::CudaGrid`]
+    /// (GPU: the preflow stays on the device; push-relabel continues from a global relabel after
+    /// the `update_terminals` kernel). Checks each result's certificate when `verify` is set.
     pub fn new(kind: SolverKind, verify: bool) -> Result<Self> {
-        if kind != SolverKind::Bk {
+        if !matches!(kind, SolverKind::Bk | SolverKind::CudaGrid) {
             return Err(Error::Unsupported(format!(
-                "warm-started solves run on bk only, not {kind}"
+                "warm-started solves run on bk or cuda-grid, not {kind}"
             )));
         }
         Ok(Dynamic {
             kind,
             verify,
             bk: Bk::default(),
+            gpu: WarmGrid::default(),
             source: Vec::new(),
             sink: Vec::new(),
             shape: None,
@@ -82,6 +85,7 @@ impl Dynamic {
 
     /// Forgets the kept state: the next solve starts from scratch.
     pub fn reset(&mut self) {
+        self.gpu.reset();
         self.shape = None;
         self.source.clear();
         self.sink.clear();
@@ -91,7 +95,11 @@ impl Dynamic {
     pub fn solve(&mut self, g: &GridGraph) -> Result<Solved> {
         self.reset();
         self.warm = false;
-        let mut solved = self.bk.run(g.into(), false)?;
+        let mut solved = if self.kind == SolverKind::CudaGrid {
+            self.gpu.solve(g)?
+        } else {
+            self.bk.run(g.into(), false)?
+        };
         self.keep(g);
         self.certify(g, &mut solved)?;
         Ok(solved)
@@ -104,6 +112,17 @@ impl Dynamic {
     pub fn resolve(&mut self, g: &GridGraph) -> Result<Solved> {
         if self.shape != Some((g.dims(), g.connectivity())) {
             return self.solve(g);
+        }
+        if self.kind == SolverKind::CudaGrid {
+            return match self.gpu.resolve(g).inspect_err(|_| self.reset())? {
+                Some(mut solved) => {
+                    self.keep(g);
+                    self.warm = true;
+                    self.certify(g, &mut solved)?;
+                    Ok(solved)
+                }
+                None => self.solve(g),
+            };
         }
         let (source, sink) = (g.source_caps(), g.sink_caps());
         if source.iter().chain(sink).any(|&c| c < 0) {

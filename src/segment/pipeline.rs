@@ -79,9 +79,10 @@ pub struct SegmentOptions {
     pub post: PostProcess,
     /// Which pixels the first round's models are fitted on.
     pub initial: InitialModels,
-    /// Warm-start rounds 2.. from the last round's flow when the graph is cut by BK on the CPU
-    /// ([`maxflow::Dynamic`](crate::maxflow::Dynamic)): only the t-links change between rounds,
-    /// so the search continues instead of starting over. The masks are the same either way
+    /// Warm-start rounds 2.. from the last round's flow when a host-built graph is cut by BK, or
+    /// by `cuda-grid` when named ([`maxflow::Dynamic`](crate::maxflow::Dynamic)): only the
+    /// t-links change between rounds, so the solve continues instead of starting over. (A graph
+    /// built on the GPU is still cut from scratch each round.) The masks are the same either way
     /// (the canonical cut); false solves every round from scratch, for comparison.
     pub warm_start: bool,
 }
@@ -737,15 +738,21 @@ impl<'a> Rounds<'a> {
                 let prior = self.prior.as_deref();
                 energy::set_tlinks_with_prior(e, self.work.image(), self.seeds, fg, bg, prior)?;
                 let t2 = Instant::now();
-                let warm_ok = self.opts.warm_start && self.choice.solver == SolverKind::Bk;
-                let (mut solved, warm) = match &mut self.dynamic {
-                    Some(dynamic) => (dynamic.resolve(&e.graph)?, dynamic.last_was_warm()),
-                    None if warm_ok => {
-                        // The first round solves from scratch and keeps BK's state.
-                        let dynamic = self.dynamic.insert(Dynamic::new(SolverKind::Bk, false)?);
+                // BK, or cuda-grid when named (under `auto` a GPU solver that declines falls
+                // back to BK through `host`, which a kept GPU state cannot).
+                let warm_kind = match (self.choice.solver, self.opts.solver) {
+                    (SolverKind::Bk, _) => Some(SolverKind::Bk),
+                    (SolverKind::CudaGrid, SolverKind::CudaGrid) => Some(SolverKind::CudaGrid),
+                    _ => None,
+                };
+                let (mut solved, warm) = match (&mut self.dynamic, warm_kind) {
+                    (Some(dynamic), _) => (dynamic.resolve(&e.graph)?, dynamic.last_was_warm()),
+                    (None, Some(kind)) if self.opts.warm_start => {
+                        // The first round solves from scratch and keeps the solver's state.
+                        let dynamic = self.dynamic.insert(Dynamic::new(kind, false)?);
                         (dynamic.solve(&e.graph)?, false)
                     }
-                    None => (self.host.solve(&e.graph)?, false),
+                    (None, _) => (self.host.solve(&e.graph)?, false),
                 };
                 let t3 = Instant::now();
                 if self.opts.verify {

@@ -631,3 +631,156 @@ impl CudaGrid {
         Ok(())
     }
 }
+
+/// What a warm-starting [`WarmGrid`] keeps on the device between solves: the preflow (residual
+/// n-links, sink residuals, excesses, the flow counter) and the kernels, with the terminal
+/// capacities it belongs to on the host.
+struct Kept {
+    stream: Arc<CudaStream>,
+    k: GridPr,
+    shape: GridShape,
+    dev: DeviceGraph,
+    source: Vec<i32>,
+    sink: Vec<i32>,
+    conn: Connectivity,
+}
+
+/// `cuda-grid` with warm starts (dynamic graph cuts): the preflow stays on the GPU between solves
+/// of a grid whose terminal capacities change, the `update_terminals` kernel applies the changes
+/// (the excess follows the saturated source arc, the sink residual the sink arc; where either
+/// would turn negative, the same constant is added to both terminal capacities, which leaves the
+/// minimum cut where it is), and push-relabel continues from a fresh global relabel. The stop test
+/// is the max-flow condition itself, so the answer is the canonical cut of the new graph, as from
+/// scratch. Used through [`Dynamic`](crate::maxflow::Dynamic).
+#[derive(Default)]
+pub(crate) struct WarmGrid {
+    solver: CudaGrid,
+    kept: Option<Kept>,
+}
+
+impl std::fmt::Debug for WarmGrid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WarmGrid")
+            .field("kept", &self.kept.is_some())
+            .finish()
+    }
+}
+
+impl WarmGrid {
+    /// Forgets the device state.
+    pub(crate) fn reset(&mut self) {
+        self.kept = None;
+    }
+
+    /// Solves `g` from scratch and keeps the preflow on the device.
+    pub(crate) fn solve(&mut self, g: &GridGraph) -> Result<Solved> {
+        self.kept = None;
+        timed(|| {
+            let t0 = Instant::now();
+            let dg = upload(g)?;
+            let upload_time = t0.elapsed();
+            let one = self.solver.phase_one(dg, false)?;
+            let mut s = Solved::new(one.cut, SolverKind::CudaGrid);
+            s.stats.build = upload_time + one.setup;
+            s.stats.gpu = Some(GpuStats::Grid(self.solver.stats.clone()));
+            self.kept = Some(Kept {
+                stream: one.stream,
+                k: one.k,
+                shape: one.shape,
+                dev: one.dev,
+                source: g.source_caps().to_vec(),
+                sink: g.sink_caps().to_vec(),
+                conn: g.connectivity(),
+            });
+            Ok(s)
+        })
+    }
+
+    /// Solves `g`, equal to the last solved grid but for its terminal capacities, from the kept
+    /// preflow. `Ok(None)` when nothing usable is kept (no solve yet, another shape) or a sink
+    /// residual would overflow: the caller then solves from scratch.
+    pub(crate) fn resolve(&mut self, g: &GridGraph) -> Result<Option<Solved>> {
+        let Some(kept) = self.kept.as_mut() else {
+            return Ok(None);
+        };
+        if kept.shape.num_nodes() != g.num_nodes()
+            || GridShape::new(g.dims(), g.connectivity())? != kept.shape
+            || kept.conn != g.connectivity()
+        {
+            return Ok(None);
+        }
+        let solver = &mut self.solver;
+        let result = timed(|| {
+            let t0 = Instant::now();
+            let (source, sink) = (g.source_caps(), g.sink_caps());
+            // Both capacities are non-negative i32 (validated below), so the differences fit.
+            if source.iter().chain(sink).any(|&c| c < 0) {
+                return Err(g
+                    .validate()
+                    .err()
+                    .unwrap_or_else(|| Error::Graph("negative terminal capacity".into())));
+            }
+            let d_source: Vec<i32> = source
+                .iter()
+                .zip(&kept.source)
+                .map(|(a, b)| a - b)
+                .collect();
+            let d_sink: Vec<i32> = sink.iter().zip(&kept.sink).map(|(a, b)| a - b).collect();
+            let stream = kept.stream.clone();
+            let d_source = cuda::upload(&stream, &d_source, "source capacity changes")?;
+            let d_sink = cuda::upload(&stream, &d_sink, "sink capacity changes")?;
+            let mut overflow = cuda::zeros::<u32>(&stream, 1, "overflow flag")?;
+            let dev = &mut kept.dev;
+            // SAFETY: d_source, d_sink, excess and sink_r have n entries (the shape checked
+            // above is the kept state's), flow and overflow one.
+            unsafe {
+                kept.k.update_terminals(
+                    &stream,
+                    kept.shape,
+                    &d_source,
+                    &d_sink,
+                    &mut dev.excess,
+                    &mut dev.sink_r,
+                    &mut dev.flow,
+                    &mut overflow,
+                )?
+            };
+            let flag = stream
+                .clone_dtoh(&overflow)
+                .call("cuMemcpyDtoH (overflow flag)")?;
+            cuda::sync(&stream)?;
+            if flag[0] != 0 {
+                return Err(Error::Overflow("sink residual past i32".into()));
+            }
+            let setup = t0.elapsed();
+            solver.stats = GridStats {
+                device_bytes: (kept.shape.num_nodes() * grid_bytes_per_node(kept.conn)) as u64,
+                ..GridStats::default()
+            };
+            solver.run(&stream, &kept.k, kept.shape, dev)?;
+            let t_finish = Instant::now();
+            let cut = solver.download_cut(&stream, &kept.k, kept.shape, dev)?;
+            solver.stats.finish_ms = t_finish.elapsed().as_secs_f64() * 1e3;
+            let mut s = Solved::new(cut, SolverKind::CudaGrid);
+            s.stats.build = setup;
+            s.stats.gpu = Some(GpuStats::Grid(solver.stats.clone()));
+            Ok(s)
+        });
+        match result {
+            Ok(s) => {
+                kept.source.copy_from_slice(g.source_caps());
+                kept.sink.copy_from_slice(g.sink_caps());
+                Ok(Some(s))
+            }
+            Err(Error::Overflow(_)) => {
+                self.kept = None;
+                Ok(None)
+            }
+            Err(e) => {
+                // The device state may be half updated.
+                self.kept = None;
+                Err(e)
+            }
+        }
+    }
+}

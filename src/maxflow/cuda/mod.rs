@@ -7,4 +7,5 @@ mod csr;
 mod grid;
 
 pub use csr::{CsrLayout, CsrStats, CudaCsr};
+pub(crate) use grid::WarmGrid;
 pub use grid::{CudaGrid, GridStats, GridTuning, TileBlocks};
