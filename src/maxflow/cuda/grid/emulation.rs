@@ -119,7 +119,7 @@ fn emulate(g: &GridGraph, rng: &mut Rng, stale: bool) -> Cut {
 
 /// The emulated solve and its [`GridStats`] (launch counts as the GPU would make them).
 fn emulate_counted(g: &GridGraph, rng: &mut Rng, stale: bool) -> (Cut, GridStats) {
-    let mut stats = GridStats::default();
+    let stats = GridStats::default();
     let (base, excess, sink_r) = saturate_terminals(g).unwrap();
     let n = g.num_nodes();
     let mut st = State {
