@@ -544,21 +544,22 @@ extern "C" __global__ void init_terminals(const Grid g, const int *source, i64 *
 
 // sync: flow (+, atomic, two's complement), overflow (|=)
 // safe: excess[v] and sink_r[v] of the thread's own v (no other kernel runs)
-// Warm start (Kohli & Torr): node v's source capacity changes by d_source[v] and its sink
-// capacity by d_sink[v]. The source arc stays saturated, so the excess moves with d_source and
+// Warm start (Kohli & Torr): node v's source capacity changes from old_source[v] to source[v]
+// and its sink capacity from old_sink[v] to sink[v] (all non-negative, so the changes fit). The source arc stays saturated, so the excess moves with d_source and
 // the sink residual with d_sink; where either would turn negative, the same constant k is added
 // to both terminal capacities (every cut cuts exactly one of them, so every cut grows by k and the
 // minimum cut stays), then what can leave through the node's own sink arc goes at once, as in
 // init_terminals. flow (the flow into the sink) moves by the change of the node's sink flow
 // without k, (t' - r') - (t - r): the flow value of the graph as given. A sink residual past
 // i32 sets *overflow and leaves the node as it was: the host then solves from scratch.
-extern "C" __global__ void update_terminals(const Grid g, const int *d_source, const int *d_sink,
+extern "C" __global__ void update_terminals(const Grid g, const int *source, const int *sink,
+                                            const int *old_source, const int *old_sink,
                                             i64 *excess, int *sink_r, u64 *flow,
                                             unsigned *overflow) {
     unsigned v = blockIdx.x * blockDim.x + threadIdx.x;
     i64 delta = 0;
     if (v < g.n) {
-        int ds = d_source[v], dt = d_sink[v];
+        int ds = source[v] - old_source[v], dt = sink[v] - old_sink[v];
         if (ds != 0 || dt != 0) {
             i64 r0 = sink_r[v];
             i64 e = excess[v] + ds, r = r0 + dt;

@@ -372,8 +372,9 @@ fn gpu_warm_rounds_match_scratch_solves() {
     assert_eq!(warm_rounds, 300);
 }
 
-/// GrabCut rounds on the GPU solver (graph built on the CPU, cuda-grid named): warm-started and
-/// from scratch give the same masks and per-round flows, and the same as BK.
+/// GrabCut rounds on the GPU solver, graph built on the CPU (cuda-grid named: `Dynamic`) and on
+/// the GPU (`WarmGrid` on the device's t-links): warm-started and from scratch give the same
+/// masks and per-round flows, and the same as BK, on the sample and on three dev photos.
 #[test]
 fn gpu_grabcut_rounds_warm_equal_scratch() {
     use segcut::io::{load_image, load_seeds};
@@ -382,29 +383,60 @@ fn gpu_grabcut_rounds_warm_equal_scratch() {
         return;
     }
     let root = common::repo_root();
-    let image = load_image(&root.join("samples/balloon.png")).unwrap();
-    let seeds = load_seeds(
-        &root.join("samples/balloon-seeds.png"),
-        image.dims,
-        &Default::default(),
-    )
-    .unwrap();
-    let opts = |solver, warm_start| SegmentOptions {
-        solver,
-        warm_start,
-        gpu_build: false,
-        ..SegmentOptions::default()
-    };
-    let warm = segment(&image, &seeds, &opts(SolverKind::CudaGrid, true)).unwrap();
-    let cold = segment(&image, &seeds, &opts(SolverKind::CudaGrid, false)).unwrap();
-    let bk = segment(&image, &seeds, &opts(SolverKind::Bk, false)).unwrap();
-    assert_eq!(warm.mask, cold.mask);
-    assert_eq!(warm.mask, bk.mask);
-    let flows = |s: &segcut::segment::Segmentation| -> Vec<i64> {
-        s.stats.iterations.iter().map(|i| i.flow).collect()
-    };
-    assert_eq!(flows(&warm), flows(&cold));
-    assert_eq!(flows(&warm), flows(&bk));
-    let w: Vec<bool> = warm.stats.iterations.iter().map(|i| i.warm).collect();
-    assert!(w.len() >= 2 && !w[0] && w[1..].iter().all(|&x| x), "{w:?}");
+    let mut cases = vec![(
+        root.join("samples/balloon.png"),
+        root.join("samples/balloon-seeds.png"),
+    )];
+    if let Some(data) = common::shared_data() {
+        let dir = data.join("segmentation/grabcut-bsds-dev");
+        for id in ["124084", "153077", "181079"] {
+            cases.push((
+                dir.join(format!("images/{id}.jpg")),
+                dir.join(format!("scribbles-1/{id}-anno.png")),
+            ));
+        }
+    }
+    for (img, seeds) in &cases {
+        let what = img.display().to_string();
+        let image = load_image(img).unwrap();
+        let seeds = load_seeds(seeds, image.dims, &Default::default()).unwrap();
+        let opts = |solver, warm_start, gpu_build| SegmentOptions {
+            solver,
+            warm_start,
+            gpu_build,
+            ..SegmentOptions::default()
+        };
+        let bk = segment(&image, &seeds, &opts(SolverKind::Bk, false, false)).unwrap();
+        let flows = |s: &segcut::segment::Segmentation| -> Vec<i64> {
+            s.stats.iterations.iter().map(|i| i.flow).collect()
+        };
+        for gpu_build in [false, true] {
+            let warm =
+                segment(&image, &seeds, &opts(SolverKind::CudaGrid, true, gpu_build)).unwrap();
+            let cold = segment(
+                &image,
+                &seeds,
+                &opts(SolverKind::CudaGrid, false, gpu_build),
+            )
+            .unwrap();
+            assert!(warm.verified && cold.verified);
+            assert_eq!(
+                warm.stats.gpu.is_some(),
+                gpu_build,
+                "{what}: where the graph was built"
+            );
+            assert_eq!(warm.mask, cold.mask, "{what} gpu_build={gpu_build}");
+            assert_eq!(flows(&warm), flows(&cold), "{what} gpu_build={gpu_build}");
+            let w: Vec<bool> = warm.stats.iterations.iter().map(|i| i.warm).collect();
+            assert!(
+                w.len() >= 2 && !w[0] && w[1..].iter().all(|&x| x),
+                "{what} gpu_build={gpu_build}: {w:?}"
+            );
+            if !gpu_build {
+                // The same graph as BK's: the same canonical cuts.
+                assert_eq!(warm.mask, bk.mask, "{what}");
+                assert_eq!(flows(&warm), flows(&bk), "{what}");
+            }
+        }
+    }
 }

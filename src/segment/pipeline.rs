@@ -27,7 +27,7 @@ use super::prior::{prior_costs, SpatialPrior};
 use crate::cuda::gpu_unavailable_reason;
 use crate::graph::{Connectivity, GridGraph};
 use crate::io::{Image, Seed, Seeds};
-use crate::maxflow::cuda::CudaGrid;
+use crate::maxflow::cuda::{CudaGrid, WarmGrid};
 use crate::maxflow::{
     choose, verify, AutoPolicy, Certificate, Choice, Dynamic, GraphSize, MaxFlow, SolveOptions,
     Solved, Solver, SolverKind,
@@ -79,10 +79,11 @@ pub struct SegmentOptions {
     pub post: PostProcess,
     /// Which pixels the first round's models are fitted on.
     pub initial: InitialModels,
-    /// Warm-start rounds 2.. from the last round's flow when a host-built graph is cut by BK, or
-    /// by `cuda-grid` when named ([`maxflow::Dynamic`](crate::maxflow::Dynamic)): only the
-    /// t-links change between rounds, so the solve continues instead of starting over. (A graph
-    /// built on the GPU is still cut from scratch each round.) The masks are the same either way
+    /// Warm-start rounds 2.. from the last round's flow: only the t-links change between rounds,
+    /// so the solve continues instead of starting over. Applies to BK, to `cuda-grid` on a graph
+    /// built on the GPU ([`WarmGrid`](crate::maxflow::cuda::WarmGrid): the preflow stays on the
+    /// device), and to `cuda-grid` on a host-built graph when named
+    /// ([`maxflow::Dynamic`](crate::maxflow::Dynamic)). The masks are the same either way
     /// (the canonical cut); false solves every round from scratch, for comparison.
     pub warm_start: bool,
 }
@@ -481,6 +482,8 @@ struct Rounds<'a> {
     /// The warm-starting host solver, when BK cuts a host graph and warm starts are on.
     dynamic: Option<Dynamic>,
     device: CudaGrid,
+    /// The warm-starting GPU solver for a graph built on the GPU.
+    warm_device: WarmGrid,
     buf: Vec<f32>,
     /// The stroke-geometry prior's `δ` per pixel when the prior or the first fit needs it.
     geometry: Option<Vec<f32>>,
@@ -692,6 +695,7 @@ impl<'a> Rounds<'a> {
             host,
             dynamic: None,
             device: CudaGrid::default(),
+            warm_device: WarmGrid::default(),
             buf: Vec::new(),
             geometry,
             prior,
@@ -766,7 +770,20 @@ impl<'a> Rounds<'a> {
             Graph::Device(d) => {
                 d.set_tlinks(self.image, fg, bg)?;
                 let t2 = Instant::now();
-                let mut solved = match self.device.solve_device(d.device_grid()?) {
+                // Warm: rounds 2.. continue from the preflow kept on the device; the first
+                // round (or one after an overflow) solves from scratch and keeps it.
+                let (dims, conn, source, sink) = d.terminals();
+                let warm_solved = match self.opts.warm_start {
+                    true => self.warm_device.resolve_device(dims, conn, source, sink)?,
+                    false => None,
+                };
+                let warm = warm_solved.is_some();
+                let attempt = match warm_solved {
+                    Some(s) => Ok(s),
+                    None if self.opts.warm_start => self.warm_device.solve_device(d.device_grid()?),
+                    None => self.device.solve_device(d.device_grid()?),
+                };
+                let mut solved = match attempt {
                     Ok(s) => Solved {
                         ran: self.choice.clone(),
                         ..s
@@ -792,7 +809,7 @@ impl<'a> Rounds<'a> {
                         cut_capacity: solved.cut.flow,
                     });
                 }
-                (solved, false, t2, t3)
+                (solved, warm, t2, t3)
             }
         };
         Ok(RoundCut {

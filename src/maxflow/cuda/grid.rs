@@ -633,15 +633,16 @@ impl CudaGrid {
 }
 
 /// What a warm-starting [`WarmGrid`] keeps on the device between solves: the preflow (residual
-/// n-links, sink residuals, excesses, the flow counter) and the kernels, with the terminal
-/// capacities it belongs to on the host.
+/// n-links, sink residuals, excesses, the flow counter), the kernels, and the terminal
+/// capacities the preflow belongs to.
 struct Kept {
     stream: Arc<CudaStream>,
     k: GridPr,
     shape: GridShape,
     dev: DeviceGraph,
-    source: Vec<i32>,
-    sink: Vec<i32>,
+    source: CudaSlice<i32>,
+    sink: CudaSlice<i32>,
+    dims: [usize; 3],
     conn: Connectivity,
 }
 
@@ -651,9 +652,9 @@ struct Kept {
 /// would turn negative, the same constant is added to both terminal capacities, which leaves the
 /// minimum cut where it is), and push-relabel continues from a fresh global relabel. The stop test
 /// is the max-flow condition itself, so the answer is the canonical cut of the new graph, as from
-/// scratch. Used through [`Dynamic`](crate::maxflow::Dynamic).
+/// scratch. Used through [`Dynamic`](crate::maxflow::Dynamic) and by the segmentation rounds.
 #[derive(Default)]
-pub(crate) struct WarmGrid {
+pub struct WarmGrid {
     solver: CudaGrid,
     kept: Option<Kept>,
 }
@@ -668,29 +669,47 @@ impl std::fmt::Debug for WarmGrid {
 
 impl WarmGrid {
     /// Forgets the device state.
-    pub(crate) fn reset(&mut self) {
+    pub fn reset(&mut self) {
         self.kept = None;
     }
 
     /// Solves `g` from scratch and keeps the preflow on the device.
     pub(crate) fn solve(&mut self, g: &GridGraph) -> Result<Solved> {
         self.kept = None;
+        let t0 = Instant::now();
+        let dg = upload(g)?;
+        let upload_time = t0.elapsed();
+        let mut s = self.solve_device(dg)?;
+        s.stats.build += upload_time;
+        Ok(s)
+    }
+
+    /// Solves a grid already on the GPU from scratch (as [`CudaGrid::solve_device`]) and keeps
+    /// the preflow and a copy of the terminal capacities on the device.
+    pub fn solve_device(&mut self, g: DeviceGrid) -> Result<Solved> {
+        self.kept = None;
         timed(|| {
             let t0 = Instant::now();
-            let dg = upload(g)?;
-            let upload_time = t0.elapsed();
-            let one = self.solver.phase_one(dg, false)?;
+            let sink = g
+                .stream
+                .clone_dtod(&g.sink)
+                .call("cuMemcpyDtoD (sink copy)")?;
+            let (dims, conn) = (g.dims, g.conn);
+            let copy = t0.elapsed();
+            let one = self.solver.phase_one(g, true)?;
             let mut s = Solved::new(one.cut, SolverKind::CudaGrid);
-            s.stats.build = upload_time + one.setup;
+            s.stats.build = copy + one.setup;
             s.stats.gpu = Some(GpuStats::Grid(self.solver.stats.clone()));
+            let source = one.source.expect("phase one keeps the source when asked");
             self.kept = Some(Kept {
                 stream: one.stream,
                 k: one.k,
                 shape: one.shape,
                 dev: one.dev,
-                source: g.source_caps().to_vec(),
-                sink: g.sink_caps().to_vec(),
-                conn: g.connectivity(),
+                source,
+                sink,
+                dims,
+                conn,
             });
             Ok(s)
         })
@@ -700,45 +719,63 @@ impl WarmGrid {
     /// preflow. `Ok(None)` when nothing usable is kept (no solve yet, another shape) or a sink
     /// residual would overflow: the caller then solves from scratch.
     pub(crate) fn resolve(&mut self, g: &GridGraph) -> Result<Option<Solved>> {
+        let Some(kept) = self.kept.as_ref() else {
+            return Ok(None);
+        };
+        if (kept.dims, kept.conn) != (g.dims(), g.connectivity()) {
+            return Ok(None);
+        }
+        if g.source_caps().iter().chain(g.sink_caps()).any(|&c| c < 0) {
+            self.kept = None;
+            return Err(g
+                .validate()
+                .err()
+                .unwrap_or_else(|| Error::Graph("negative terminal capacity".into())));
+        }
+        let t0 = Instant::now();
+        let stream = kept.stream.clone();
+        let source = cuda::upload(&stream, g.source_caps(), "source capacities")?;
+        let sink = cuda::upload(&stream, g.sink_caps(), "sink capacities")?;
+        let upload_time = t0.elapsed();
+        let solved = self.resolve_device(g.dims(), g.connectivity(), &source, &sink)?;
+        Ok(solved.map(|mut s| {
+            s.stats.build += upload_time;
+            s
+        }))
+    }
+
+    /// [`resolve`](WarmGrid::resolve) with the new terminal capacities already on the device
+    /// (written on the stream of the first solve, non-negative: the kernel does not check).
+    pub fn resolve_device(
+        &mut self,
+        dims: [usize; 3],
+        conn: Connectivity,
+        source: &CudaSlice<i32>,
+        sink: &CudaSlice<i32>,
+    ) -> Result<Option<Solved>> {
         let Some(kept) = self.kept.as_mut() else {
             return Ok(None);
         };
-        if kept.shape.num_nodes() != g.num_nodes()
-            || GridShape::new(g.dims(), g.connectivity())? != kept.shape
-            || kept.conn != g.connectivity()
-        {
+        let n = kept.shape.num_nodes();
+        if (kept.dims, kept.conn) != (dims, conn) || source.len() != n || sink.len() != n {
             return Ok(None);
         }
         let solver = &mut self.solver;
         let result = timed(|| {
             let t0 = Instant::now();
-            let (source, sink) = (g.source_caps(), g.sink_caps());
-            // Both capacities are non-negative i32 (validated below), so the differences fit.
-            if source.iter().chain(sink).any(|&c| c < 0) {
-                return Err(g
-                    .validate()
-                    .err()
-                    .unwrap_or_else(|| Error::Graph("negative terminal capacity".into())));
-            }
-            let d_source: Vec<i32> = source
-                .iter()
-                .zip(&kept.source)
-                .map(|(a, b)| a - b)
-                .collect();
-            let d_sink: Vec<i32> = sink.iter().zip(&kept.sink).map(|(a, b)| a - b).collect();
             let stream = kept.stream.clone();
-            let d_source = cuda::upload(&stream, &d_source, "source capacity changes")?;
-            let d_sink = cuda::upload(&stream, &d_sink, "sink capacity changes")?;
             let mut overflow = cuda::zeros::<u32>(&stream, 1, "overflow flag")?;
             let dev = &mut kept.dev;
-            // SAFETY: d_source, d_sink, excess and sink_r have n entries (the shape checked
-            // above is the kept state's), flow and overflow one.
+            // SAFETY: source, sink, the kept copies, excess and sink_r have n entries (checked
+            // above against the kept shape), flow and overflow one.
             unsafe {
                 kept.k.update_terminals(
                     &stream,
                     kept.shape,
-                    &d_source,
-                    &d_sink,
+                    source,
+                    sink,
+                    &kept.source,
+                    &kept.sink,
                     &mut dev.excess,
                     &mut dev.sink_r,
                     &mut dev.flow,
@@ -752,9 +789,16 @@ impl WarmGrid {
             if flag[0] != 0 {
                 return Err(Error::Overflow("sink residual past i32".into()));
             }
+            // The new capacities are what the kept preflow belongs to from now on.
+            stream
+                .memcpy_dtod(source, &mut kept.source)
+                .call("cuMemcpyDtoD (source copy)")?;
+            stream
+                .memcpy_dtod(sink, &mut kept.sink)
+                .call("cuMemcpyDtoD (sink copy)")?;
             let setup = t0.elapsed();
             solver.stats = GridStats {
-                device_bytes: (kept.shape.num_nodes() * grid_bytes_per_node(kept.conn)) as u64,
+                device_bytes: (n * grid_bytes_per_node(kept.conn)) as u64,
                 ..GridStats::default()
             };
             solver.run(&stream, &kept.k, kept.shape, dev)?;
@@ -767,11 +811,7 @@ impl WarmGrid {
             Ok(s)
         });
         match result {
-            Ok(s) => {
-                kept.source.copy_from_slice(g.source_caps());
-                kept.sink.copy_from_slice(g.sink_caps());
-                Ok(Some(s))
-            }
+            Ok(s) => Ok(Some(s)),
             Err(Error::Overflow(_)) => {
                 self.kept = None;
                 Ok(None)
