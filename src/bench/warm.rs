@@ -114,6 +114,19 @@ fn median_phases(runs: &[Phases]) -> Phases {
 
 /// Segments `photo` with the default options and `solver`, `runs` times with every round from
 /// scratch and `runs` times warm-started, and compares the two round by round.
+///
+/// ```no_run
+/// use segcut::bench::{photo_instances, warm::warm_start, Source};
+/// use segcut::maxflow::SolverKind;
+/// let data = std::path::Path::new("../shared/data/segmentation/grabcut-bsds-dev");
+/// for inst in photo_instances(data, &[None]).unwrap() {
+///     if let Source::Photo(p) = inst.source {
+///         let r = warm_start(&p, SolverKind::Bk, 3).unwrap();
+///         assert!(r.agrees);
+///         println!("{}: {:.1} ms warm vs {:.1} ms from scratch", r.photo, r.warm.solve, r.scratch.solve);
+///     }
+/// }
+/// ```
 pub fn warm_start(photo: &PhotoSpec, solver: SolverKind, runs: usize) -> Result<WarmRecord> {
     let (image, seeds) = load_photo(photo)?;
     let opts = |warm_start| SegmentOptions {

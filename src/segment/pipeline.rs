@@ -81,7 +81,7 @@ pub struct SegmentOptions {
     pub initial: InitialModels,
     /// Warm-start rounds 2.. from the last round's flow: only the t-links change between rounds,
     /// so the solve continues instead of starting over. Applies to BK, to `cuda-grid` on a graph
-    /// built on the GPU ([`WarmGrid`](crate::maxflow::cuda::WarmGrid): the preflow stays on the
+    /// built on the GPU ([`WarmGrid`]: the preflow stays on the
     /// device), and to `cuda-grid` on a host-built graph when named
     /// ([`maxflow::Dynamic`](crate::maxflow::Dynamic)). The masks are the same either way
     /// (the canonical cut); false solves every round from scratch, for comparison.

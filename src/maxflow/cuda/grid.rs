@@ -653,6 +653,20 @@ struct Kept {
 /// minimum cut where it is), and push-relabel continues from a fresh global relabel. The stop test
 /// is the max-flow condition itself, so the answer is the canonical cut of the new graph, as from
 /// scratch. Used through [`Dynamic`](crate::maxflow::Dynamic) and by the segmentation rounds.
+///
+/// ```no_run
+/// use segcut::graph::{Connectivity, GridGraph};
+/// use segcut::maxflow::{Dynamic, SolverKind};
+/// let mut g = GridGraph::new_2d(2, 1, Connectivity::N4).unwrap();
+/// g.set_arc(0, 1, 2).unwrap();
+/// g.set_terminals(0, 5, 0);
+/// g.set_terminals(1, 0, 5);
+/// let mut gpu = Dynamic::new(SolverKind::CudaGrid, true).unwrap();
+/// assert_eq!(gpu.solve(&g).unwrap().cut.flow, 2); // an error without a GPU
+/// let s = gpu.update_terminals(&mut g, &[(0, 1, 0)]).unwrap(); // the preflow stays on the GPU
+/// assert_eq!(s.cut.flow, 1);
+/// assert!(gpu.last_was_warm());
+/// ```
 #[derive(Default)]
 pub struct WarmGrid {
     solver: CudaGrid,
@@ -744,8 +758,11 @@ impl WarmGrid {
         }))
     }
 
-    /// [`resolve`](WarmGrid::resolve) with the new terminal capacities already on the device
-    /// (written on the stream of the first solve, non-negative: the kernel does not check).
+    /// A warm solve (as [`Dynamic::resolve`](crate::maxflow::Dynamic::resolve)) with the new
+    /// terminal capacities already on the device (written on the stream of the first solve,
+    /// non-negative: the kernel does not check). `Ok(None)` when nothing usable is kept or a
+    /// sink residual would overflow: solve from scratch with
+    /// [`solve_device`](WarmGrid::solve_device) then.
     pub fn resolve_device(
         &mut self,
         dims: [usize; 3],
