@@ -542,6 +542,46 @@ extern "C" __global__ void init_terminals(const Grid g, const int *source, i64 *
     if ((threadIdx.x & 31) == 0 && m) atomicAdd(flow, m);
 }
 
+// sync: flow (+, atomic, two's complement), overflow (|=)
+// safe: excess[v] and sink_r[v] of the thread's own v (no other kernel runs)
+// Warm start (Kohli & Torr): node v's source capacity changes from old_source[v] to source[v]
+// and its sink capacity from old_sink[v] to sink[v] (all non-negative, so the changes fit). The source arc stays saturated, so the excess moves with d_source and
+// the sink residual with d_sink; where either would turn negative, the same constant k is added
+// to both terminal capacities (every cut cuts exactly one of them, so every cut grows by k and the
+// minimum cut stays), then what can leave through the node's own sink arc goes at once, as in
+// init_terminals. flow (the flow into the sink) moves by the change of the node's sink flow
+// without k, (t' - r') - (t - r): the flow value of the graph as given. A sink residual past
+// i32 sets *overflow and leaves the node as it was: the host then solves from scratch.
+extern "C" __global__ void update_terminals(const Grid g, const int *source, const int *sink,
+                                            const int *old_source, const int *old_sink,
+                                            i64 *excess, int *sink_r, u64 *flow,
+                                            unsigned *overflow) {
+    unsigned v = blockIdx.x * blockDim.x + threadIdx.x;
+    i64 delta = 0;
+    if (v < g.n) {
+        int ds = source[v] - old_source[v], dt = sink[v] - old_sink[v];
+        if (ds != 0 || dt != 0) {
+            i64 r0 = sink_r[v];
+            i64 e = excess[v] + ds, r = r0 + dt;
+            i64 k = max(max(-e, -r), (i64)0);
+            e += k;
+            r += k;
+            i64 c = min(e, r);
+            e -= c;
+            r -= c;
+            if (r > 2147483647ll) {
+                atomicOr(overflow, 1u);
+            } else {
+                excess[v] = e;
+                sink_r[v] = (int)r;
+                delta = (i64)dt - r + r0;
+            }
+        }
+    }
+    u64 m = warp_sum((u64)delta);
+    if ((threadIdx.x & 31) == 0 && m) atomicAdd(flow, m);
+}
+
 #define TILE_KERNELS(DEG)                                                                          \
     extern "C" __global__ void __launch_bounds__(BLOCK)                                            \
         bfs_seed_n##DEG(const Grid g, const int *sink_r, unsigned *label, unsigned *flags) {       \

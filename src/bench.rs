@@ -11,6 +11,8 @@
 //! assert!(records.iter().all(|r| r.verified && r.agrees));
 //! ```
 
+pub mod warm;
+
 use crate::gen::{self, InstanceSpec};
 use crate::graph::{FlowNetwork, Network};
 use crate::maxflow::cuda::{CudaGrid, GridTuning};

@@ -46,9 +46,15 @@ fn grid_kernels_are_all_in_the_ptx() {
         .expect("grid_pr is embedded");
     let ptx = runtime::compile_ptx(name, src, "sm_90").unwrap().to_src();
     // The entry points the solver loads by name (extern "C", so their names are not mangled).
-    let mut entries: Vec<String> = ["pr_round", "init_terminals", "build_list", "sink_side"]
-        .map(String::from)
-        .to_vec();
+    let mut entries: Vec<String> = [
+        "pr_round",
+        "init_terminals",
+        "update_terminals",
+        "build_list",
+        "sink_side",
+    ]
+    .map(String::from)
+    .to_vec();
     for deg in [4, 8, 6, 26] {
         for k in ["bfs_seed", "bfs_tile", "mark_active", "discharge"] {
             entries.push(format!("{k}_n{deg}"));

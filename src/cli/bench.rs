@@ -56,6 +56,14 @@ pub struct Args {
     /// them with an empty kernel cache and as many with a filled one.
     #[arg(long)]
     startup: bool,
+    /// Instead of a suite: GrabCut rounds 1..5 from scratch against warm-started rounds on the
+    /// dev photos (--data, --only, --runs; --solvers, default bk), with the time of every
+    /// segmentation phase, cold and warm.
+    #[arg(long)]
+    warm: bool,
+    /// With --warm: upscale the photos (Catmull–Rom) to this width first, e.g. 3840 for 4K.
+    #[arg(long, value_name = "WIDTH", requires = "warm")]
+    upscale: Option<usize>,
     /// One process of --startup (internal).
     #[arg(long, hide = true)]
     startup_child: bool,
@@ -67,6 +75,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     if args.startup {
         return super::startup::run(args.runs, args.json.as_deref());
+    }
+    if args.warm {
+        return run_warm(&args);
     }
     let instances = if args.instances.is_empty() {
         let suite = bench::suite(
@@ -211,4 +222,102 @@ fn machine() -> String {
         .unwrap_or_else(|| "unknown CPU".into());
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     format!("{cpu}, {cores} cores")
+}
+
+/// `--warm`: the warm-start table (per round) and the phase table (per photo), cold and warm.
+fn run_warm(args: &Args) -> Result<ExitCode> {
+    use segcut::bench::{photo_instances, warm, Source};
+    let photos: Vec<_> = photo_instances(&args.data, &[args.upscale])?
+        .into_iter()
+        .filter_map(|i| match i.source {
+            Source::Photo(p) => Some(p),
+            Source::Gen(_) => None,
+        })
+        .filter(|p| args.only.is_empty() || args.only.iter().any(|o| p.name.contains(o.as_str())))
+        .collect();
+    anyhow::ensure!(
+        !photos.is_empty(),
+        "no photo left to run (see --only and --data)"
+    );
+    let solvers = if args.solvers.is_empty() {
+        vec![SolverKind::Bk]
+    } else {
+        args.solvers.clone()
+    };
+    let pb = super::bar(
+        (photos.len() * solvers.len()) as u64,
+        "{spinner} [{bar:30}] {pos}/{len} {msg}",
+    );
+    let mut records = Vec::new();
+    for p in &photos {
+        for &solver in &solvers {
+            pb.set_message(format!("{solver} on {}", p.name));
+            records.push(warm::warm_start(p, solver, args.runs)?);
+            pb.inc(1);
+        }
+    }
+    pb.finish_and_clear();
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "Warm-started GrabCut rounds (solve ms, median of {} runs)\n",
+        args.runs.max(1)
+    )?;
+    writeln!(out, "| photo | size | solver | round | flow | changed px | scratch ms | warm ms | warm/scratch |")?;
+    writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|")?;
+    for r in &records {
+        for round in &r.rounds {
+            let tag = if round.warm { "" } else { " (cold)" };
+            writeln!(
+                out,
+                "| {} | {}x{} | {} | {} | {} | {} | {:.1} | {:.1}{tag} | {:.2} |",
+                r.photo,
+                r.dims[0],
+                r.dims[1],
+                r.ran,
+                round.round,
+                round.flow,
+                round.changed,
+                round.scratch_ms,
+                round.warm_ms,
+                round.warm_ms / round.scratch_ms.max(1e-9)
+            )?;
+        }
+    }
+    writeln!(
+        out,
+        "\nPhases of `segment` (ms, median; other = wall time less the named phases)\n"
+    )?;
+    writeln!(out, "| photo | size | solver | rounds | mode | prepare | models | graph | solve | verify | other | total |")?;
+    writeln!(
+        out,
+        "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+    )?;
+    for r in &records {
+        for (mode, p) in [("scratch", &r.scratch), ("warm", &r.warm)] {
+            writeln!(
+                out,
+                "| {} | {}x{} | {} | {} | {mode} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                r.photo, r.dims[0], r.dims[1], r.ran, r.rounds.len(),
+                p.prepare, p.models, p.graph, p.solve, p.verify, p.other, p.total
+            )?;
+        }
+    }
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&records)?;
+        segcut::io::write_atomic(path, |w| w.write_all(text.as_bytes()))?;
+    }
+    let failed: Vec<&str> = records
+        .iter()
+        .filter(|r| !r.agrees)
+        .map(|r| r.photo.as_str())
+        .collect();
+    if !failed.is_empty() {
+        eprintln!(
+            "segcut: warm and scratch rounds disagree on {}",
+            failed.join(", ")
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -101,7 +101,17 @@ const BENCH_EXAMPLES: &str = "Examples:
 
 /// Runs the command line; errors are printed with their causes and give exit code 2, wrong or
 /// unverified answers exit code 1.
+/// When `main` began: the origin of `--stats-json`'s per-phase times (`startup` is the time
+/// from here to the subcommand's start).
+static STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// When the process's `main` began (now, if it was never recorded).
+fn started() -> std::time::Instant {
+    *STARTED.get_or_init(std::time::Instant::now)
+}
+
 pub fn main() -> ExitCode {
+    started();
     let args = match with_default_subcommand(std::env::args_os().collect()) {
         Ok(args) => args,
         Err(msg) => {

@@ -56,6 +56,10 @@ pub struct EnergyArgs {
     /// builds it on the GPU).
     #[arg(long)]
     cpu_build: bool,
+    /// Solve every GrabCut round from scratch instead of continuing from the last round's flow
+    /// (the masks are the same; for comparison).
+    #[arg(long)]
+    no_warm_start: bool,
     /// Weight γ (nats) of the stroke-geometry prior: pixels geodesically nearer the foreground
     /// strokes than the background strokes lean foreground, and the other way round (0: off).
     #[arg(long, value_name = "GAMMA")]
@@ -147,6 +151,7 @@ impl EnergyArgs {
         o.solver = self.solver;
         o.auto.min_gpu_nodes = self.gpu_min_nodes;
         o.gpu_build = !self.cpu_build;
+        o.warm_start = !self.no_warm_start;
         let non_negative = |name: &str, v: f64| -> Result<f64> {
             if !(v.is_finite() && v >= 0.0) {
                 bail!("--{name} must be a finite number ≥ 0, got {v}");
@@ -407,11 +412,38 @@ pub fn run(args: Args) -> Result<ExitCode> {
             json!({
                 "models_ms": super::ms(it.models), "graph_ms": super::ms(it.graph),
                 "solve_ms": super::ms(it.solve), "verify_ms": super::ms(it.verify), "flow": it.flow, "energy": it.energy,
-                "foreground": it.foreground, "changed": it.changed,
+                "foreground": it.foreground, "changed": it.changed, "warm": it.warm,
             })
         })
         .collect();
     let [w, h, d] = image.dims;
+    // Every phase from the process's start to here, so that they add up to `total`: what no
+    // phase names (CUDA initialisation, seed checks, post-processing) is `other`.
+    let startup_ms = super::ms(t_all.duration_since(super::started()));
+    let rounds_ms: Vec<f64> = st
+        .iterations
+        .iter()
+        .map(|it| super::ms(it.solve + it.verify))
+        .collect();
+    let sum = |f: fn(&segcut::segment::pipeline::IterationStats) -> std::time::Duration| {
+        st.iterations.iter().map(|it| super::ms(f(it))).sum::<f64>()
+    };
+    let (models_ms, tlinks_ms) = (sum(|it| it.models), sum(|it| it.graph));
+    let phases_total_ms = super::ms(super::started().elapsed());
+    let named = startup_ms
+        + load_ms
+        + seeds_ms
+        + super::ms(st.prepare)
+        + models_ms
+        + tlinks_ms
+        + rounds_ms.iter().sum::<f64>()
+        + save_ms;
+    let phases = json!({
+        "startup": startup_ms, "decode_image": load_ms, "decode_seeds": seeds_ms,
+        "prepare": super::ms(st.prepare), "models": models_ms, "graph": tlinks_ms,
+        "rounds": rounds_ms, "encode": save_ms, "other": phases_total_ms - named,
+        "total": phases_total_ms,
+    });
     // The GPU build's stages: the host's pass over the image, kernel loading, allocation and
     // copies, colour conversion and statistics, then beta, n-links and K; each round's t-links
     // are its graph_ms.
@@ -442,6 +474,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                       "encode_outputs": save_ms, "total": super::ms(t_all.elapsed()) },
         "graph_build": graph_build,
         "iterations": iterations,
+        "phases_ms": phases,
     });
     if let Some(p) = &args.stats_json {
         staged.push(io::stage(

@@ -179,7 +179,7 @@ impl Bk {
     ///
     /// The grid is checked on the way, as [`GridGraph::validate`] does; on any doubt that
     /// function itself produces the error, so messages are the same on both paths.
-    fn init_grid(&mut self, g: &GridGraph) -> Result<()> {
+    pub(crate) fn init_grid(&mut self, g: &GridGraph) -> Result<()> {
         let invalid = || {
             Err(g
                 .validate()
@@ -492,7 +492,11 @@ impl Bk {
     fn adopt_orphans(&mut self) {
         while let Some(&i) = self.orphans.get(self.orphan_next) {
             self.orphan_next += 1;
-            self.adopt(i);
+            // Only a warm update (`reparameterize`) can re-root a queued orphan; it then has
+            // its terminal as parent and must keep it.
+            if self.nodes[i as usize].parent == ORPHAN {
+                self.adopt(i);
+            }
         }
         self.orphans.clear();
         self.orphan_next = 0;
@@ -577,7 +581,17 @@ impl Bk {
         for a in self.arcs_of(i) {
             let j = self.arcs[a].head;
             let nj = self.nodes[j as usize];
-            if nj.is_sink != in_sink || nj.parent == NONE {
+            if nj.parent == NONE {
+                continue;
+            }
+            if nj.is_sink != in_sink {
+                // A node of the other tree that can claim `i` now must scan again. From
+                // scratch it still would (every root starts active, and the node that closed
+                // the path keeps growing after it), but after a warm update it may have
+                // finished long ago while `i` rooted a new path that just drained it.
+                if self.tree_residual(a, !in_sink) > 0 {
+                    self.set_active(j);
+                }
                 continue;
             }
             if self.tree_residual(a, in_sink) > 0 {
@@ -685,6 +699,97 @@ impl Bk {
             self.nodes[i as usize].next_active = NONE;
             current = i;
         }
+    }
+}
+
+/// Warm starts (dynamic graph cuts): after a solve, new terminal capacities are applied to the
+/// kept search trees and residual graph, and the search continues from there.
+///
+/// P. Kohli and P. H. S. Torr, *Dynamic Graph Cuts for Efficient Inference in Markov Random
+/// Fields*, IEEE TPAMI 29(12), 2007. Their reparameterisation, on BK's folded terminal residual:
+///
+/// - a node's residual `tr_cap` is `(source − sink) − out`, where `out` is the net flow the node
+///   sends into its arcs; `out` stays, so new capacities give `tr_cap + Δsource − Δsink`;
+/// - where a terminal residual would turn negative (the node sends more into its arcs than its
+///   new source capacity allows, or receives more than its new sink capacity takes), adding the
+///   same constant `k` to both terminal capacities restores feasibility: every s–t cut cuts
+///   exactly one of the two arcs, so every cut grows by `k` and the minimum cut stays. The folded
+///   `tr_cap` is the same with or without `k`, so nothing is stored for it; only the flow value
+///   needs the bookkeeping below;
+/// - the flow value is the flow into the sink. With `k` added it is `Σ (sink + k − r_t)`, `r_t`
+///   the residual sink capacity `max(−tr_cap, 0)`; the graph without `k` has `Σ k` less, so the
+///   value is `Σ (sink − r_t)` either way, and a node's change moves it by
+///   `Δsink − Δr_t`.
+///
+/// The trees are then repaired as BK's dynamic mode does, keeping the invariants of the module
+/// head: a node with `tr_cap > 0` is a root of S and one with `tr_cap < 0` a root of T (that is
+/// what `augment` reads the terminal bottleneck from), a root whose residual vanished is an
+/// orphan, a node that changes trees orphans its children in the old one, and every changed node
+/// is active, so the search ends in the same closed state as a solve from scratch and
+/// [`sink_side`](Bk::sink_side) is again the canonical cut.
+impl Bk {
+    /// Starts a batch of [`reparameterize`](Bk::reparameterize) calls: advances the clock, so the
+    /// roots the batch stamps are newer than every stamp in the trees (the timestamp/distance
+    /// invariant), and clears the counters.
+    pub(crate) fn begin_update(&mut self) {
+        self.stats = BkStats::default();
+        self.tick();
+    }
+
+    /// Node `v`'s source capacity changes by `d_source` and its sink capacity by `d_sink`.
+    /// Fails (changing nothing) when the new folded residual would not fit a [`Cap`]; the
+    /// caller then solves from scratch.
+    pub(crate) fn reparameterize(&mut self, v: u32, d_source: Cap, d_sink: Cap) -> Result<()> {
+        let node = self.nodes[v as usize];
+        let old = node.tr_cap;
+        let new = Cap::try_from(old as i64 + d_source as i64 - d_sink as i64).map_err(|_| {
+            Error::Overflow(format!(
+                "node {v}: its terminal residual after the update exceeds i32"
+            ))
+        })?;
+        let r_sink = |tr: Cap| (-(tr as i64)).max(0);
+        self.flow += d_sink as Flow - (r_sink(new) - r_sink(old));
+        self.nodes[v as usize].tr_cap = new;
+        if new == 0 {
+            // A root without its terminal residual looks for a new parent, as after an
+            // augmentation that saturated it.
+            if node.parent == TERMINAL {
+                self.set_orphan(v);
+            }
+            return Ok(());
+        }
+        let sink = new < 0;
+        if node.parent != NONE && node.is_sink != sink {
+            // Leaving its tree: the children hanging below it lose their root path.
+            for a in self.arcs_of(v) {
+                let j = self.arcs[a].head;
+                let nj = self.nodes[j as usize];
+                if nj.is_sink == node.is_sink
+                    && nj.parent != NONE
+                    && nj.parent != TERMINAL
+                    && nj.parent != ORPHAN
+                    && self.head(nj.parent) == v
+                {
+                    self.set_orphan(j);
+                }
+            }
+        }
+        let time = self.time;
+        let node = &mut self.nodes[v as usize];
+        node.parent = TERMINAL;
+        node.is_sink = sink;
+        node.ts = time;
+        node.dist = 1;
+        self.set_active(v);
+        Ok(())
+    }
+
+    /// Ends a batch: adopts the orphans it made, continues the search to the end, and returns
+    /// the canonical cut of the updated graph (`constant`: its direct source → sink flow).
+    pub(crate) fn finish_update(&mut self, constant: Flow) -> Result<Cut> {
+        self.adopt_orphans();
+        self.search();
+        self.cut(constant)
     }
 }
 
@@ -877,6 +982,75 @@ mod tests {
                 g.dims()
             );
             assert_eq!(arcs(&from_grid), arcs(&from_csr), "{conn} {:?}", g.dims());
+        }
+    }
+}
+
+#[cfg(test)]
+mod warm_tests {
+    use super::*;
+    use crate::graph::CsrBuilder;
+    use crate::maxflow::sink_reachable;
+    use crate::rng::Rng;
+
+    /// Warm updates of random general graphs (CSR, built up to terminal capacities we choose)
+    /// against solves from scratch: same flow, and the tree cut is the residual search's cut.
+    #[test]
+    fn warm_updates_match_scratch() {
+        let mut rng = Rng::new(7);
+        for case in 0..3000 {
+            let n = rng.below(8) as u32 + 1;
+            let mut edges = Vec::new();
+            for _ in 0..rng.below(3 * n as u64) {
+                let (u, v) = (rng.below(n as u64) as u32, rng.below(n as u64) as u32);
+                edges.push((u, v, rng.below(5) as Cap, rng.below(5) as Cap));
+            }
+            let build = |terms: &[(Cap, Cap)]| {
+                let mut b = CsrBuilder::new(n as usize).unwrap();
+                for &(u, v, c, r) in &edges {
+                    b.add_edge(u, v, c, r).unwrap();
+                }
+                for (v, &(s, t)) in terms.iter().enumerate() {
+                    b.add_terminals(v as u32, s, t).unwrap();
+                }
+                b.build().unwrap()
+            };
+            let random_terms = |rng: &mut Rng| {
+                (0..n)
+                    .map(|_| (rng.below(5) as Cap, rng.below(5) as Cap))
+                    .collect::<Vec<_>>()
+            };
+            let mut terms = random_terms(&mut rng);
+            let g = build(&terms);
+            let mut bk = Bk::default();
+            bk.solve_csr(&g).unwrap();
+            for round in 0..4 {
+                let new_terms = random_terms(&mut rng);
+                let g = build(&new_terms);
+                bk.begin_update();
+                for v in 0..n as usize {
+                    let (ds, dt) = (new_terms[v].0 - terms[v].0, new_terms[v].1 - terms[v].1);
+                    bk.reparameterize(v as u32, ds, dt).unwrap();
+                }
+                let cut = bk.finish_update(g.constant_flow()).unwrap();
+                let scratch = Bk::default().solve_csr(&g).unwrap();
+                let seeds = bk.nodes[..g.num_nodes()]
+                    .iter()
+                    .map(|n| n.tr_cap < 0)
+                    .collect();
+                let rcap: Vec<Cap> = bk.arcs.iter().map(|a| a.rcap).collect();
+                let residual = sink_reachable(g.first(), g.heads(), g.sisters(), &rcap, seeds);
+                assert_eq!(
+                    residual, cut.sink_side,
+                    "case {case} round {round}: tree cut"
+                );
+                assert_eq!(
+                    (cut.flow, &cut.sink_side),
+                    (scratch.flow, &scratch.sink_side),
+                    "case {case} round {round}: {edges:?} {terms:?} -> {new_terms:?}"
+                );
+                terms = new_terms;
+            }
         }
     }
 }

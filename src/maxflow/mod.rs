@@ -12,17 +12,20 @@
 //! # Solvers
 //!
 //! `bk` ([`bk`]), `dinic` ([`mod@reference`]), `cuda-grid` and `cuda-csr` ([`cuda`]), and `auto`
-//! ([`Auto`]), which picks one of them per graph.
+//! ([`Auto`]), which picks one of them per graph. [`Dynamic`] keeps a solver's state between
+//! solves of a grid whose terminal capacities change (warm starts).
 
 mod auto;
 pub mod bk;
 pub mod cuda;
+mod dynamic;
 mod flows;
 pub mod reference;
 mod solver;
 
 pub use auto::Auto;
 pub use bk::Bk;
+pub use dynamic::Dynamic;
 pub use flows::{verify_flows, Flows};
 pub use solver::{
     choose, solve, solver_of, AutoPolicy, Choice, GpuStats, GraphRef, GraphSize, MaxFlow,

@@ -399,6 +399,12 @@ impl GpuEnergy {
         Ok(())
     }
 
+    /// The shape and the current terminal capacities on the device (t-links of the last
+    /// [`set_tlinks`](GpuEnergy::set_tlinks)), for a warm-started solve.
+    pub(crate) fn terminals(&self) -> ([usize; 3], Connectivity, &CudaSlice<i32>, &CudaSlice<i32>) {
+        (self.dims, self.conn, &self.source, &self.sink)
+    }
+
     /// A copy of the graph for the solver (which consumes it); the n-links stay here for the
     /// next round.
     pub fn device_grid(&self) -> Result<DeviceGrid> {

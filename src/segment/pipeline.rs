@@ -27,10 +27,10 @@ use super::prior::{prior_costs, SpatialPrior};
 use crate::cuda::gpu_unavailable_reason;
 use crate::graph::{Connectivity, GridGraph};
 use crate::io::{Image, Seed, Seeds};
-use crate::maxflow::cuda::CudaGrid;
+use crate::maxflow::cuda::{CudaGrid, WarmGrid};
 use crate::maxflow::{
-    choose, verify, AutoPolicy, Certificate, Choice, GraphSize, MaxFlow, SolveOptions, Solved,
-    Solver, SolverKind,
+    choose, verify, AutoPolicy, Certificate, Choice, Dynamic, GraphSize, MaxFlow, SolveOptions,
+    Solved, Solver, SolverKind,
 };
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -79,6 +79,13 @@ pub struct SegmentOptions {
     pub post: PostProcess,
     /// Which pixels the first round's models are fitted on.
     pub initial: InitialModels,
+    /// Warm-start rounds 2.. from the last round's flow: only the t-links change between rounds,
+    /// so the solve continues instead of starting over. Applies to BK, to `cuda-grid` on a graph
+    /// built on the GPU ([`WarmGrid`]: the preflow stays on the
+    /// device), and to `cuda-grid` on a host-built graph when named
+    /// ([`maxflow::Dynamic`](crate::maxflow::Dynamic)). The masks are the same either way
+    /// (the canonical cut); false solves every round from scratch, for comparison.
+    pub warm_start: bool,
 }
 
 impl Default for SegmentOptions {
@@ -111,6 +118,7 @@ impl Default for SegmentOptions {
                 max_hole: 0,
             },
             initial: InitialModels::Seeds,
+            warm_start: true,
         }
     }
 }
@@ -154,6 +162,8 @@ pub struct IterationStats {
     pub foreground: usize,
     /// Pixels whose label differs from the previous round (all foreground pixels in round 1).
     pub changed: usize,
+    /// Whether the cut continued from the last round's flow ([`SegmentOptions::warm_start`]).
+    pub warm: bool,
 }
 
 /// Sizes and timings of a [`segment`] run.
@@ -469,7 +479,11 @@ struct Rounds<'a> {
     graph: Option<Graph>,
     choice: Choice,
     host: MaxFlow,
+    /// The warm-starting host solver, when BK cuts a host graph and warm starts are on.
+    dynamic: Option<Dynamic>,
     device: CudaGrid,
+    /// The warm-starting GPU solver for a graph built on the GPU.
+    warm_device: WarmGrid,
     buf: Vec<f32>,
     /// The stroke-geometry prior's `δ` per pixel when the prior or the first fit needs it.
     geometry: Option<Vec<f32>>,
@@ -480,6 +494,8 @@ struct Rounds<'a> {
 /// One round's cut and the solver that made it.
 struct RoundCut {
     solved: Solved,
+    /// Continued from the last round's flow.
+    warm: bool,
     graph: Duration,
     solve: Duration,
     verify: Duration,
@@ -569,6 +585,7 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
             energy: value,
             foreground,
             changed,
+            warm: cut.warm,
         });
         if round > 0 && changed == 0 {
             break;
@@ -676,7 +693,9 @@ impl<'a> Rounds<'a> {
             graph: device.map(|d| Graph::Device(Box::new(d))),
             choice,
             host,
+            dynamic: None,
             device: CudaGrid::default(),
+            warm_device: WarmGrid::default(),
             buf: Vec::new(),
             geometry,
             prior,
@@ -718,12 +737,27 @@ impl<'a> Rounds<'a> {
                 &self.eopts,
             )?)),
         };
-        let (solved, t2, t3) = match g {
+        let (solved, warm, t2, t3) = match g {
             Graph::Host(e) => {
                 let prior = self.prior.as_deref();
                 energy::set_tlinks_with_prior(e, self.work.image(), self.seeds, fg, bg, prior)?;
                 let t2 = Instant::now();
-                let mut solved = self.host.solve(&e.graph)?;
+                // BK, or cuda-grid when named (under `auto` a GPU solver that declines falls
+                // back to BK through `host`, which a kept GPU state cannot).
+                let warm_kind = match (self.choice.solver, self.opts.solver) {
+                    (SolverKind::Bk, _) => Some(SolverKind::Bk),
+                    (SolverKind::CudaGrid, SolverKind::CudaGrid) => Some(SolverKind::CudaGrid),
+                    _ => None,
+                };
+                let (mut solved, warm) = match (&mut self.dynamic, warm_kind) {
+                    (Some(dynamic), _) => (dynamic.resolve(&e.graph)?, dynamic.last_was_warm()),
+                    (None, Some(kind)) if self.opts.warm_start => {
+                        // The first round solves from scratch and keeps the solver's state.
+                        let dynamic = self.dynamic.insert(Dynamic::new(kind, false)?);
+                        (dynamic.solve(&e.graph)?, false)
+                    }
+                    (None, _) => (self.host.solve(&e.graph)?, false),
+                };
                 let t3 = Instant::now();
                 if self.opts.verify {
                     solved.certificate = Some(verify(&e.graph, &solved.cut)?);
@@ -731,12 +765,25 @@ impl<'a> Rounds<'a> {
                 if self.opts.solver == SolverKind::Auto && solved.ran.fallback.is_none() {
                     solved.ran = self.choice.clone();
                 }
-                (solved, t2, t3)
+                (solved, warm, t2, t3)
             }
             Graph::Device(d) => {
                 d.set_tlinks(self.image, fg, bg)?;
                 let t2 = Instant::now();
-                let mut solved = match self.device.solve_device(d.device_grid()?) {
+                // Warm: rounds 2.. continue from the preflow kept on the device; the first
+                // round (or one after an overflow) solves from scratch and keeps it.
+                let (dims, conn, source, sink) = d.terminals();
+                let warm_solved = match self.opts.warm_start {
+                    true => self.warm_device.resolve_device(dims, conn, source, sink)?,
+                    false => None,
+                };
+                let warm = warm_solved.is_some();
+                let attempt = match warm_solved {
+                    Some(s) => Ok(s),
+                    None if self.opts.warm_start => self.warm_device.solve_device(d.device_grid()?),
+                    None => self.device.solve_device(d.device_grid()?),
+                };
+                let mut solved = match attempt {
                     Ok(s) => Solved {
                         ran: self.choice.clone(),
                         ..s
@@ -762,11 +809,12 @@ impl<'a> Rounds<'a> {
                         cut_capacity: solved.cut.flow,
                     });
                 }
-                (solved, t2, t3)
+                (solved, warm, t2, t3)
             }
         };
         Ok(RoundCut {
             solved,
+            warm,
             graph: t2 - t1,
             solve: t3 - t2,
             verify: t3.elapsed(),

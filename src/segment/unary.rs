@@ -131,6 +131,7 @@ pub fn segment_probability(
             energy,
             foreground,
             changed: foreground,
+            warm: false,
         }],
         post_changed,
     };

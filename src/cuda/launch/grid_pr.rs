@@ -29,6 +29,27 @@ kernel_file! {
             flow: &mut CudaSlice<u64>,
         ) => per_item(g.n);
 
+        /// Warm start: node `v`'s terminal capacities change from `old_source[v]`,
+        /// `old_sink[v]` to `source[v]`, `sink[v]`; the excess and the sink residual follow
+        /// (with the constant that keeps both non-negative) and `flow` moves by the change of the
+        /// node's sink flow, in two's complement. Sets `overflow` where a sink residual would
+        /// pass `i32::MAX`.
+        ///
+        /// # Safety
+        /// `source`, `sink`, `old_source`, `old_sink`, `excess` and `sink_r` have `g.n`
+        /// entries, `flow` and `overflow` one.
+        fn update_terminals = "update_terminals"(
+            g: GridShape,
+            source: &CudaSlice<i32>,
+            sink: &CudaSlice<i32>,
+            old_source: &CudaSlice<i32>,
+            old_sink: &CudaSlice<i32>,
+            excess: &mut CudaSlice<i64>,
+            sink_r: &mut CudaSlice<i32>,
+            flow: &mut CudaSlice<u64>,
+            overflow: &mut CudaSlice<u32>,
+        ) => per_item(g.n);
+
         /// Global relabel, start: distance 1 where the sink residual is positive, INF elsewhere;
         /// flags the tiles holding or touching a distance-1 node.
         ///

@@ -634,3 +634,213 @@ impl CudaGrid {
         Ok(())
     }
 }
+
+/// What a warm-starting [`WarmGrid`] keeps on the device between solves: the preflow (residual
+/// n-links, sink residuals, excesses, the flow counter), the kernels, and the terminal
+/// capacities the preflow belongs to.
+struct Kept {
+    stream: Arc<CudaStream>,
+    k: GridPr,
+    shape: GridShape,
+    dev: DeviceGraph,
+    source: CudaSlice<i32>,
+    sink: CudaSlice<i32>,
+    dims: [usize; 3],
+    conn: Connectivity,
+}
+
+/// `cuda-grid` with warm starts (dynamic graph cuts): the preflow stays on the GPU between solves
+/// of a grid whose terminal capacities change, the `update_terminals` kernel applies the changes
+/// (the excess follows the saturated source arc, the sink residual the sink arc; where either
+/// would turn negative, the same constant is added to both terminal capacities, which leaves the
+/// minimum cut where it is), and push-relabel continues from a fresh global relabel. The stop test
+/// is the max-flow condition itself, so the answer is the canonical cut of the new graph, as from
+/// scratch. Used through [`Dynamic`](crate::maxflow::Dynamic) and by the segmentation rounds.
+///
+/// ```no_run
+/// use segcut::graph::{Connectivity, GridGraph};
+/// use segcut::maxflow::{Dynamic, SolverKind};
+/// let mut g = GridGraph::new_2d(2, 1, Connectivity::N4).unwrap();
+/// g.set_arc(0, 1, 2).unwrap();
+/// g.set_terminals(0, 5, 0);
+/// g.set_terminals(1, 0, 5);
+/// let mut gpu = Dynamic::new(SolverKind::CudaGrid, true).unwrap();
+/// assert_eq!(gpu.solve(&g).unwrap().cut.flow, 2); // an error without a GPU
+/// let s = gpu.update_terminals(&mut g, &[(0, 1, 0)]).unwrap(); // the preflow stays on the GPU
+/// assert_eq!(s.cut.flow, 1);
+/// assert!(gpu.last_was_warm());
+/// ```
+#[derive(Default)]
+pub struct WarmGrid {
+    solver: CudaGrid,
+    kept: Option<Kept>,
+}
+
+impl std::fmt::Debug for WarmGrid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WarmGrid")
+            .field("kept", &self.kept.is_some())
+            .finish()
+    }
+}
+
+impl WarmGrid {
+    /// Forgets the device state.
+    pub fn reset(&mut self) {
+        self.kept = None;
+    }
+
+    /// Solves `g` from scratch and keeps the preflow on the device.
+    pub(crate) fn solve(&mut self, g: &GridGraph) -> Result<Solved> {
+        self.kept = None;
+        let t0 = Instant::now();
+        let dg = upload(g)?;
+        let upload_time = t0.elapsed();
+        let mut s = self.solve_device(dg)?;
+        s.stats.build += upload_time;
+        Ok(s)
+    }
+
+    /// Solves a grid already on the GPU from scratch (as [`CudaGrid::solve_device`]) and keeps
+    /// the preflow and a copy of the terminal capacities on the device.
+    pub fn solve_device(&mut self, g: DeviceGrid) -> Result<Solved> {
+        self.kept = None;
+        timed(|| {
+            let t0 = Instant::now();
+            let sink = g
+                .stream
+                .clone_dtod(&g.sink)
+                .call("cuMemcpyDtoD (sink copy)")?;
+            let (dims, conn) = (g.dims, g.conn);
+            let copy = t0.elapsed();
+            let one = self.solver.phase_one(g, true)?;
+            let mut s = Solved::new(one.cut, SolverKind::CudaGrid);
+            s.stats.build = copy + one.setup;
+            s.stats.gpu = Some(GpuStats::Grid(self.solver.stats.clone()));
+            let source = one.source.expect("phase one keeps the source when asked");
+            self.kept = Some(Kept {
+                stream: one.stream,
+                k: one.k,
+                shape: one.shape,
+                dev: one.dev,
+                source,
+                sink,
+                dims,
+                conn,
+            });
+            Ok(s)
+        })
+    }
+
+    /// Solves `g`, equal to the last solved grid but for its terminal capacities, from the kept
+    /// preflow. `Ok(None)` when nothing usable is kept (no solve yet, another shape) or a sink
+    /// residual would overflow: the caller then solves from scratch.
+    pub(crate) fn resolve(&mut self, g: &GridGraph) -> Result<Option<Solved>> {
+        let Some(kept) = self.kept.as_ref() else {
+            return Ok(None);
+        };
+        if (kept.dims, kept.conn) != (g.dims(), g.connectivity()) {
+            return Ok(None);
+        }
+        if g.source_caps().iter().chain(g.sink_caps()).any(|&c| c < 0) {
+            self.kept = None;
+            return Err(g
+                .validate()
+                .err()
+                .unwrap_or_else(|| Error::Graph("negative terminal capacity".into())));
+        }
+        let t0 = Instant::now();
+        let stream = kept.stream.clone();
+        let source = cuda::upload(&stream, g.source_caps(), "source capacities")?;
+        let sink = cuda::upload(&stream, g.sink_caps(), "sink capacities")?;
+        let upload_time = t0.elapsed();
+        let solved = self.resolve_device(g.dims(), g.connectivity(), &source, &sink)?;
+        Ok(solved.map(|mut s| {
+            s.stats.build += upload_time;
+            s
+        }))
+    }
+
+    /// A warm solve (as [`Dynamic::resolve`](crate::maxflow::Dynamic::resolve)) with the new
+    /// terminal capacities already on the device (written on the stream of the first solve,
+    /// non-negative: the kernel does not check). `Ok(None)` when nothing usable is kept or a
+    /// sink residual would overflow: solve from scratch with
+    /// [`solve_device`](WarmGrid::solve_device) then.
+    pub fn resolve_device(
+        &mut self,
+        dims: [usize; 3],
+        conn: Connectivity,
+        source: &CudaSlice<i32>,
+        sink: &CudaSlice<i32>,
+    ) -> Result<Option<Solved>> {
+        let Some(kept) = self.kept.as_mut() else {
+            return Ok(None);
+        };
+        let n = kept.shape.num_nodes();
+        if (kept.dims, kept.conn) != (dims, conn) || source.len() != n || sink.len() != n {
+            return Ok(None);
+        }
+        let solver = &mut self.solver;
+        let result = timed(|| {
+            let t0 = Instant::now();
+            let stream = kept.stream.clone();
+            let mut overflow = cuda::zeros::<u32>(&stream, 1, "overflow flag")?;
+            let dev = &mut kept.dev;
+            // SAFETY: source, sink, the kept copies, excess and sink_r have n entries (checked
+            // above against the kept shape), flow and overflow one.
+            unsafe {
+                kept.k.update_terminals(
+                    &stream,
+                    kept.shape,
+                    source,
+                    sink,
+                    &kept.source,
+                    &kept.sink,
+                    &mut dev.excess,
+                    &mut dev.sink_r,
+                    &mut dev.flow,
+                    &mut overflow,
+                )?
+            };
+            let flag = stream
+                .clone_dtoh(&overflow)
+                .call("cuMemcpyDtoH (overflow flag)")?;
+            cuda::sync(&stream)?;
+            if flag[0] != 0 {
+                return Err(Error::Overflow("sink residual past i32".into()));
+            }
+            // The new capacities are what the kept preflow belongs to from now on.
+            stream
+                .memcpy_dtod(source, &mut kept.source)
+                .call("cuMemcpyDtoD (source copy)")?;
+            stream
+                .memcpy_dtod(sink, &mut kept.sink)
+                .call("cuMemcpyDtoD (sink copy)")?;
+            let setup = t0.elapsed();
+            solver.stats = GridStats {
+                device_bytes: (n * grid_bytes_per_node(kept.conn)) as u64,
+                ..GridStats::default()
+            };
+            solver.run(&stream, &kept.k, kept.shape, dev)?;
+            let t_finish = Instant::now();
+            let cut = solver.download_cut(&stream, &kept.k, kept.shape, dev)?;
+            solver.stats.finish_ms = t_finish.elapsed().as_secs_f64() * 1e3;
+            let mut s = Solved::new(cut, SolverKind::CudaGrid);
+            s.stats.build = setup;
+            s.stats.gpu = Some(GpuStats::Grid(solver.stats.clone()));
+            Ok(s)
+        });
+        match result {
+            Ok(s) => Ok(Some(s)),
+            Err(Error::Overflow(_)) => {
+                self.kept = None;
+                Ok(None)
+            }
+            Err(e) => {
+                // The device state may be half updated.
+                self.kept = None;
+                Err(e)
+            }
+        }
+    }
+}

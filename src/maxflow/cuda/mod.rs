@@ -7,4 +7,4 @@ mod csr;
 mod grid;
 
 pub use csr::{CsrLayout, CsrStats, CudaCsr};
-pub use grid::{CudaGrid, GridStats, GridTuning, TileBlocks};
+pub use grid::{CudaGrid, GridStats, GridTuning, TileBlocks, WarmGrid};

@@ -119,7 +119,7 @@ fn emulate(g: &GridGraph, rng: &mut Rng, stale: bool) -> Cut {
 
 /// The emulated solve and its [`GridStats`] (launch counts as the GPU would make them).
 fn emulate_counted(g: &GridGraph, rng: &mut Rng, stale: bool) -> (Cut, GridStats) {
-    let mut stats = GridStats::default();
+    let stats = GridStats::default();
     let (base, excess, sink_r) = saturate_terminals(g).unwrap();
     let n = g.num_nodes();
     let mut st = State {
@@ -131,6 +131,24 @@ fn emulate_counted(g: &GridGraph, rng: &mut Rng, stale: bool) -> (Cut, GridStats
         label: vec![0; n],
         pushed: 0,
     };
+    let stats = discharge_to_end(g, &mut st, rng, stale, stats);
+    let cut = Cut {
+        flow: base + st.pushed,
+        sink_side: st.label.iter().map(|&l| l <= n as u32).collect(),
+    };
+    (cut, stats)
+}
+
+/// The host loop from a preflow: global relabel, stop test, discharge rounds, until no node
+/// with excess reaches the sink (the labels on entry are not used).
+fn discharge_to_end(
+    g: &GridGraph,
+    st: &mut State,
+    rng: &mut Rng,
+    stale: bool,
+    mut stats: GridStats,
+) -> GridStats {
+    let n = g.num_nodes();
     let inf = n as u32 + 1;
     let active = |st: &State| {
         (0..n)
@@ -138,10 +156,10 @@ fn emulate_counted(g: &GridGraph, rng: &mut Rng, stale: bool) -> (Cut, GridStats
             .count()
     };
     loop {
-        let levels = bfs(g, &mut st);
+        let levels = bfs(g, st);
         stats.global_relabels += 1;
         stats.bfs_levels += levels as u64;
-        if active(&st) == 0 {
+        if active(st) == 0 {
             break;
         }
         for r in 1..=MIN_SWEEP_ROUNDS.max(levels) {
@@ -153,20 +171,45 @@ fn emulate_counted(g: &GridGraph, rng: &mut Rng, stale: bool) -> (Cut, GridStats
                 let i = rng.below(left.len() as u64) as usize;
                 let v = left[i].0;
                 left[i].1 -= 1;
-                if !op(g, &mut st, v, seen.as_deref()) || left[i].1 == 0 {
+                if !op(g, st, v, seen.as_deref()) || left[i].1 == 0 {
                     left.swap_remove(i);
                 }
             }
-            if r % SWEEP_BATCH == 0 && active(&st) == 0 {
+            if r % SWEEP_BATCH == 0 && active(st) == 0 {
                 break;
             }
         }
     }
-    let cut = Cut {
-        flow: base + st.pushed,
-        sink_side: st.label.iter().map(|&l| l <= n as u32).collect(),
-    };
-    (cut, stats)
+    stats
+}
+
+/// `update_terminals`, node by node (keep in step with the kernel): the terminal capacity
+/// changes move the excess and the sink residual, the constant `k` keeps both non-negative,
+/// `min` of them goes straight to the sink, and the flow moves by the change of the node's sink
+/// flow without `k` (added to `pushed`). False where a sink residual passes i32 (the kernel's
+/// overflow flag).
+fn update_terminals(st: &mut State, d_source: &[i32], d_sink: &[i32]) -> bool {
+    for v in 0..st.excess.len() {
+        let (ds, dt) = (d_source[v], d_sink[v]);
+        if (ds, dt) == (0, 0) {
+            continue;
+        }
+        let r0 = st.sink_r[v] as i64;
+        let (mut e, mut r) = (st.excess[v] + ds as i64, r0 + dt as i64);
+        let k = (-e).max(-r).max(0);
+        e += k;
+        r += k;
+        let c = e.min(r);
+        e -= c;
+        r -= c;
+        if r > i32::MAX as i64 {
+            return false;
+        }
+        st.excess[v] = e;
+        st.sink_r[v] = r as i32;
+        st.pushed += dt as i64 - r + r0;
+    }
+    true
 }
 
 /// Launch counts the GPU solver should make on the test suite's vision grids (run with
@@ -237,4 +280,70 @@ fn emulated_kernels_agree_with_bk() {
             verify(&g, &cut).unwrap();
         }
     }
+}
+
+/// Warm starts: the state left by an emulated solve, updated by the emulated
+/// `update_terminals` for new terminal capacities and discharged again from a fresh global
+/// relabel, gives BK's flow and canonical cut from scratch, round after round.
+#[test]
+fn emulated_warm_start_agrees_with_bk() {
+    let mut rng = Rng::new(78);
+    let conns = [Connectivity::N4, Connectivity::N8, Connectivity::N6];
+    let mut warm_rounds = 0;
+    for i in 0..120u64 {
+        let conn = conns[(i % 3) as usize];
+        let side = |rng: &mut Rng| 1 + rng.below(if conn.is_3d() { 5 } else { 12 }) as usize;
+        let (w, h) = (side(&mut rng), side(&mut rng));
+        let d = if conn.is_3d() { side(&mut rng) } else { 1 };
+        let mut g = GridGraph::new(w, h, d, conn).unwrap();
+        for dir in 0..conn.degree() {
+            for v in 0..g.num_nodes() {
+                if g.neighbor(v, dir).is_some() {
+                    g.caps_mut(dir)[v] = rng.below(6) as i32;
+                }
+            }
+        }
+        random_terminals(&mut g, &mut rng, 2, 20);
+        let (base, excess, sink_r) = saturate_terminals(&g).unwrap();
+        let n = g.num_nodes();
+        let mut st = State {
+            rcap: (0..conn.degree()).map(|d| g.caps(d).to_vec()).collect(),
+            sink_r,
+            excess,
+            label: vec![0; n],
+            pushed: base,
+        };
+        let stale = i % 2 == 1;
+        discharge_to_end(&g, &mut st, &mut rng, stale, GridStats::default());
+        for round in 0..4 {
+            let (old_s, old_t) = (g.source_caps().to_vec(), g.sink_caps().to_vec());
+            random_terminals(&mut g, &mut rng, 2, 20);
+            let ds: Vec<i32> = g
+                .source_caps()
+                .iter()
+                .zip(&old_s)
+                .map(|(a, b)| a - b)
+                .collect();
+            let dt: Vec<i32> = g
+                .sink_caps()
+                .iter()
+                .zip(&old_t)
+                .map(|(a, b)| a - b)
+                .collect();
+            assert!(update_terminals(&mut st, &ds, &dt));
+            assert!(st.excess.iter().all(|&e| e >= 0) && st.sink_r.iter().all(|&r| r >= 0));
+            discharge_to_end(&g, &mut st, &mut rng, stale, GridStats::default());
+            let cut = Cut {
+                flow: st.pushed,
+                sink_side: st.label.iter().map(|&l| l <= n as u32).collect(),
+            };
+            let bk = Bk::default().solve_grid(&g).unwrap();
+            let what = format!("#{i} round {round} {conn} {:?} stale={stale}", g.dims());
+            assert_eq!(cut.flow, bk.flow, "{what}");
+            assert!(cut.sink_side == bk.sink_side, "{what}: canonical cut");
+            verify(&g, &cut).unwrap();
+            warm_rounds += 1;
+        }
+    }
+    assert_eq!(warm_rounds, 480);
 }
