@@ -242,11 +242,31 @@ impl CsrBuilder {
                 "more arcs than the 32-bit arc index supports".into(),
             ));
         }
+        if self.head.len() == self.head.capacity() {
+            self.grow()?;
+        }
         self.tail.push(u);
         self.head.push(v);
         self.cap.push(cap);
         self.rev.push(rev_cap);
         Ok(())
+    }
+
+    /// Doubles the room for arc pairs with `try_reserve`, so that running out of memory (a
+    /// compressed file of a billion arcs) is an error rather than an abort.
+    #[cold]
+    fn grow(&mut self) -> Result<()> {
+        let len = self.head.len();
+        let more = len.max(1024);
+        let fail = |_| {
+            Error::Graph(format!(
+                "out of memory growing the arc arrays past {len} arc pairs"
+            ))
+        };
+        self.tail.try_reserve(more).map_err(fail)?;
+        self.head.try_reserve(more).map_err(fail)?;
+        self.cap.try_reserve(more).map_err(fail)?;
+        self.rev.try_reserve(more).map_err(fail)
     }
 
     /// Adds capacity to node `v`'s source and sink arcs.
@@ -298,7 +318,7 @@ impl CsrBuilder {
     pub fn build(self) -> Result<CsrGraph> {
         let n = self.n;
         let pairs = self.head.len();
-        let mut first = vec![0u32; n + 1];
+        let mut first = try_vec(n + 1, 0u32)?;
         for i in 0..pairs {
             first[self.tail[i] as usize + 1] += 1;
             first[self.head[i] as usize + 1] += 1;
@@ -307,10 +327,18 @@ impl CsrBuilder {
             first[v + 1] += first[v];
         }
         let m = 2 * pairs;
-        let mut pos: Vec<u32> = first[..n].to_vec();
-        let mut head = vec![0u32; m];
-        let mut sister = vec![0u32; m];
-        let mut cap = vec![0 as Cap; m];
+        let mut pos = try_vec(n, 0u32)?;
+        pos.copy_from_slice(&first[..n]);
+        let mut head = try_vec(m, 0u32)?;
+        let mut sister = try_vec(m, 0u32)?;
+        let mut cap = try_vec(m, 0 as Cap)?;
+        let mut source = try_vec(n, 0 as Cap)?;
+        let mut sink = try_vec(n, 0 as Cap)?;
+        for v in 0..n {
+            // Each total was checked against `Cap::MAX` as it grew.
+            source[v] = self.source[v] as Cap;
+            sink[v] = self.sink[v] as Cap;
+        }
         for i in 0..pairs {
             let (u, v) = (self.tail[i] as usize, self.head[i] as usize);
             let a = pos[u];
@@ -329,9 +357,22 @@ impl CsrBuilder {
             head,
             sister,
             cap,
-            source: self.source.iter().map(|&c| c as Cap).collect(),
-            sink: self.sink.iter().map(|&c| c as Cap).collect(),
+            source,
+            sink,
             constant: self.constant,
         })
     }
+}
+
+/// `len` copies of `v`, or an error where the memory cannot be had (an abort otherwise).
+fn try_vec<T: Clone>(len: usize, v: T) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| {
+        Error::Graph(format!(
+            "out of memory allocating {len} elements of {} bytes",
+            std::mem::size_of::<T>()
+        ))
+    })?;
+    out.resize(len, v);
+    Ok(out)
 }

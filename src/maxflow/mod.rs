@@ -25,8 +25,8 @@ pub use auto::Auto;
 pub use bk::Bk;
 pub use flows::{verify_flows, Flows};
 pub use solver::{
-    choose, solve, solver_of, AutoPolicy, Choice, GpuStats, GraphRef, GraphSize, MaxFlow,
-    SolveOptions, SolveStats, Solved, Solver, SolverKind, AUTO_MIN_GPU_NODES,
+    choose, cpu_choice, solve, solver_of, AutoPolicy, Choice, GpuStats, GraphRef, GraphSize,
+    MaxFlow, SolveOptions, SolveStats, Solved, Solver, SolverKind, AUTO_MIN_GPU_NODES,
 };
 
 use crate::graph::{Cap, Flow, FlowNetwork};

@@ -184,6 +184,61 @@ pub struct GraphSize {
     pub nodes: usize,
     /// Arcs between non-terminal nodes.
     pub arcs: usize,
+    /// Nodes with a source or a sink arc (for a grid, all of them: it is not counted). Few
+    /// terminal nodes mean long augmenting paths, where Dinic beats BK (see [`cpu_choice`]).
+    pub terminal_nodes: usize,
+}
+
+/// Below this share of nodes with a terminal arc (in percent), a general graph goes to Dinic on
+/// the CPU; see [`cpu_choice`].
+pub const DINIC_MAX_TERMINAL_PERCENT: usize = 10;
+
+/// The CPU solver for a graph of `size`, and why: a rule fitted to BK and Dinic timed on the
+/// generic suite (`segcut bench --suite generic --solvers bk,dinic`, 2-core AMD EPYC VM,
+/// 2026-11-26, one run; docs/benchmarks.md has the table):
+///
+/// | family | share of nodes with a terminal arc | BK ms | Dinic ms | picked |
+/// |---|---:|---:|---:|---|
+/// | GENRMF long (a13 b181) | 1 % | 1026 | 2041 | Dinic |
+/// | GENRMF wide (a64 b8) | 25 % | 1882 | 1460 | BK |
+/// | Washington RLG long (1024×32) | 0.2 % | 1437 | 920 | Dinic |
+/// | Washington RLG wide (16×1024) | 12 % | 180 | 130 | BK |
+/// | random sparse, degree 8 / 4 | 50 % | 1763 / 372 | 2471 / 3251 | BK |
+/// | 2D/3D vision grids as general graphs | ≈ 100 % | 305 | 27 396 | BK |
+///
+/// BK searches from both terminals at once and reuses its trees, which pays where most nodes
+/// touch a terminal (vision graphs: Dinic is up to 90× slower there); on layered graphs whose
+/// terminals are a thin first and last layer its paths grow long and it falls behind Dinic,
+/// by 5–20× on larger RLGs (issue 11: 1000×100, 289 s against 14.5 s). The share of terminal
+/// nodes separates the two cases; Dinic's worst case picked by this rule (GENRMF long) is 2×
+/// slower than BK, against BK's 20× on RLGs. Grids always go to BK.
+///
+/// ```
+/// use segcut::maxflow::{cpu_choice, GraphSize, SolverKind};
+/// let rlg = GraphSize { grid: false, nodes: 32768, arcs: 196416, terminal_nodes: 64 };
+/// assert_eq!(cpu_choice(rlg).0, SolverKind::Dinic);
+/// let vision = GraphSize { grid: false, nodes: 1 << 20, arcs: 1 << 23, terminal_nodes: 1 << 20 };
+/// assert_eq!(cpu_choice(vision).0, SolverKind::Bk);
+/// ```
+pub fn cpu_choice(size: GraphSize) -> (SolverKind, String) {
+    if size.grid {
+        return (SolverKind::Bk, "BK for grids".into());
+    }
+    let percent = size.terminal_nodes.saturating_mul(100) / size.nodes.max(1);
+    if size.nodes > 0 && percent < DINIC_MAX_TERMINAL_PERCENT {
+        (
+            SolverKind::Dinic,
+            format!(
+                "Dinic: {percent}% of nodes have a terminal arc (under \
+                 {DINIC_MAX_TERMINAL_PERCENT}%), where BK's paths grow long"
+            ),
+        )
+    } else {
+        (
+            SolverKind::Bk,
+            format!("BK: {percent}% of nodes have a terminal arc"),
+        )
+    }
 }
 
 /// The solver that `requested` runs on a graph of `size`, and why: a pure function of the size,
@@ -194,12 +249,12 @@ pub struct GraphSize {
 /// ```
 /// use segcut::maxflow::{choose, AutoPolicy, GraphSize, SolverKind};
 /// let policy = AutoPolicy { min_gpu_nodes: 1000, use_gpu: true };
-/// let big = GraphSize { grid: false, nodes: 1 << 20, arcs: 1 << 22 };
+/// let big = GraphSize { grid: false, nodes: 1 << 20, arcs: 1 << 22, terminal_nodes: 1 << 19 };
 /// assert_eq!(choose(SolverKind::Auto, big, &policy, || None).solver, SolverKind::CudaCsr);
 /// let no_gpu = choose(SolverKind::Auto, big, &policy, || Some("no CUDA driver".into()));
 /// assert_eq!(no_gpu.solver, SolverKind::Bk);
 /// assert!(no_gpu.reason.contains("no CUDA driver"));
-/// let small = GraphSize { grid: true, nodes: 64, arcs: 112 };
+/// let small = GraphSize { grid: true, nodes: 64, arcs: 112, terminal_nodes: 64 };
 /// assert_eq!(choose(SolverKind::Auto, small, &policy, || unreachable!()).solver, SolverKind::Bk);
 /// ```
 pub fn choose(
@@ -213,10 +268,13 @@ pub fn choose(
     }
     let what = if size.grid { "grid" } else { "general graph" };
     let (nodes, min) = (size.nodes, policy.min_gpu_nodes);
-    let cpu = |reason: String| Choice {
-        solver: SolverKind::Bk,
-        reason,
-        fallback: None,
+    let cpu = |reason: String| {
+        let (solver, why) = cpu_choice(size);
+        Choice {
+            solver,
+            reason: format!("{reason}; {why}"),
+            fallback: None,
+        }
     };
     if !policy.use_gpu {
         return cpu(format!("auto: {what} of {nodes} nodes, GPU not allowed"));
@@ -280,6 +338,15 @@ impl GraphRef<'_> {
             grid: matches!(self, GraphRef::Grid(_)),
             nodes: self.num_nodes(),
             arcs: self.num_arcs(),
+            terminal_nodes: match self {
+                GraphRef::Grid(g) => g.num_nodes(),
+                GraphRef::Csr(g) => g
+                    .source_caps()
+                    .iter()
+                    .zip(g.sink_caps())
+                    .filter(|&(&s, &t)| s != 0 || t != 0)
+                    .count(),
+            },
         }
     }
 

@@ -444,6 +444,7 @@ fn plan_solve(image: &Image, opts: &SegmentOptions) -> (Choice, bool) {
         grid: true,
         nodes: image.num_pixels(),
         arcs: image.num_pixels() * conn.degree(),
+        terminal_nodes: image.num_pixels(),
     };
     let choice = choose(opts.solver, size, &opts.auto, gpu_unavailable_reason);
     let on_gpu = opts.gpu_build

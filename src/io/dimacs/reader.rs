@@ -10,6 +10,7 @@ use super::{infer, Layout, MaxInstance, ReadOptions};
 use crate::graph::{
     Cap, Connectivity, CsrBuilder, CsrGraph, GridGraph, Network, Vertex, MAX_NODES,
 };
+use crate::io::memory::bytes_text;
 use crate::progress::ReadProgress;
 use crate::{Error, Result};
 
@@ -342,8 +343,24 @@ impl<'a> MaxParser<'a> {
                 MAX_NODES as u64 + 2
             )));
         }
-        // Ask for the node arrays before the builder does, so that a huge N is an error here
-        // rather than an abort.
+        // Compare what reading and solving this graph will take with what this process may
+        // still allocate (available memory, `ulimit -v`, the cgroup), so that a 30-byte file
+        // declaring 10^9 nodes is refused here with a message, not an abort in the builder.
+        let need = super::max_memory_needed(nodes, arcs);
+        if let Some(budget) = crate::io::memory_budget() {
+            if need > budget.bytes {
+                return Err(self.err(format!(
+                    "the problem declares {nodes} nodes and {arcs} arcs, which need about {} to \
+                     read and solve, more than {} allows ({}); run it where more memory is \
+                     available or raise the limit",
+                    bytes_text(need),
+                    budget.source,
+                    bytes_text(budget.bytes)
+                )));
+            }
+        }
+        // Ask for the node arrays before the builder does, so that what slips past the budget
+        // (no limit readable) is an error here rather than an abort.
         let bytes = (inner as usize).saturating_mul(2 * std::mem::size_of::<i64>());
         if Vec::<u8>::new().try_reserve_exact(bytes).is_err() {
             return Err(self.err(format!(
