@@ -33,6 +33,7 @@
 //! ```
 
 pub mod dimacs;
+mod escape;
 mod export;
 mod image;
 mod mask;
@@ -45,6 +46,7 @@ mod raster;
 mod seeds;
 mod tiff_stack;
 
+pub use escape::escape_text;
 pub use export::{
     contours, encode_contours, encode_mask_as, save_contours, save_mask_as, Contour, MaskFormat,
 };

@@ -69,6 +69,8 @@ pub struct MaxInstance {
     pub name: String,
     /// The graph: a grid when the file carries segcut's grid hint and layout, else CSR.
     pub network: Network,
+    /// The member's path inside the archive it came from (`None` for a plain file).
+    pub member: Option<String>,
     /// The file id of the source.
     pub source_id: u64,
     /// The file id of the sink.
@@ -176,6 +178,35 @@ impl MaxInstance {
     pub fn stem(&self) -> &str {
         stem_of(&self.name)
     }
+
+    /// What tells this instance apart from the others of its file: the member's path inside an
+    /// archive without `.max` and compression extensions (`a/dup` for `a/dup.max.gz`), else the
+    /// [stem](Self::stem). The key of its `.sol` value in the map [`read_instances`] returns,
+    /// and the name `segcut maxflow` gives it.
+    ///
+    /// ```
+    /// let text = "p max 2 0\nn 1 s\nn 2 t\n";
+    /// let mut inst = segcut::io::dimacs::read_max(text.as_bytes(), "x/y.max").unwrap();
+    /// assert_eq!(inst.key(), "y");
+    /// inst.member = Some("a/dup.max.bz2".into());
+    /// assert_eq!(inst.key(), "a/dup");
+    /// ```
+    pub fn key(&self) -> &str {
+        match &self.member {
+            Some(m) => member_key(m),
+            None => self.stem(),
+        }
+    }
+}
+
+/// An archive member's path without compression and `.max` / `.sol` extensions.
+pub(crate) fn member_key(member: &str) -> &str {
+    let base = strip_suffix_ci(member, ".gz")
+        .or_else(|| strip_suffix_ci(member, ".bz2"))
+        .unwrap_or(member);
+    strip_suffix_ci(base, ".max")
+        .or_else(|| strip_suffix_ci(base, ".sol"))
+        .unwrap_or(base)
 }
 
 /// The stem of a `.max` or `.sol` name (see [`MaxInstance::stem`]).

@@ -10,6 +10,7 @@ use super::{infer, Layout, MaxInstance, ReadOptions};
 use crate::graph::{
     Cap, Connectivity, CsrBuilder, CsrGraph, GridGraph, Network, Vertex, MAX_NODES,
 };
+use crate::io::escape_text;
 use crate::io::memory::bytes_text;
 use crate::progress::ReadProgress;
 use crate::{Error, Result};
@@ -206,11 +207,12 @@ fn plain_number(tok: &[u8]) -> Option<u64> {
 /// A token for an error message: lossy UTF-8, shortened.
 fn show(tok: &[u8]) -> String {
     let s = String::from_utf8_lossy(tok);
+    // Escaped: a token may hold terminal escape sequences.
     if s.chars().count() > 40 {
         let short: String = s.chars().take(40).collect();
-        format!("{short}...")
+        format!("{}...", escape_text(&short))
     } else {
-        s.into_owned()
+        escape_text(&s)
     }
 }
 
@@ -694,6 +696,7 @@ impl<'a> MaxParser<'a> {
         };
         Ok(MaxInstance {
             name: self.file.to_string(),
+            member: None,
             network,
             source_id,
             sink_id,
