@@ -271,7 +271,11 @@ fn read_tar(
 ) -> Result<BTreeMap<String, i64>> {
     let corrupt = |e: io::Error| Error::Input {
         file: name.to_string(),
-        msg: format!("corrupt or truncated archive: {e}"),
+        // Escaped: the tar reader quotes header bytes in its messages.
+        msg: format!(
+            "corrupt or truncated archive: {}",
+            escape_text(&e.to_string())
+        ),
     };
     // Where a member's data ends early, the outer layer is the likely culprit.
     let outer_desc = match outer {

@@ -847,8 +847,14 @@ pub(super) fn parse_max<R: Read>(src: R, name: &str, stream: &str) -> Result<Max
 fn line_error(file: &str, line: u64, e: LineError, stream: &str) -> Error {
     let msg = match e {
         LineError::TooLong => format!("line longer than {MAX_LINE} bytes: is this a text file?"),
-        LineError::Io(e) if stream == "input" => format!("read error: {e}"),
-        LineError::Io(e) => format!("corrupt or truncated {stream}: {e}"),
+        // Escaped: decoders and the tar reader may quote the bytes they choked on.
+        LineError::Io(e) if stream == "input" => {
+            format!("read error: {}", escape_text(&e.to_string()))
+        }
+        LineError::Io(e) => format!(
+            "corrupt or truncated {stream}: {}",
+            escape_text(&e.to_string())
+        ),
     };
     Error::Parse {
         file: file.to_string(),
