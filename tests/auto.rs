@@ -25,6 +25,7 @@ fn size(grid: bool, nodes: usize) -> GraphSize {
         nodes,
         arcs: 4 * nodes,
         terminal_nodes: nodes,
+        one_way_arcs: 0,
     }
 }
 
@@ -261,15 +262,18 @@ fn segmentation_reports_the_solver_that_ran() {
 }
 
 /// The CPU rule on the generic suite's families, as generated (small sizes): Dinic for the
-/// layered graphs whose terminals touch a thin first and last layer (RLG long, GENRMF long),
-/// BK for vision grids (as grids and as general graphs) and random sparse graphs.
+/// one-way layered networks whose terminals touch a thin first and last layer (RLG long), BK
+/// for vision grids (as grids and as general graphs), GENRMF (most arcs go both ways), RLG wide
+/// (an eighth of the nodes on terminal arcs) and random sparse graphs.
 #[test]
 fn cpu_choice_picks_dinic_for_layered_graphs_and_bk_for_vision_graphs() {
     use segcut::gen::{generate, InstanceSpec};
     use segcut::maxflow::{cpu_choice, GraphRef};
     let expect = [
         ("rlg-long:12:s1", SolverKind::Dinic),
-        ("genrmf-long:12:s1", SolverKind::Dinic),
+        ("rlg-wide:12:s1", SolverKind::Bk),
+        ("genrmf-long:12:s1", SolverKind::Bk),
+        ("genrmf-wide:12:s1", SolverKind::Bk),
         ("2d:64x64:n4:c10:s1", SolverKind::Bk),
         ("3d:16x16x16:n6:c10:s1", SolverKind::Bk),
         ("sparse:4096:d4:s1", SolverKind::Bk),

@@ -2,6 +2,7 @@
 //! hands them to the library. Nothing below `src/cli/` is used by the library.
 
 mod bench;
+mod convert;
 mod cv;
 mod eval;
 mod gen;
@@ -37,7 +38,14 @@ enum Command {
     /// Time solvers on a named suite of generated instances, verifying every result.
     #[command(after_help = BENCH_EXAMPLES)]
     Bench(bench::Args),
+    /// Convert a graph between `.max` (plain, .gz, .bz2) and the binary `.sgb` (docs/dimacs.md).
+    #[command(after_help = CONVERT_EXAMPLES)]
+    Convert(convert::Args),
 }
+
+const CONVERT_EXAMPLES: &str = "Examples:
+  segcut convert big.max big.sgb       # then: segcut maxflow big.sgb (loads at disk speed)
+  segcut convert big.sgb big.max.gz";
 
 const SEGMENT_EXAMPLES: &str = "Examples:
   segcut photo.jpg --seeds scribbles.png -o mask.png
@@ -87,6 +95,7 @@ pub fn main() -> ExitCode {
         Command::Maxflow(args) => maxflow::run(args),
         Command::Gen(cmd) => gen::run(cmd),
         Command::Bench(args) => bench::run(args),
+        Command::Convert(args) => convert::run(args),
     };
     match result {
         Ok(code) => code,

@@ -6,6 +6,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 
+use super::binary::{read_sgb, SGB_MAGIC};
 use super::reader::{parse_max, parse_sol};
 use super::{member_key, stem_of, strip_suffix_ci, MaxInstance, ReadOptions};
 use crate::io::escape_text;
@@ -194,7 +195,8 @@ impl<R: Read> Read for Exact<R> {
 
 /// Reads every max-flow instance in `path` and calls `f` on each, in file order.
 ///
-/// `path` may be a plain `.max` file, a `.max.gz` or `.max.bz2`, or a tar archive (`.tar`,
+/// `path` may be a plain `.max` file, a `.max.gz` or `.max.bz2`, a binary `.sgb` graph
+/// ([`write_sgb`](super::write_sgb)), or a tar archive (`.tar`,
 /// `.tar.gz`/`.tgz`, `.tar.bz2`/`.tbz2`) of `.max` and `.sol` members, which may themselves be
 /// compressed. The format is recognised by structure first (gzip and bzip2 headers, a tar
 /// header's checksum), by the extension otherwise. An instance's `expected_flow` is set when
@@ -238,7 +240,11 @@ pub fn read_instances(
     if is_tar_header(data.head()) || (has_ext(&name, TAR_EXT) && !looks_like_text(data.head())) {
         return read_tar(&name, Box::new(data), comp, f);
     }
-    let mut inst = parse_max(data, &name, comp.describe())?;
+    let mut inst = if data.head().starts_with(SGB_MAGIC) {
+        read_sgb(data, &name)?
+    } else {
+        parse_max(data, &name, comp.describe())?
+    };
     let stem = stem_of(&name).to_string();
     let mut sols = BTreeMap::new();
     let sol_path = path.with_file_name(format!("{stem}.sol"));

@@ -52,11 +52,13 @@
 //! ```
 
 mod archive;
+mod binary;
 mod infer;
 mod reader;
 mod writer;
 
 pub use archive::read_instances;
+pub use binary::{read_sgb, write_sgb, SGB_MAGIC, SGB_VERSION};
 pub use reader::{read_max, read_max_with, read_sol};
 pub use writer::{stage_max_file, write_max, write_max_file};
 
@@ -217,6 +219,7 @@ pub fn stem_of(name: &str) -> &str {
         .unwrap_or(base);
     strip_suffix_ci(base, ".max")
         .or_else(|| strip_suffix_ci(base, ".sol"))
+        .or_else(|| strip_suffix_ci(base, ".sgb"))
         .unwrap_or(base)
 }
 

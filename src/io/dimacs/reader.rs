@@ -714,7 +714,7 @@ impl<'a> MaxParser<'a> {
 /// The grid with the given dimensions holding exactly `csr`, if there is one: every arc with
 /// capacity joins neighbours of the 3×3(×3) neighbourhood, no direct source → sink capacity,
 /// and the summed capacities pass [`GridGraph::validate`].
-pub(super) fn grid_of(csr: &CsrGraph, dims: [usize; 3], is_3d: bool) -> Option<GridGraph> {
+pub(crate) fn grid_of(csr: &CsrGraph, dims: [usize; 3], is_3d: bool) -> Option<GridGraph> {
     if csr.constant_flow() != 0 {
         return None;
     }
