@@ -203,7 +203,8 @@ pub const DINIC_MAX_TERMINAL_PERCENT: usize = 10;
 ///
 /// | family | terminal nodes | one-way arcs | BK ms | Dinic ms | picked |
 /// |---|---:|---:|---:|---:|---|
-/// | Washington RLG 100 levels × 1000 | 2 % | 50 % | > 300 000 | 12 042 | Dinic |
+/// | Washington RLG 100 levels × 1000 | 2 % | 50 % | 488 662 | 12 042 | Dinic |
+/// | Washington RLG 1000 levels × 100 | 0.2 % | 50 % | 54 079 | 101 064 | Dinic |
 /// | Washington RLG long (1024×32, 2048×32) | 0.1–0.2 % | 50 % | 1437, 39 888 | 920, 26 761 | Dinic |
 /// | Washington RLG 512×128 | 0.4 % | 50 % | 25 224 | 37 660 | Dinic |
 /// | Washington RLG wide (16×1024) | 12 % | 50 % | 180 | 130 | BK |
@@ -215,12 +216,13 @@ pub const DINIC_MAX_TERMINAL_PERCENT: usize = 10;
 /// BK grows two search trees from the terminals and reuses them, which pays where most nodes
 /// touch a terminal (vision graphs: Dinic is 8–270× slower there) and where most arcs go both
 /// ways; on layered one-way networks whose terminals are a thin first and last layer (the
-/// Washington RLGs) its paths grow long and it falls 20× behind Dinic (issue 11: 289 s against
-/// 14.5 s). So: Dinic for a general graph with under [`DINIC_MAX_TERMINAL_PERCENT`] % of its
-/// nodes on a terminal arc and at least [`DINIC_MIN_ONE_WAY_PERCENT`] % of its arcs one-way
-/// (half its arc pairs), BK otherwise; grids always go to BK. The worst pick measured is
-/// 1.5× (RLG 512×128, Dinic); a `.max` file whose reverse arcs are not on adjacent lines has
-/// all its pairs one-way, so a GENRMF read from such a file goes to Dinic (3× slower there).
+/// Washington RLGs) its paths grow long and it falls up to 41× behind Dinic (100 levels ×
+/// 1000: 489 s against 12 s; issue 11 saw 289 s against 14.5 s). So: Dinic for a general graph
+/// with under [`DINIC_MAX_TERMINAL_PERCENT`] % of its nodes on a terminal arc and at least
+/// [`DINIC_MIN_ONE_WAY_PERCENT`] % of its arcs one-way (half its arc pairs), BK otherwise;
+/// grids always go to BK. The worst pick measured is 1.9× (RLG 1000 levels × 100, Dinic); a
+/// `.max` file whose reverse arcs are not on adjacent lines has all its pairs one-way, so a
+/// GENRMF read from such a file goes to Dinic (3× slower there).
 ///
 /// ```
 /// use segcut::maxflow::{cpu_choice, GraphSize, SolverKind};
