@@ -93,20 +93,36 @@ fn main() {
         let mut f = std::fs::File::open(p).unwrap();
         while f.read(&mut buf).unwrap() > 0 {}
     };
-    row("raw read of g.max (1 MiB reads)", &plain, time(runs, || raw(&plain)));
-    row("raw read of g.sgb (1 MiB reads)", &sgb, time(runs, || raw(&sgb)));
+    row(
+        "raw read of g.max (1 MiB reads)",
+        &plain,
+        time(runs, || raw(&plain)),
+    );
+    row(
+        "raw read of g.sgb (1 MiB reads)",
+        &sgb,
+        time(runs, || raw(&sgb)),
+    );
     row("`.max` plain", &plain, time(runs, || load(&plain)));
     let gz = dir.join("g.max.gz");
     let decode_gz = || {
         let f = std::fs::File::open(&gz).unwrap();
-        std::io::copy(&mut flate2::read::MultiGzDecoder::new(f), &mut std::io::sink()).unwrap();
+        std::io::copy(
+            &mut flate2::read::MultiGzDecoder::new(f),
+            &mut std::io::sink(),
+        )
+        .unwrap();
     };
     row("gzip: decompress only", &gz, time(runs, decode_gz));
     row("`.max.gz`", &gz, time(runs, || load(&gz)));
     let bz = dir.join("g.max.bz2");
     let decode_bz = || {
         let f = std::fs::File::open(&bz).unwrap();
-        std::io::copy(&mut bzip2::read::MultiBzDecoder::new(f), &mut std::io::sink()).unwrap();
+        std::io::copy(
+            &mut bzip2::read::MultiBzDecoder::new(f),
+            &mut std::io::sink(),
+        )
+        .unwrap();
     };
     row("bzip2: decompress only", &bz, time(runs, decode_bz));
     row("`.max.bz2`", &bz, time(runs, || load(&bz)));
