@@ -104,6 +104,7 @@ fn main() {
         time(runs, || raw(&sgb)),
     );
     row("`.max` plain", &plain, time(runs, || load(&plain)));
+    row("`.sgb`", &sgb, time(runs, || load(&sgb)));
     let gz = dir.join("g.max.gz");
     let decode_gz = || {
         let f = std::fs::File::open(&gz).unwrap();
@@ -124,7 +125,7 @@ fn main() {
         )
         .unwrap();
     };
+    // bzip2 last: by far the slowest.
     row("bzip2: decompress only", &bz, time(runs, decode_bz));
     row("`.max.bz2`", &bz, time(runs, || load(&bz)));
-    row("`.sgb`", &sgb, time(runs, || load(&sgb)));
 }
