@@ -235,11 +235,15 @@ fn strip_suffix_ci<'a>(s: &'a str, suffix: &str) -> Option<&'a str> {
 /// arc, with a margin.
 pub const MAX_BYTES_PER_NODE: u64 = 44;
 
-/// Bytes per declared arc line at the peak, on top of [`MAX_BYTES_PER_NODE`]: measured at 28 on
-/// a random sparse graph as CSR (524 288 nodes, 2 097 152 arcs, 80 MB), 18–23 on 4- and
-/// 8-connected grids (the grid path: 4.2 M nodes and 16.8 M arcs in 464 MB, 1 M and 8.4 M in
-/// 231 MB), with a margin.
-pub const MAX_BYTES_PER_ARC: u64 = 32;
+/// Bytes per declared arc line at the peak, on top of [`MAX_BYTES_PER_NODE`], for the worst
+/// case: every line its own arc pair (one-way arcs, as in RLG files), solved by Dinic (what
+/// `auto` picks for such graphs). Measured (peak resident size less the 5.8 MB of an empty run)
+/// on a Washington RLG of 262 146 nodes and 786 366 one-way arc lines: BK 58 MB (59 bytes a
+/// line), Dinic 93 MB (103 bytes a line). Files whose reverse arcs are on adjacent lines (every
+/// grid segcut or Waterloo writes) need less: 18–28 bytes a line (a random sparse graph as CSR,
+/// 524 288 nodes and 2 097 152 arcs in 80 MB with BK; 4- and 8-connected grids, 4.2 M nodes and
+/// 16.8 M arcs in 464 MB).
+pub const MAX_BYTES_PER_ARC: u64 = 104;
 
 /// The memory that reading and solving a file whose problem line is `p max NODES ARCS` needs,
 /// estimated from the measured costs [`MAX_BYTES_PER_NODE`] and [`MAX_BYTES_PER_ARC`]. The
@@ -249,6 +253,7 @@ pub const MAX_BYTES_PER_ARC: u64 = 32;
 /// ```
 /// use segcut::io::dimacs::max_memory_needed;
 /// assert_eq!(max_memory_needed(1_000_000_000, 0), 44_000_000_000);
+/// assert_eq!(max_memory_needed(0, 1000), 104_000);
 /// assert!(max_memory_needed(u64::MAX, u64::MAX) == u64::MAX); // saturates
 /// ```
 pub fn max_memory_needed(nodes: u64, arcs: u64) -> u64 {
