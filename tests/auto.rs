@@ -24,6 +24,8 @@ fn size(grid: bool, nodes: usize) -> GraphSize {
         grid,
         nodes,
         arcs: 4 * nodes,
+        terminal_nodes: nodes,
+        one_way_arcs: 0,
     }
 }
 
@@ -257,4 +259,60 @@ fn segmentation_reports_the_solver_that_ran() {
         assert_eq!(big.stats.solver.solver, SolverKind::Bk);
         assert!(big.stats.gpu.is_none());
     }
+}
+
+/// The CPU rule on the generic suite's families, as generated (small sizes): Dinic for the
+/// one-way layered networks whose terminals touch a thin first and last layer (RLG long), BK
+/// for vision grids (as grids and as general graphs), GENRMF (most arcs go both ways), RLG wide
+/// (an eighth of the nodes on terminal arcs) and random sparse graphs.
+#[test]
+fn cpu_choice_picks_dinic_for_layered_graphs_and_bk_for_vision_graphs() {
+    use segcut::gen::{generate, InstanceSpec};
+    use segcut::maxflow::{cpu_choice, GraphRef};
+    let expect = [
+        ("rlg-long:12:s1", SolverKind::Dinic),
+        ("rlg-wide:12:s1", SolverKind::Bk),
+        ("genrmf-long:12:s1", SolverKind::Bk),
+        ("genrmf-wide:12:s1", SolverKind::Bk),
+        ("2d:64x64:n4:c10:s1", SolverKind::Bk),
+        ("3d:16x16x16:n6:c10:s1", SolverKind::Bk),
+        ("sparse:4096:d4:s1", SolverKind::Bk),
+    ];
+    for (spec, want) in expect {
+        let net = generate(&spec.parse::<InstanceSpec>().unwrap()).unwrap();
+        let size = GraphRef::from(&net).size();
+        assert_eq!(cpu_choice(size).0, want, "{spec}: {size:?}");
+        // The same grid as a general graph: still BK (every node has a terminal arc).
+        if let Network::Grid(g) = &net {
+            let csr = g.to_csr().unwrap();
+            let size = GraphRef::from(&csr).size();
+            assert!(!size.grid);
+            assert_eq!(cpu_choice(size).0, SolverKind::Bk, "{spec} as CSR");
+        }
+    }
+}
+
+/// `auto` without a GPU runs what the CPU rule picks, says so, and gets the same flow as BK.
+#[test]
+fn auto_on_the_cpu_runs_dinic_on_an_rlg() {
+    use segcut::gen::{generate, InstanceSpec};
+    let net = generate(&"rlg-long:10:s2".parse::<InstanceSpec>().unwrap()).unwrap();
+    let no_gpu = AutoPolicy {
+        min_gpu_nodes: usize::MAX,
+        use_gpu: false,
+    };
+    let solved = Auto::new(no_gpu).run((&net).into(), true).unwrap();
+    assert_eq!(
+        solved.ran.solver,
+        SolverKind::Dinic,
+        "{}",
+        solved.ran.reason
+    );
+    assert!(
+        solved.ran.reason.contains("terminal arc"),
+        "{}",
+        solved.ran.reason
+    );
+    let bk = Bk::default().run((&net).into(), false).unwrap();
+    assert_eq!(solved.cut.flow, bk.cut.flow);
 }

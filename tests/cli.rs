@@ -191,7 +191,7 @@ fn archive_gives_one_row_per_instance_with_sol_match() {
         let out = stdout(&o);
         let rows: Vec<&str> = out
             .lines()
-            .filter(|l| l.starts_with("tsukuba_crop"))
+            .filter(|l| l.starts_with("seq/tsukuba_crop"))
             .collect();
         assert_eq!(rows.len(), 3, "{out}");
         for row in rows {

@@ -890,7 +890,7 @@ fn tar_archives() {
         assert_eq!(all[0].expected_flow, Some(17));
         assert_eq!(all[1].expected_flow, None);
         assert_eq!(all[2].expected_flow, None);
-        assert_eq!(sols.get(all[1].stem()), Some(&23));
+        assert_eq!(sols.get(all[1].key()), Some(&23));
         assert_eq!(sols.len(), 2);
     }
 }

@@ -1,5 +1,5 @@
 //! A stable fuzz harness for the image, volume and seed readers (the `.max` readers have their
-//! own in `tests/fuzz_dimacs.rs`): valid files of every format segcut reads are mutated by a
+//! own in `tests/fuzz_maxflow.rs`): valid files of every format segcut reads are mutated by a
 //! seeded mutator — bit flips, truncations, inserted and deleted bytes, header fields set to
 //! extremes — and every result must be a value or an error, never a panic, a hang or an abort; an
 //! accepted image with accepted seeds must segment or fail cleanly, and a mask it produces must

@@ -52,6 +52,9 @@ pub struct Args {
 struct Row {
     file: String,
     instance: String,
+    /// The key of the instance's `.sol` value (`MaxInstance::key`), unescaped.
+    #[serde(skip)]
+    key: String,
     graph: String,
     /// How the reader laid the file out (see `MaxInstance::layout`).
     layout: String,
@@ -76,24 +79,61 @@ struct Row {
     flows_file: Option<String>,
 }
 
-/// Where one instance's output goes: `arg` itself, or `<stem>.EXT` in it when it is a directory.
-/// A plain file takes one instance only.
+/// Where one instance's output goes: `arg` itself, or `<key>.EXT` in it when it is a
+/// directory, where the key keeps an archive member's directories (`DIR/a/dup.cut` and
+/// `DIR/b/dup.cut` for `a/dup.max` and `b/dup.max`; the directories are made). A plain file
+/// takes one instance only; a file that an earlier instance of this run wrote is refused.
 fn output_path(
     arg: &Path,
     inst: &MaxInstance,
     ext: &str,
     written: usize,
+    targets: &std::collections::HashSet<PathBuf>,
 ) -> segcut::Result<PathBuf> {
-    if arg.is_dir() {
-        return Ok(arg.join(format!("{}.{ext}", inst.stem())));
+    let target = if arg.is_dir() {
+        // Only plain components of the member's path: an archive must not write outside DIR
+        // (`..`, absolute paths).
+        let mut target = arg.to_path_buf();
+        let key = Path::new(inst.key());
+        let parts: Vec<_> = key
+            .components()
+            .filter_map(|c| match c {
+                std::path::Component::Normal(p) => Some(p),
+                _ => None,
+            })
+            .collect();
+        let Some((file, dirs)) = parts.split_last() else {
+            return Err(segcut::Error::Unsupported(format!(
+                "{}: no usable output name",
+                inst.name
+            )));
+        };
+        for d in dirs {
+            target.push(d);
+        }
+        if !dirs.is_empty() {
+            std::fs::create_dir_all(&target).map_err(|e| segcut::Error::io(&target, e))?;
+        }
+        let mut name = file.to_os_string();
+        name.push(format!(".{ext}"));
+        target.push(name);
+        target
+    } else if written == 0 {
+        arg.to_path_buf()
+    } else {
+        return Err(segcut::Error::Unsupported(format!(
+            "{} names a file but there is more than one instance; pass an existing directory",
+            arg.display()
+        )));
+    };
+    if targets.contains(&target) {
+        return Err(segcut::Error::Unsupported(format!(
+            "{} would be written twice (by two instances of the same name); solve them \
+             separately or give each its own output directory",
+            segcut::io::escape_text(&target.display().to_string())
+        )));
     }
-    if written == 0 {
-        return Ok(arg.to_path_buf());
-    }
-    Err(segcut::Error::Unsupported(format!(
-        "{} names a file but there is more than one instance; pass an existing directory",
-        arg.display()
-    )))
+    Ok(target)
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -142,7 +182,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         // A .sol can come after its .max in an archive: match those now.
         for row in &mut rows {
             if row.expected.is_none() {
-                row.expected = sols.get(&row.instance).copied();
+                row.expected = sols.get(&row.key).copied();
             }
             row.matches = row.expected.map(|e| e == row.flow);
             all_ok &= row.matches != Some(false) && row.verified != Some(false);
@@ -214,6 +254,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
 struct Written {
     cuts: usize,
     flows: usize,
+    /// Every file written so far: two instances must never write the same file.
+    targets: std::collections::HashSet<PathBuf>,
 }
 
 fn solve_one(
@@ -237,22 +279,25 @@ fn solve_one(
     };
     let mut cut_file = None;
     if let Some(out) = &args.cut {
-        let target = output_path(out, inst, "cut", written.cuts)?;
+        let target = output_path(out, inst, "cut", written.cuts, &written.targets)?;
         write_cut(&target, inst, &timed.cut).map_err(|e| segcut::Error::io(&target, e))?;
         written.cuts += 1;
+        written.targets.insert(target.clone());
         cut_file = Some(target.display().to_string());
     }
     let mut flows_file = None;
     if let (Some(out), Some(flows)) = (&args.flows, &flows) {
-        let target = output_path(out, inst, "flow", written.flows)?;
+        let target = output_path(out, inst, "flow", written.flows, &written.targets)?;
         write_flows(&target, inst, flows, choice.solver.name())
             .map_err(|e| segcut::Error::io(&target, e))?;
         written.flows += 1;
+        written.targets.insert(target.clone());
         flows_file = Some(target.display().to_string());
     }
     Ok(Row {
         file: inst.name.clone(),
-        instance: inst.stem().to_string(),
+        instance: segcut::io::escape_text(inst.key()),
+        key: inst.key().to_string(),
         graph: inst.network.kind(),
         layout: inst.layout.to_string(),
         solver: choice.solver.to_string(),

@@ -3,6 +3,7 @@
 
 mod batch;
 mod bench;
+mod convert;
 mod cv;
 mod eval;
 mod gen;
@@ -51,6 +52,9 @@ enum Command {
     /// Multi-label segmentation: an image and scribbles in several colours → a label map.
     #[command(after_help = STEREO_EXAMPLES)]
     Multilabel(stereo::MultilabelArgs),
+    /// Convert a graph between `.max` (plain, .gz, .bz2) and the binary `.sgb` (docs/dimacs.md).
+    #[command(after_help = CONVERT_EXAMPLES)]
+    Convert(convert::Args),
 }
 
 const STEREO_EXAMPLES: &str = "Examples:
@@ -60,6 +64,10 @@ const STEREO_EXAMPLES: &str = "Examples:
   segcut stereo-eval ../shared/data/stereo --runs 5 --json scores.json --solver bk
   segcut stereo-eval --gt ../shared/data/stereo/tsukuba disp.png --scale 16
   segcut multilabel photo.png --seeds scribbles.png --colors ff0000,00ff00,0000ff -o labels.png";
+
+const CONVERT_EXAMPLES: &str = "Examples:
+  segcut convert big.max big.sgb       # then: segcut maxflow big.sgb (loads at disk speed)
+  segcut convert big.sgb big.max.gz";
 
 const SEGMENT_EXAMPLES: &str = "Examples:
   segcut photo.jpg --seeds scribbles.png -o mask.png
@@ -130,6 +138,7 @@ pub fn main() -> ExitCode {
         Command::Stereo(args) => stereo::run(args),
         Command::StereoEval(args) => stereo::run_eval(args),
         Command::Multilabel(args) => stereo::run_multilabel(args),
+        Command::Convert(args) => convert::run(args),
     };
     match result {
         Ok(code) => code,

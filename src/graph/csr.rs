@@ -43,7 +43,100 @@ pub struct CsrGraph {
     constant: Flow,
 }
 
+/// The arrays of a [`CsrGraph`], as [`CsrGraph::from_parts`] takes them (and a binary graph
+/// file stores them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CsrParts {
+    /// `n + 1` offsets: node `v`'s arcs are `first[v]..first[v + 1]`.
+    pub first: Vec<u32>,
+    /// Each arc's head.
+    pub head: Vec<u32>,
+    /// Each arc's reverse arc.
+    pub sister: Vec<u32>,
+    /// Each arc's capacity.
+    pub cap: Vec<Cap>,
+    /// Each node's source capacity.
+    pub source: Vec<Cap>,
+    /// Each node's sink capacity.
+    pub sink: Vec<Cap>,
+    /// Flow on direct source → sink arcs.
+    pub constant: Flow,
+}
+
 impl CsrGraph {
+    /// A graph from its arrays, checked: offsets that rise from 0 to the arc count, heads and
+    /// sisters in range, every arc's sister pointing back with swapped ends, capacities
+    /// non-negative with each pair's sum within `Cap`. Untrusted arrays (a binary graph file)
+    /// give an error, never a graph that breaks a solver.
+    ///
+    /// ```
+    /// use segcut::graph::{CsrBuilder, CsrGraph};
+    /// let mut b = CsrBuilder::new(2).unwrap();
+    /// b.add_edge(0, 1, 3, 1).unwrap();
+    /// let g = b.build().unwrap();
+    /// let back = CsrGraph::from_parts(g.to_parts()).unwrap();
+    /// assert_eq!(back, g);
+    /// let mut bad = g.to_parts();
+    /// bad.sister[0] = 0;
+    /// assert!(CsrGraph::from_parts(bad).is_err());
+    /// ```
+    pub fn from_parts(p: CsrParts) -> Result<Self> {
+        let bad = |msg: String| Err(Error::Graph(msg));
+        let n = p.source.len();
+        let m = p.head.len();
+        if n > MAX_NODES || m > (u32::MAX - 16) as usize {
+            return bad(format!("{n} nodes and {m} arcs exceed the 32-bit index"));
+        }
+        if p.sink.len() != n || p.first.len() != n + 1 || p.sister.len() != m || p.cap.len() != m {
+            return bad("array lengths disagree".into());
+        }
+        if p.first[0] != 0 || p.first[n] as usize != m || p.first.windows(2).any(|w| w[0] > w[1]) {
+            return bad("arc offsets do not rise from 0 to the arc count".into());
+        }
+        if p.constant < 0 || p.source.iter().chain(&p.sink).any(|&c| c < 0) {
+            return bad("negative terminal capacity".into());
+        }
+        for v in 0..n {
+            for a in p.first[v] as usize..p.first[v + 1] as usize {
+                let (h, s) = (p.head[a] as usize, p.sister[a] as usize);
+                if h >= n || s >= m || s == a || p.sister[s] as usize != a {
+                    return bad(format!("arc {a}: head or reverse arc out of place"));
+                }
+                // The reverse must leave the head and come back to `v`.
+                if !(p.first[h] as usize..p.first[h + 1] as usize).contains(&s)
+                    || p.head[s] as usize != v
+                {
+                    return bad(format!("arc {a}: its reverse does not join the same nodes"));
+                }
+                if p.cap[a] < 0 || p.cap[a] as i64 + p.cap[s] as i64 > Cap::MAX as i64 {
+                    return bad(format!("arc {a}: capacity out of range"));
+                }
+            }
+        }
+        Ok(CsrGraph {
+            first: p.first,
+            head: p.head,
+            sister: p.sister,
+            cap: p.cap,
+            source: p.source,
+            sink: p.sink,
+            constant: p.constant,
+        })
+    }
+
+    /// The graph's arrays (a copy), for [`from_parts`](Self::from_parts).
+    pub fn to_parts(&self) -> CsrParts {
+        CsrParts {
+            first: self.first.clone(),
+            head: self.head.clone(),
+            sister: self.sister.clone(),
+            cap: self.cap.clone(),
+            source: self.source.clone(),
+            sink: self.sink.clone(),
+            constant: self.constant,
+        }
+    }
+
     /// Number of non-terminal nodes.
     pub fn num_nodes(&self) -> usize {
         self.source.len()
@@ -242,11 +335,31 @@ impl CsrBuilder {
                 "more arcs than the 32-bit arc index supports".into(),
             ));
         }
+        if self.head.len() == self.head.capacity() {
+            self.grow()?;
+        }
         self.tail.push(u);
         self.head.push(v);
         self.cap.push(cap);
         self.rev.push(rev_cap);
         Ok(())
+    }
+
+    /// Doubles the room for arc pairs with `try_reserve`, so that running out of memory (a
+    /// compressed file of a billion arcs) is an error rather than an abort.
+    #[cold]
+    fn grow(&mut self) -> Result<()> {
+        let len = self.head.len();
+        let more = len.max(1024);
+        let fail = |_| {
+            Error::Graph(format!(
+                "out of memory growing the arc arrays past {len} arc pairs"
+            ))
+        };
+        self.tail.try_reserve(more).map_err(fail)?;
+        self.head.try_reserve(more).map_err(fail)?;
+        self.cap.try_reserve(more).map_err(fail)?;
+        self.rev.try_reserve(more).map_err(fail)
     }
 
     /// Adds capacity to node `v`'s source and sink arcs.
@@ -298,7 +411,7 @@ impl CsrBuilder {
     pub fn build(self) -> Result<CsrGraph> {
         let n = self.n;
         let pairs = self.head.len();
-        let mut first = vec![0u32; n + 1];
+        let mut first = try_vec(n + 1, 0u32)?;
         for i in 0..pairs {
             first[self.tail[i] as usize + 1] += 1;
             first[self.head[i] as usize + 1] += 1;
@@ -307,10 +420,18 @@ impl CsrBuilder {
             first[v + 1] += first[v];
         }
         let m = 2 * pairs;
-        let mut pos: Vec<u32> = first[..n].to_vec();
-        let mut head = vec![0u32; m];
-        let mut sister = vec![0u32; m];
-        let mut cap = vec![0 as Cap; m];
+        let mut pos = try_vec(n, 0u32)?;
+        pos.copy_from_slice(&first[..n]);
+        let mut head = try_vec(m, 0u32)?;
+        let mut sister = try_vec(m, 0u32)?;
+        let mut cap = try_vec(m, 0 as Cap)?;
+        let mut source = try_vec(n, 0 as Cap)?;
+        let mut sink = try_vec(n, 0 as Cap)?;
+        for v in 0..n {
+            // Each total was checked against `Cap::MAX` as it grew.
+            source[v] = self.source[v] as Cap;
+            sink[v] = self.sink[v] as Cap;
+        }
         for i in 0..pairs {
             let (u, v) = (self.tail[i] as usize, self.head[i] as usize);
             let a = pos[u];
@@ -329,9 +450,22 @@ impl CsrBuilder {
             head,
             sister,
             cap,
-            source: self.source.iter().map(|&c| c as Cap).collect(),
-            sink: self.sink.iter().map(|&c| c as Cap).collect(),
+            source,
+            sink,
             constant: self.constant,
         })
     }
+}
+
+/// `len` copies of `v`, or an error where the memory cannot be had (an abort otherwise).
+fn try_vec<T: Clone>(len: usize, v: T) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| {
+        Error::Graph(format!(
+            "out of memory allocating {len} elements of {} bytes",
+            std::mem::size_of::<T>()
+        ))
+    })?;
+    out.resize(len, v);
+    Ok(out)
 }

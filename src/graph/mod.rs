@@ -7,7 +7,7 @@
 mod csr;
 mod grid;
 
-pub use csr::{CsrBuilder, CsrGraph, Vertex};
+pub use csr::{CsrBuilder, CsrGraph, CsrParts, Vertex};
 pub use grid::{offset_step, valid_box, Connectivity, GridGraph};
 
 /// An arc capacity.

@@ -34,6 +34,7 @@
 
 pub mod dimacs;
 mod disparity;
+mod escape;
 mod export;
 mod image;
 mod mask;
@@ -49,6 +50,7 @@ mod tiff_stack;
 pub use disparity::{
     decode_disparity, encode_disparity, load_disparity, save_disparity, DisparityFormat,
 };
+pub use escape::escape_text;
 pub use export::{
     contours, encode_contours, encode_mask_as, save_contours, save_mask_as, Contour, MaskFormat,
 };

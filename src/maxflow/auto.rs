@@ -1,15 +1,17 @@
 //! `auto`: the solver [`choose`] picks for each graph on this machine.
 
 use super::cuda::{CudaCsr, CudaGrid};
-use super::{bk::Bk, choose, AutoPolicy, Choice, GraphRef, Solved, Solver, SolverKind};
+use super::reference::Dinic;
+use super::{bk::Bk, choose, cpu_choice, AutoPolicy, Choice, GraphRef, Solved, Solver, SolverKind};
 use crate::cuda::gpu_unavailable_reason;
 use crate::{Error, Result};
 
 /// The `auto` solver: runs what [`choose`] picks for each graph under its [`AutoPolicy`]
 /// ([`CudaGrid`] for grids and [`CudaCsr`] for general graphs when a GPU is usable and the graph
-/// is large enough, BK otherwise). When the GPU solver declines a graph
-/// ([`Error::Unsupported`]: no device, too large for its memory), it solves with BK and says why
-/// in [`Choice::fallback`]; input errors are returned as they are.
+/// is large enough, else the CPU solver [`cpu_choice`] picks: BK, or Dinic for general graphs
+/// with few terminal nodes). When the GPU solver declines a graph ([`Error::Unsupported`]: no
+/// device, too large for its memory), it solves on the CPU and says why in
+/// [`Choice::fallback`]; input errors are returned as they are.
 ///
 /// ```
 /// use segcut::graph::{Connectivity, GridGraph};
@@ -49,6 +51,16 @@ impl Auto {
     }
 }
 
+impl Auto {
+    /// Runs the CPU solver [`cpu_choice`] picked.
+    fn run_cpu(&mut self, kind: SolverKind, g: GraphRef<'_>, flows: bool) -> Result<Solved> {
+        match kind {
+            SolverKind::Dinic => Dinic.run(g, flows),
+            _ => self.bk.run(g, flows),
+        }
+    }
+}
+
 impl Solver for Auto {
     fn kind(&self) -> SolverKind {
         SolverKind::Auto
@@ -65,16 +77,20 @@ impl Solver for Auto {
             // Unsupported covers "does not fit in GPU memory" and driver failures: the CPU can
             // still answer. Input errors (invalid capacities) are reported as they are.
             Some(Err(Error::Unsupported(why))) => {
-                let mut s = self.bk.run(g, flows)?;
+                let (cpu, cpu_why) = cpu_choice(g.size());
+                let mut s = self.run_cpu(cpu, g, flows)?;
                 s.ran = Choice {
-                    solver: SolverKind::Bk,
-                    reason: format!("{}, but {} declined", choice.reason, choice.solver),
+                    solver: cpu,
+                    reason: format!(
+                        "{}, but {} declined; {cpu_why}",
+                        choice.reason, choice.solver
+                    ),
                     fallback: Some(why),
                 };
                 return Ok(s);
             }
             Some(other) => other?,
-            None => self.bk.run(g, flows)?,
+            None => self.run_cpu(choice.solver, g, flows)?,
         };
         solved.ran = choice;
         Ok(solved)

@@ -28,8 +28,9 @@ pub use bk::Bk;
 pub use dynamic::Dynamic;
 pub use flows::{verify_flows, Flows};
 pub use solver::{
-    choose, solve, solver_of, AutoPolicy, Choice, GpuStats, GraphRef, GraphSize, MaxFlow,
-    SolveOptions, SolveStats, Solved, Solver, SolverKind, AUTO_MIN_GPU_NODES,
+    choose, cpu_choice, solve, solver_of, AutoPolicy, Choice, GpuStats, GraphRef, GraphSize,
+    MaxFlow, SolveOptions, SolveStats, Solved, Solver, SolverKind, AUTO_MIN_GPU_NODES,
+    DINIC_MAX_TERMINAL_PERCENT, DINIC_MIN_ONE_WAY_PERCENT,
 };
 
 use crate::graph::{Cap, Flow, FlowNetwork};

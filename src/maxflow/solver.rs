@@ -184,7 +184,80 @@ pub struct GraphSize {
     pub nodes: usize,
     /// Arcs between non-terminal nodes.
     pub arcs: usize,
+    /// Nodes with a source or a sink arc (for a grid, all of them: it is not counted). Few
+    /// terminal nodes mean long augmenting paths, where Dinic beats BK (see [`cpu_choice`]).
+    pub terminal_nodes: usize,
+    /// Arcs with capacity whose reverse has none (for a grid, 0: it is not counted). Where at
+    /// least half the arc pairs are one-way the graph is a flow network rather than a vision
+    /// graph (see [`cpu_choice`]).
+    pub one_way_arcs: usize,
 }
+
+/// Below this share of nodes with a terminal arc (in percent), a general graph goes to Dinic on
+/// the CPU; see [`cpu_choice`].
+pub const DINIC_MAX_TERMINAL_PERCENT: usize = 10;
+
+/// The CPU solver for a graph of `size`, and why: a rule fitted to BK and Dinic timed on the
+/// generic suite and larger instances of its families (`segcut bench --solvers bk,dinic`, 2-core
+/// AMD EPYC VM, 2026-11-26, one run each; docs/benchmarks.md has the table):
+///
+/// | family | terminal nodes | one-way arcs | BK ms | Dinic ms | picked |
+/// |---|---:|---:|---:|---:|---|
+/// | Washington RLG 100 levels × 1000 | 2 % | 50 % | 488 662 | 12 042 | Dinic |
+/// | Washington RLG 1000 levels × 100 | 0.2 % | 50 % | 54 079 | 101 064 | Dinic |
+/// | Washington RLG long (1024×32, 2048×32) | 0.1–0.2 % | 50 % | 1437, 39 888 | 920, 26 761 | Dinic |
+/// | Washington RLG 512×128 | 0.4 % | 50 % | 25 224 | 37 660 | Dinic |
+/// | Washington RLG wide (16×1024) | 12 % | 50 % | 180 | 130 | BK |
+/// | GENRMF long (a13 b181, a16 b256) | ≈ 0 | 17 % | 1026, 46 133 | 2041, 138 403 | BK |
+/// | GENRMF wide (a64 b8) | ≈ 0 | 17 % | 1882 | 1460 | BK |
+/// | random sparse, degree 8 / 4 | 50 % | 0 | 1763 / 372 | 2471 / 3251 | BK |
+/// | 2D/3D vision grids as general graphs | ≈ 100 % | 0 | 305–9840 | 27 396–162 931 | BK |
+///
+/// BK grows two search trees from the terminals and reuses them, which pays where most nodes
+/// touch a terminal (vision graphs: Dinic is 8–270× slower there) and where most arcs go both
+/// ways; on layered one-way networks whose terminals are a thin first and last layer (the
+/// Washington RLGs) its paths grow long and it falls up to 41× behind Dinic (100 levels ×
+/// 1000: 489 s against 12 s; issue 11 saw 289 s against 14.5 s). So: Dinic for a general graph
+/// with under [`DINIC_MAX_TERMINAL_PERCENT`] % of its nodes on a terminal arc and at least
+/// [`DINIC_MIN_ONE_WAY_PERCENT`] % of its arcs one-way (half its arc pairs), BK otherwise;
+/// grids always go to BK. The worst pick measured is 1.9× (RLG 1000 levels × 100, Dinic); a
+/// `.max` file whose reverse arcs are not on adjacent lines has all its pairs one-way, so a
+/// GENRMF read from such a file goes to Dinic (3× slower there).
+///
+/// ```
+/// use segcut::maxflow::{cpu_choice, GraphSize, SolverKind};
+/// let rlg = GraphSize { grid: false, nodes: 32768, arcs: 196416, terminal_nodes: 64, one_way_arcs: 98208 };
+/// assert_eq!(cpu_choice(rlg).0, SolverKind::Dinic);
+/// let vision = GraphSize { grid: false, nodes: 1 << 20, arcs: 1 << 23, terminal_nodes: 1 << 20, one_way_arcs: 0 };
+/// assert_eq!(cpu_choice(vision).0, SolverKind::Bk);
+/// ```
+pub fn cpu_choice(size: GraphSize) -> (SolverKind, String) {
+    if size.grid {
+        return (SolverKind::Bk, "BK for grids".into());
+    }
+    let terminal = size.terminal_nodes.saturating_mul(100) / size.nodes.max(1);
+    let one_way = size.one_way_arcs.saturating_mul(100) / size.arcs.max(1);
+    if size.nodes > 0
+        && terminal < DINIC_MAX_TERMINAL_PERCENT
+        && one_way >= DINIC_MIN_ONE_WAY_PERCENT
+    {
+        (
+            SolverKind::Dinic,
+            format!(
+                "Dinic: a one-way network ({one_way}% of arcs one-way) with {terminal}% of \
+                 nodes on a terminal arc, where BK's paths grow long"
+            ),
+        )
+    } else {
+        (
+            SolverKind::Bk,
+            format!("BK: {terminal}% of nodes on a terminal arc, {one_way}% of arcs one-way"),
+        )
+    }
+}
+
+/// At least this share of arcs (in percent) must be one-way for Dinic; see [`cpu_choice`].
+pub const DINIC_MIN_ONE_WAY_PERCENT: usize = 25;
 
 /// The solver that `requested` runs on a graph of `size`, and why: a pure function of the size,
 /// the policy and the GPU's state. `gpu_unavailable` says why no GPU is usable (`None` when one
@@ -194,12 +267,12 @@ pub struct GraphSize {
 /// ```
 /// use segcut::maxflow::{choose, AutoPolicy, GraphSize, SolverKind};
 /// let policy = AutoPolicy { min_gpu_nodes: 1000, use_gpu: true };
-/// let big = GraphSize { grid: false, nodes: 1 << 20, arcs: 1 << 22 };
+/// let big = GraphSize { grid: false, nodes: 1 << 20, arcs: 1 << 22, terminal_nodes: 1 << 19, one_way_arcs: 0 };
 /// assert_eq!(choose(SolverKind::Auto, big, &policy, || None).solver, SolverKind::CudaCsr);
 /// let no_gpu = choose(SolverKind::Auto, big, &policy, || Some("no CUDA driver".into()));
 /// assert_eq!(no_gpu.solver, SolverKind::Bk);
 /// assert!(no_gpu.reason.contains("no CUDA driver"));
-/// let small = GraphSize { grid: true, nodes: 64, arcs: 112 };
+/// let small = GraphSize { grid: true, nodes: 64, arcs: 112, terminal_nodes: 64, one_way_arcs: 0 };
 /// assert_eq!(choose(SolverKind::Auto, small, &policy, || unreachable!()).solver, SolverKind::Bk);
 /// ```
 pub fn choose(
@@ -213,10 +286,13 @@ pub fn choose(
     }
     let what = if size.grid { "grid" } else { "general graph" };
     let (nodes, min) = (size.nodes, policy.min_gpu_nodes);
-    let cpu = |reason: String| Choice {
-        solver: SolverKind::Bk,
-        reason,
-        fallback: None,
+    let cpu = |reason: String| {
+        let (solver, why) = cpu_choice(size);
+        Choice {
+            solver,
+            reason: format!("{reason}; {why}"),
+            fallback: None,
+        }
     };
     if !policy.use_gpu {
         return cpu(format!("auto: {what} of {nodes} nodes, GPU not allowed"));
@@ -280,6 +356,24 @@ impl GraphRef<'_> {
             grid: matches!(self, GraphRef::Grid(_)),
             nodes: self.num_nodes(),
             arcs: self.num_arcs(),
+            terminal_nodes: match self {
+                GraphRef::Grid(g) => g.num_nodes(),
+                GraphRef::Csr(g) => g
+                    .source_caps()
+                    .iter()
+                    .zip(g.sink_caps())
+                    .filter(|&(&s, &t)| s != 0 || t != 0)
+                    .count(),
+            },
+            one_way_arcs: match self {
+                GraphRef::Grid(_) => 0,
+                GraphRef::Csr(g) => {
+                    let (cap, sister) = (g.caps(), g.sisters());
+                    (0..cap.len())
+                        .filter(|&a| cap[a] > 0 && cap[sister[a] as usize] == 0)
+                        .count()
+                }
+            },
         }
     }
 

@@ -454,6 +454,8 @@ fn plan_solve(image: &Image, opts: &SegmentOptions) -> (Choice, bool) {
         grid: true,
         nodes: image.num_pixels(),
         arcs: image.num_pixels() * conn.degree(),
+        terminal_nodes: image.num_pixels(),
+        one_way_arcs: 0,
     };
     let choice = choose(opts.solver, size, &opts.auto, gpu_unavailable_reason);
     let on_gpu = opts.gpu_build

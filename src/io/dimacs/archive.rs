@@ -6,8 +6,10 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 
+use super::binary::{read_sgb, SGB_MAGIC};
 use super::reader::{parse_max, parse_sol};
-use super::{stem_of, strip_suffix_ci, MaxInstance, ReadOptions};
+use super::{member_key, stem_of, strip_suffix_ci, MaxInstance, ReadOptions};
+use crate::io::escape_text;
 use crate::progress::ReadProgress;
 use crate::{Error, Result};
 
@@ -59,20 +61,63 @@ pub(super) fn compression_of_name(name: &str) -> Compression {
     }
 }
 
-/// The compression the first bytes show, if any.
-fn compression_of_magic(head: &[u8]) -> Option<Compression> {
-    if head.starts_with(&[0x1f, 0x8b]) {
-        Some(Compression::Gzip)
-    } else if head.starts_with(b"BZh") {
-        Some(Compression::Bzip2)
-    } else {
-        None
+/// The compression the first bytes show, if any: checked by structure, not only the magic
+/// number. A gzip member header is `1f 8b`, method 8 (deflate) and no reserved flag bits; a
+/// bzip2 stream is `BZh`, a block size digit `1`–`9`, then the 48-bit magic of a block
+/// (`31 41 59 26 53 59`) or of the end of the stream (`17 72 45 38 50 90`).
+pub(super) fn compression_of_magic(head: &[u8]) -> Option<Compression> {
+    if head.len() >= 4 && head[..3] == [0x1f, 0x8b, 8] && head[3] & 0xe0 == 0 {
+        return Some(Compression::Gzip);
     }
+    if head.len() >= 10
+        && head.starts_with(b"BZh")
+        && (b'1'..=b'9').contains(&head[3])
+        && (head[4..10] == [0x31, 0x41, 0x59, 0x26, 0x53, 0x59]
+            || head[4..10] == [0x17, 0x72, 0x45, 0x38, 0x50, 0x90])
+    {
+        return Some(Compression::Bzip2);
+    }
+    None
 }
 
-/// Whether the first bytes are a POSIX (ustar) tar header.
-fn is_tar_magic(head: &[u8]) -> bool {
-    head.get(257..262) == Some(b"ustar".as_slice())
+/// Whether the first bytes are a tar header: recognised by its checksum (bytes 148..156, the
+/// octal sum of the header's 512 bytes with the checksum field taken as spaces), which text
+/// files do not have, rather than by the `ustar` magic alone, which a `.max` comment can hold.
+pub(super) fn is_tar_header(head: &[u8]) -> bool {
+    let Some(h) = head.get(..512) else {
+        return false;
+    };
+    let field = &h[148..156];
+    let digits: Vec<u8> = field
+        .iter()
+        .copied()
+        .skip_while(|&b| b == b' ')
+        .take_while(|&b| (b'0'..=b'7').contains(&b))
+        .collect();
+    let rest_ok = field
+        .iter()
+        .skip_while(|&b| *b == b' ')
+        .skip(digits.len())
+        .all(|&b| b == 0 || b == b' ');
+    if digits.is_empty() || !rest_ok {
+        return false;
+    }
+    let stored = digits
+        .iter()
+        .fold(0u64, |v, &d| v * 8 + u64::from(d - b'0'));
+    let sum: u64 = h
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            if (148..156).contains(&i) {
+                32
+            } else {
+                u64::from(b)
+            }
+        })
+        .sum();
+    // A header of zeros (the end-of-archive block) sums to 256 with the spaces: not a member.
+    stored == sum && h[0] != 0
 }
 
 /// A stream whose first bytes were read ahead to look at them. A read error met while reading
@@ -150,13 +195,15 @@ impl<R: Read> Read for Exact<R> {
 
 /// Reads every max-flow instance in `path` and calls `f` on each, in file order.
 ///
-/// `path` may be a plain `.max` file, a `.max.gz` or `.max.bz2`, or a tar archive (`.tar`,
+/// `path` may be a plain `.max` file, a `.max.gz` or `.max.bz2`, a binary `.sgb` graph
+/// ([`write_sgb`](super::write_sgb)), or a tar archive (`.tar`,
 /// `.tar.gz`/`.tgz`, `.tar.bz2`/`.tbz2`) of `.max` and `.sol` members, which may themselves be
-/// compressed. The format is recognised by magic bytes first (gzip, bzip2, ustar), by the
-/// extension otherwise. An instance's `expected_flow` is set when its `.sol` (same
-/// [stem](super::stem_of)) came earlier in the archive or, for a single file, lies next to it
-/// on disk. Returns every `.sol` value seen by stem, so that a caller can match `.sol` members
-/// that come after their `.max`.
+/// compressed. The format is recognised by structure first (gzip and bzip2 headers, a tar
+/// header's checksum), by the extension otherwise. An instance's `expected_flow` is set when
+/// its `.sol` (the same path inside the archive but for the extension,
+/// [`MaxInstance::key`]) came earlier in the archive or, for a single file, lies next to it
+/// on disk. Returns every `.sol` value seen by that key, so that a caller can match `.sol`
+/// members that come after their `.max`. Two `.max` members with the same key are refused.
 ///
 /// Errors name the file as `archive.tbz2:member.max` with the line at fault; an archive without
 /// any `.max` member is an error too.
@@ -180,7 +227,8 @@ pub fn read_instances(
     opts: &ReadOptions,
     mut f: impl FnMut(MaxInstance) -> Result<()>,
 ) -> Result<BTreeMap<String, i64>> {
-    let name = path.display().to_string();
+    // Escaped: a file name may hold terminal escape sequences, and it appears in messages.
+    let name = escape_text(&path.display().to_string());
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     if let Some(p) = &opts.progress {
         p.start(file.metadata().ok().map(|m| m.len()));
@@ -189,10 +237,14 @@ pub fn read_instances(
     let raw = Peeked::new(raw, 512);
     let comp = compression_of_magic(raw.head()).unwrap_or_else(|| compression_of_name(&name));
     let data = Peeked::new(comp.decode(raw), 512);
-    if is_tar_magic(data.head()) || has_ext(&name, TAR_EXT) {
+    if is_tar_header(data.head()) || (has_ext(&name, TAR_EXT) && !looks_like_text(data.head())) {
         return read_tar(&name, Box::new(data), comp, f);
     }
-    let mut inst = parse_max(data, &name, comp.describe())?;
+    let mut inst = if data.head().starts_with(SGB_MAGIC) {
+        read_sgb(data, &name)?
+    } else {
+        parse_max(data, &name, comp.describe())?
+    };
     let stem = stem_of(&name).to_string();
     let mut sols = BTreeMap::new();
     let sol_path = path.with_file_name(format!("{stem}.sol"));
@@ -207,6 +259,15 @@ pub fn read_instances(
     Ok(sols)
 }
 
+/// Whether the first bytes look like a DIMACS text file (printable ASCII and whitespace only),
+/// so that a `.max` misnamed `.tar` is still read as what it is.
+fn looks_like_text(head: &[u8]) -> bool {
+    !head.is_empty()
+        && head
+            .iter()
+            .all(|&b| b.is_ascii_graphic() || b.is_ascii_whitespace())
+}
+
 /// The members of a tar stream, in order.
 fn read_tar(
     name: &str,
@@ -216,7 +277,11 @@ fn read_tar(
 ) -> Result<BTreeMap<String, i64>> {
     let corrupt = |e: io::Error| Error::Input {
         file: name.to_string(),
-        msg: format!("corrupt or truncated archive: {e}"),
+        // Escaped: the tar reader quotes header bytes in its messages.
+        msg: format!(
+            "corrupt or truncated archive: {}",
+            escape_text(&e.to_string())
+        ),
     };
     // Where a member's data ends early, the outer layer is the likely culprit.
     let outer_desc = match outer {
@@ -225,6 +290,7 @@ fn read_tar(
     };
     let mut archive = tar::Archive::new(data);
     let mut sols = BTreeMap::new();
+    let mut max_members: BTreeMap<String, String> = BTreeMap::new();
     let mut found_max = false;
     for entry in archive.entries().map_err(corrupt)? {
         let entry = entry.map_err(corrupt)?;
@@ -232,7 +298,7 @@ fn read_tar(
             continue;
         }
         let member = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-        let member_name = format!("{name}:{member}");
+        let member_name = format!("{name}:{}", escape_text(&member));
         let inner = compression_of_name(&member);
         let base = strip_suffix_ci(&member, ".gz")
             .or_else(|| strip_suffix_ci(&member, ".bz2"))
@@ -252,15 +318,28 @@ fn read_tar(
         } else {
             inner.describe()
         };
-        let stem = stem_of(&member).to_string();
+        // `.sol` values are matched by the member's whole path (`a/dup.sol` to `a/dup.max`),
+        // never by the bare file name, which two directories of an archive can share.
+        let key = member_key(&member).to_string();
         if is_max {
             found_max = true;
+            if let Some(first) = max_members.insert(key.clone(), member_name.clone()) {
+                return Err(Error::Input {
+                    file: name.to_string(),
+                    msg: format!(
+                        "the archive holds two .max members named '{}' ({first} and this one): \
+                         their results would be indistinguishable",
+                        escape_text(&key)
+                    ),
+                });
+            }
             let mut inst = parse_max(inner.decode(exact), &member_name, desc)?;
-            inst.expected_flow = sols.get(&stem).copied();
+            inst.expected_flow = sols.get(&key).copied();
+            inst.member = Some(member.clone());
             f(inst)?;
         } else {
             let flow = parse_sol(inner.decode(exact), &member_name, desc)?;
-            sols.insert(stem, flow);
+            sols.insert(key, flow);
         }
     }
     if !found_max {

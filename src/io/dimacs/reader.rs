@@ -10,6 +10,8 @@ use super::{infer, Layout, MaxInstance, ReadOptions};
 use crate::graph::{
     Cap, Connectivity, CsrBuilder, CsrGraph, GridGraph, Network, Vertex, MAX_NODES,
 };
+use crate::io::escape_text;
+use crate::io::memory::bytes_text;
 use crate::progress::ReadProgress;
 use crate::{Error, Result};
 
@@ -205,11 +207,12 @@ fn plain_number(tok: &[u8]) -> Option<u64> {
 /// A token for an error message: lossy UTF-8, shortened.
 fn show(tok: &[u8]) -> String {
     let s = String::from_utf8_lossy(tok);
+    // Escaped: a token may hold terminal escape sequences.
     if s.chars().count() > 40 {
         let short: String = s.chars().take(40).collect();
-        format!("{short}...")
+        format!("{}...", escape_text(&short))
     } else {
-        s.into_owned()
+        escape_text(&s)
     }
 }
 
@@ -342,8 +345,24 @@ impl<'a> MaxParser<'a> {
                 MAX_NODES as u64 + 2
             )));
         }
-        // Ask for the node arrays before the builder does, so that a huge N is an error here
-        // rather than an abort.
+        // Compare what reading and solving this graph will take with what this process may
+        // still allocate (available memory, `ulimit -v`, the cgroup), so that a 30-byte file
+        // declaring 10^9 nodes is refused here with a message, not an abort in the builder.
+        let need = super::max_memory_needed(nodes, arcs);
+        if let Some(budget) = crate::io::memory_budget() {
+            if need > budget.bytes {
+                return Err(self.err(format!(
+                    "the problem declares {nodes} nodes and {arcs} arcs, which need about {} to \
+                     read and solve, more than {} allows ({}); run it where more memory is \
+                     available or raise the limit",
+                    bytes_text(need),
+                    budget.source,
+                    bytes_text(budget.bytes)
+                )));
+            }
+        }
+        // Ask for the node arrays before the builder does, so that what slips past the budget
+        // (no limit readable) is an error here rather than an abort.
         let bytes = (inner as usize).saturating_mul(2 * std::mem::size_of::<i64>());
         if Vec::<u8>::new().try_reserve_exact(bytes).is_err() {
             return Err(self.err(format!(
@@ -677,6 +696,7 @@ impl<'a> MaxParser<'a> {
         };
         Ok(MaxInstance {
             name: self.file.to_string(),
+            member: None,
             network,
             source_id,
             sink_id,
@@ -694,7 +714,7 @@ impl<'a> MaxParser<'a> {
 /// The grid with the given dimensions holding exactly `csr`, if there is one: every arc with
 /// capacity joins neighbours of the 3×3(×3) neighbourhood, no direct source → sink capacity,
 /// and the summed capacities pass [`GridGraph::validate`].
-pub(super) fn grid_of(csr: &CsrGraph, dims: [usize; 3], is_3d: bool) -> Option<GridGraph> {
+pub(crate) fn grid_of(csr: &CsrGraph, dims: [usize; 3], is_3d: bool) -> Option<GridGraph> {
     if csr.constant_flow() != 0 {
         return None;
     }
@@ -827,8 +847,14 @@ pub(super) fn parse_max<R: Read>(src: R, name: &str, stream: &str) -> Result<Max
 fn line_error(file: &str, line: u64, e: LineError, stream: &str) -> Error {
     let msg = match e {
         LineError::TooLong => format!("line longer than {MAX_LINE} bytes: is this a text file?"),
-        LineError::Io(e) if stream == "input" => format!("read error: {e}"),
-        LineError::Io(e) => format!("corrupt or truncated {stream}: {e}"),
+        // Escaped: decoders and the tar reader may quote the bytes they choked on.
+        LineError::Io(e) if stream == "input" => {
+            format!("read error: {}", escape_text(&e.to_string()))
+        }
+        LineError::Io(e) => format!(
+            "corrupt or truncated {stream}: {}",
+            escape_text(&e.to_string())
+        ),
     };
     Error::Parse {
         file: file.to_string(),
