@@ -289,6 +289,27 @@ fn keep(name: &str, data: &[u8]) -> PathBuf {
     p
 }
 
+/// How long one input may take before it counts as a hang: 10 s, plus 1 s per 100 MB that a
+/// text's `p max` line declares (on a machine with a lot of memory, a mutated count of 10^8
+/// nodes passes the memory budget and is read, correctly but not quickly).
+fn time_limit(text: Option<&[u8]>) -> Duration {
+    let declared = text
+        .and_then(|t| {
+            let t = String::from_utf8_lossy(t);
+            let line = t.lines().find(|l| l.starts_with("p "))?.to_owned();
+            let mut f = line
+                .split_whitespace()
+                .skip(2)
+                .map(|x| x.parse::<u64>().ok());
+            Some(segcut::io::dimacs::max_memory_needed(
+                f.next()??,
+                f.next()??,
+            ))
+        })
+        .unwrap_or(0);
+    Duration::from_secs(10) + Duration::from_secs(declared / 100_000_000)
+}
+
 #[test]
 fn mutated_max_files_and_archives_never_panic_or_give_wrong_answers() {
     let dir = tempfile::tempdir().unwrap();
@@ -321,7 +342,7 @@ fn mutated_max_files_and_archives_never_panic_or_give_wrong_answers() {
             Ok(what) => *counts.entry(what).or_insert(0usize) += 1,
             Err(msg) => failures.push(format!("{}: {msg}", keep(name, &bytes).display())),
         }
-        if t.elapsed() > Duration::from_secs(10) {
+        if t.elapsed() > time_limit(text.then_some(&bytes[..])) {
             failures.push(format!(
                 "{}: took {:?}",
                 keep(name, &bytes).display(),

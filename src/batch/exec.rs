@@ -395,10 +395,11 @@ fn solve_worker(
     };
     while let Some(first) = recv(&rx) {
         let mut group = vec![first];
-        // Packing: take more decoded max-flow jobs if they are already waiting.
+        // Packing: take more decoded max-flow jobs, waiting a little for each: a solve of a
+        // small graph is shorter than its decode, so an empty queue is usually a moment early.
         if opts.pack > 1 && packable(&group[0], &defaults) {
             while group.len() < opts.pack {
-                let next = rx.lock().ok().and_then(|r| r.try_recv().ok());
+                let next = rx.lock().ok().and_then(|r| r.recv_timeout(PACK_WAIT).ok());
                 match next {
                     Some(x) => group.push(x),
                     None => break,
@@ -455,6 +456,9 @@ fn solve_worker(
         }
     }
 }
+
+/// How long a solver worker waits for one more job to pack before solving what it has.
+const PACK_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 
 fn packable(x: &(Item, Result<Decoded>), defaults: &Defaults) -> bool {
     x.0.job.kind == JobKind::MaxFlow
