@@ -49,7 +49,7 @@ pub use device::{grid_bytes_per_node, DeviceGrid, GridShape};
 pub use launch::BLOCK;
 pub(crate) use runtime::Call;
 pub use runtime::{
-    device_count, gpu, gpu_at, gpu_available, gpu_unavailable_reason, use_device, Gpu,
-    ModuleOrigin, MAX_DEVICES, MIN_DRIVER_VERSION,
+    current_device, device_count, gpu, gpu_at, gpu_available, gpu_unavailable_reason, use_device,
+    Gpu, ModuleOrigin, MAX_DEVICES, MIN_DRIVER_VERSION,
 };
 pub use startup::{first_kernel, FirstKernel};

@@ -158,6 +158,17 @@ pub fn use_device(ordinal: usize) {
     THREAD_DEVICE.with(|d| d.set(ordinal));
 }
 
+/// The device ordinal [`gpu`] returns on this thread (0 unless [`use_device`] chose another).
+/// Threads a library call starts itself pass it on, so that their work lands on the same device.
+///
+/// ```
+/// segcut::cuda::use_device(1);
+/// assert_eq!(segcut::cuda::current_device(), 1);
+/// ```
+pub fn current_device() -> usize {
+    THREAD_DEVICE.with(|d| d.get())
+}
+
 /// The number of GPUs the driver shows this process (after `CUDA_VISIBLE_DEVICES`), 0 without
 /// a usable driver.
 ///

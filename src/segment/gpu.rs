@@ -214,7 +214,12 @@ impl GpuEnergy {
         let (n, ch, conn) = (image.num_pixels(), image.channels, opts.connectivity);
         // The kernels load (from the disk cache, at worst NVRTC) while the host reads the image.
         let (pass, setup) = std::thread::scope(|scope| {
-            let setup = scope.spawn(|| device_setup(n, ch, conn));
+            // On the caller's device: a batch worker may have chosen one other than the first.
+            let device = cuda::current_device();
+            let setup = scope.spawn(move || {
+                cuda::use_device(device);
+                device_setup(n, ch, conn)
+            });
             let pass = host_pass(&image.data);
             let setup = setup.join().unwrap_or_else(|_| {
                 Err(Error::Unsupported("the GPU set-up thread panicked".into()))
