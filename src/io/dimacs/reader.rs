@@ -519,6 +519,25 @@ impl<'a> MaxParser<'a> {
         let v = self.node_id(tok.next(), "head node id", "a U V CAP")?;
         let cap = self.capacity(tok.next())?;
         self.no_more(tok, "a U V CAP")?;
+        self.arc(p, u, v, cap)
+    }
+
+    /// An arc line pre-parsed on a worker thread (plain numbers, four tokens): the ids' range is
+    /// checked here, where the problem line is known; anything unusual goes through
+    /// [`Self::line`] for its exact message.
+    #[inline]
+    fn arc_preparsed(&mut self, u: u64, v: u64, cap: Cap, raw: &[u8]) -> Result<()> {
+        match self.problem {
+            Some(p) if (1..=p.nodes).contains(&u) && (1..=p.nodes).contains(&v) => {
+                self.arc(p, u, v, cap)
+            }
+            _ => self.line(raw),
+        }
+    }
+
+    /// Counts and stores an arc whose ids and capacity are valid.
+    #[inline]
+    fn arc(&mut self, p: Problem, u: u64, v: u64, cap: Cap) -> Result<()> {
         self.arcs_seen += 1;
         if self.arcs_seen > p.arcs {
             return Err(self.err(format!(
@@ -812,9 +831,95 @@ pub fn read_max_with<R: BufRead>(r: R, name: &str, opts: &ReadOptions) -> Result
     parse_max(src, name, "input")
 }
 
+/// Bytes of text parsed per batch: read, split at line ends, pre-parsed in parallel, applied in
+/// order. Large enough to keep every core busy, small enough to keep memory flat.
+const BATCH: usize = 32 << 20;
+
+/// One line of a batch, pre-parsed on a worker thread: its byte range, and for the common
+/// `a U V CAP` line with plain numbers, the numbers. The parser applies lines in file order, so
+/// errors name the same line and say the same as a serial read.
+#[derive(Clone, Copy)]
+struct PreLine {
+    start: usize,
+    end: usize,
+    arc: Option<(u64, u64, Cap)>,
+}
+
+/// The fast path of an arc line: `a`, three plain numbers, nothing else; `None` for any other
+/// line (the serial parser handles it and its errors).
+#[inline]
+fn preparse_arc(line: &[u8]) -> Option<(u64, u64, Cap)> {
+    let mut tok = Tokens::new(line);
+    if tok.next()? != b"a" {
+        return None;
+    }
+    let u = plain_number(tok.next()?)?;
+    let v = plain_number(tok.next()?)?;
+    let c = plain_number(tok.next()?)?;
+    if tok.next().is_some() || c > Cap::MAX as u64 {
+        return None;
+    }
+    Some((u, v, c as Cap))
+}
+
+/// The lines of `text[from..to]` (`from` at a line start), pre-parsed.
+fn preparse(text: &[u8], from: usize, to: usize) -> Vec<PreLine> {
+    let mut out = Vec::with_capacity((to - from) / 16);
+    let mut pos = from;
+    while pos < to {
+        let end = text[pos..to]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(to, |i| pos + i);
+        let line = &text[pos..end];
+        let arc = if line.len() <= MAX_LINE {
+            preparse_arc(line)
+        } else {
+            None
+        };
+        out.push(PreLine {
+            start: pos,
+            end,
+            arc,
+        });
+        pos = end + 1;
+    }
+    out
+}
+
+/// Splits `text` (whole lines) into about `parts` pieces at line starts.
+fn split_at_lines(text: &[u8], parts: usize) -> Vec<(usize, usize)> {
+    let mut cuts = vec![0];
+    for k in 1..parts {
+        let at = (text.len() * k / parts).max(*cuts.last().unwrap_or(&0));
+        match text[at..].iter().position(|&b| b == b'\n') {
+            Some(i) if at + i + 1 < text.len() => cuts.push(at + i + 1),
+            _ => break,
+        }
+    }
+    cuts.dedup();
+    let mut ranges: Vec<(usize, usize)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
+    ranges.push((*cuts.last().unwrap_or(&0), text.len()));
+    ranges
+}
+
 /// Parses a `.max` stream; `stream` names it in read errors (`gzip data`, ...).
+///
+/// The text is read in batches of [`BATCH`] bytes cut at a line end; each batch is split into
+/// pieces that worker threads pre-parse (line boundaries, and the numbers of plain arc lines:
+/// most of the work), then the lines are applied to the parser in order on this thread.
 pub(super) fn parse_max<R: Read>(src: R, name: &str, stream: &str) -> Result<MaxInstance> {
-    let mut lines = Lines::new(src);
+    parse_max_in_batches(src, name, stream, BATCH)
+}
+
+/// [`parse_max`] with batches of `batch` bytes (tests cut files at every line).
+fn parse_max_in_batches<R: Read>(
+    mut src: R,
+    name: &str,
+    stream: &str,
+    batch: usize,
+) -> Result<MaxInstance> {
+    use rayon::prelude::*;
     let mut p = MaxParser {
         file: name,
         line: 0,
@@ -828,17 +933,59 @@ pub(super) fn parse_max<R: Read>(src: R, name: &str, stream: &str) -> Result<Max
         hint: None,
         paired: 0,
     };
-    loop {
-        match lines.next_line() {
-            Ok(Some(range)) => {
-                p.line = lines.line;
-                p.line(&lines.bytes()[range])?;
-            }
-            Ok(None) => break,
-            Err(e) => {
-                return Err(line_error(name, lines.line, e, stream));
+    let mut buf: Vec<u8> = Vec::new();
+    let mut eof = false;
+    let parts = 4 * rayon::current_num_threads().max(1);
+    while !eof {
+        // Fill the batch (after the partial line carried over from the last one).
+        let target = buf.len() + batch.max(1);
+        while buf.len() < target {
+            let len = buf.len();
+            buf.resize((len + BLOCK).min(target), 0);
+            match src.read(&mut buf[len..]) {
+                Ok(0) => {
+                    buf.truncate(len);
+                    eof = true;
+                    break;
+                }
+                Ok(n) => buf.truncate(len + n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(len),
+                Err(e) => {
+                    // Reported as the line being read, as a serial reader would.
+                    let line =
+                        p.line + 1 + buf[..len].iter().filter(|&&b| b == b'\n').count() as u64;
+                    return Err(line_error(name, line, LineError::Io(e), stream));
+                }
             }
         }
+        let cut = if eof {
+            buf.len()
+        } else {
+            match buf.iter().rposition(|&b| b == b'\n') {
+                Some(i) => i + 1,
+                None if buf.len() > MAX_LINE => {
+                    return Err(line_error(name, p.line + 1, LineError::TooLong, stream));
+                }
+                None => continue, // one long partial line: read more
+            }
+        };
+        let text = &buf[..cut];
+        let pieces: Vec<Vec<PreLine>> = split_at_lines(text, parts)
+            .into_par_iter()
+            .map(|(a, b)| preparse(text, a, b))
+            .collect();
+        for l in pieces.iter().flatten() {
+            p.line += 1;
+            let raw = &text[l.start..l.end];
+            if raw.len() > MAX_LINE {
+                return Err(line_error(name, p.line, LineError::TooLong, stream));
+            }
+            match l.arc {
+                Some((u, v, c)) => p.arc_preparsed(u, v, c, raw)?,
+                None => p.line(raw)?,
+            }
+        }
+        buf.drain(..cut);
     }
     p.finish()
 }
@@ -947,4 +1094,75 @@ pub(super) fn parse_sol<R: Read>(src: R, name: &str, stream: &str) -> Result<i64
             "no solution line 's FLOW' in the file".to_string(),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::{generate, InstanceSpec};
+    use crate::rng::Rng;
+
+    fn parse(text: &[u8], batch: usize) -> std::result::Result<String, String> {
+        parse_max_in_batches(text, "t.max", "input", batch)
+            .map(|m| format!("{:?}", m))
+            .map_err(|e| e.to_string())
+    }
+
+    /// A generated file, then a few edits: blank lines, comments, CR, a corrupted token, no final
+    /// newline.
+    fn text(rng: &mut Rng, spec: &str) -> Vec<u8> {
+        let net = generate(&spec.parse::<InstanceSpec>().unwrap()).unwrap();
+        let mut out = Vec::new();
+        super::super::write_max(&mut out, &net, &["batch test"]).unwrap();
+        let mut lines: Vec<Vec<u8>> = out.split(|&b| b == b'\n').map(|l| l.to_vec()).collect();
+        for _ in 0..rng.below(4) {
+            let i = rng.below(lines.len() as u64) as usize;
+            match rng.below(5) {
+                0 => lines.insert(i, Vec::new()),
+                1 => lines.insert(i, b"c a comment 1 2 3".to_vec()),
+                2 => lines[i].push(b'\r'),
+                3 => {
+                    if let Some(b) = lines[i].iter_mut().rev().find(|b| b.is_ascii_digit()) {
+                        *b = b'x';
+                    }
+                }
+                _ => lines[i].extend_from_slice(b" 99999999999"),
+            }
+        }
+        let mut t = lines.join(&b'\n');
+        if rng.below(2) == 0 {
+            while t.last() == Some(&b'\n') {
+                t.pop();
+            }
+        }
+        t
+    }
+
+    #[test]
+    fn batches_cut_at_any_line_give_the_same_graph_or_error() {
+        let mut rng = Rng::new(11);
+        let specs = [
+            "2d:6x5:n4:c10:s1",
+            "2d:5x4:n8:c100:s2",
+            "rlg:3x4:s3",
+            "3d:3x3x3:n6:c10:s4",
+        ];
+        let (mut ok, mut errors) = (0, 0);
+        for case in 0..60 {
+            let t = text(&mut rng, specs[case % specs.len()]);
+            let whole = parse(&t, BATCH);
+            match &whole {
+                Ok(_) => ok += 1,
+                Err(e) => {
+                    errors += 1;
+                    assert!(e.contains("t.max"), "{e}");
+                }
+            }
+            for batch in [1, 2, 3, 5, 17, 64, 1000] {
+                assert_eq!(parse(&t, batch), whole, "case {case}, batch {batch}");
+            }
+        }
+        // Both kinds of input were exercised.
+        assert!(ok > 5 && errors > 5, "{ok} read, {errors} refused");
+    }
 }
