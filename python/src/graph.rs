@@ -1,58 +1,16 @@
 //! `segcut.Graph`: a general graph built from bulk arrays, over segcut's [`CsrGraph`].
 
 use crate::grid::{LastSolve, Terminals, Values};
+use crate::maxfile::add_constant;
 use crate::{parse_solver, py_err, solve_info};
 use numpy::PyArray1;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use segcut::graph::{Cap, CsrBuilder, CsrGraph, Network, Vertex};
+use segcut::graph::{Cap, CsrBuilder, CsrGraph, Network};
 use segcut::maxflow::{solve, SolveOptions, Solved};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-/// `g` with `constant` more flow on a direct source → sink arc (what BK-style terminal
-/// capacities leave over), for writing a `.max` file that keeps the flow value.
-pub(crate) fn with_constant(g: CsrGraph, constant: i64) -> segcut::Result<CsrGraph> {
-    if constant == 0 {
-        return Ok(g);
-    }
-    if constant < 0 {
-        return Err(segcut::Error::Graph(format!(
-            "the terminal capacities leave a negative constant flow {constant}, which a .max file \
-             cannot hold"
-        )));
-    }
-    let mut b = builder_of(&g)?;
-    add_constant(&mut b, constant)?;
-    b.build()
-}
-
-fn add_constant(b: &mut CsrBuilder, mut constant: i64) -> segcut::Result<()> {
-    while constant > 0 {
-        let c = constant.min(Cap::MAX as i64);
-        b.add_arc(Vertex::Source, Vertex::Sink, c as Cap)?;
-        constant -= c;
-    }
-    Ok(())
-}
-
-/// A builder holding `g`'s arcs, terminals and constant.
-fn builder_of(g: &CsrGraph) -> segcut::Result<CsrBuilder> {
-    let n = g.num_nodes();
-    let mut b = CsrBuilder::with_capacity(n, g.num_arcs());
-    for u in 0..n {
-        for a in g.arcs_of(u) {
-            let s = g.sisters()[a] as usize;
-            if a < s {
-                b.add_edge(u as u32, g.heads()[a], g.caps()[a], g.caps()[s])?;
-            }
-        }
-        b.add_terminals(u as u32, g.source_caps()[u], g.sink_caps()[u])?;
-    }
-    add_constant(&mut b, g.constant_flow())?;
-    Ok(b)
-}
 
 /// The native general graph: the arc pairs as added, and [`Terminals`].
 #[pyclass(module = "segcut._segcut", name = "Graph")]

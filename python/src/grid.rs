@@ -449,7 +449,7 @@ impl Grid {
             Network::Grid(self.g.clone())
         } else {
             // A grid file has no source → sink arc to carry the constant: write a general graph.
-            let csr = crate::graph::with_constant(
+            let csr = crate::maxfile::with_constant(
                 self.g.to_csr().map_err(py_err)?,
                 self.terminals.constant,
             )

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 mod graph;
 mod grid;
+mod maxfile;
 mod segment;
 mod stereo;
 
