@@ -619,7 +619,7 @@ pub fn from_dir(dir: &Path, seeds: Option<&str>) -> Result<Vec<Job>> {
         if !seeds_dir.is_dir() {
             return Err(Error::Input {
                 file: seeds_dir.display().to_string(),
-                msg: "no seeds folder beside images/ (name it with --seeds-dir)".into(),
+                msg: "no seeds folder beside images/ (name the seeds folder)".into(),
             });
         }
         let seed_files = by_stem(&seeds_dir)?;

@@ -34,7 +34,7 @@ impl Default for Shard {
 
 fn shard_error(msg: String) -> Error {
     Error::Input {
-        file: "--shard".into(),
+        file: "shard".into(),
         msg,
     }
 }
@@ -88,21 +88,22 @@ impl Shard {
     /// assert_eq!(Shard::from_env(env).unwrap(), Shard { index: 4, count: 8 });
     /// ```
     pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Result<Self> {
-        let num = |k: &str| -> Result<Option<usize>> {
-            match env(k) {
-                None => Ok(None),
-                Some(v) if v.trim().is_empty() => Ok(None),
-                Some(v) => v.trim().parse().map(Some).map_err(|_| {
-                    shard_error(format!("--shard auto: {k}={v} is not a whole number"))
-                }),
-            }
-        };
+        let num =
+            |k: &str| -> Result<Option<usize>> {
+                match env(k) {
+                    None => Ok(None),
+                    Some(v) if v.trim().is_empty() => Ok(None),
+                    Some(v) => v.trim().parse().map(Some).map_err(|_| {
+                        shard_error(format!("shard auto: {k}={v} is not a whole number"))
+                    }),
+                }
+            };
         if let Some(id) = num("SLURM_ARRAY_TASK_ID")? {
             let (min, max) = (num("SLURM_ARRAY_TASK_MIN")?, num("SLURM_ARRAY_TASK_MAX")?);
             if let (Some(min), Some(max)) = (min, max) {
                 if id < min || max < min {
                     return Err(shard_error(format!(
-                        "--shard auto: SLURM_ARRAY_TASK_ID={id} is outside \
+                        "shard auto: SLURM_ARRAY_TASK_ID={id} is outside \
                          SLURM_ARRAY_TASK_MIN..=MAX ({min}..={max})"
                     )));
                 }
@@ -111,8 +112,8 @@ impl Shard {
                 let count = num("SLURM_ARRAY_TASK_COUNT")?.unwrap_or(max - min + 1);
                 if count != max - min + 1 {
                     return Err(shard_error(format!(
-                        "--shard auto: the Slurm array {min}-{max} has {count} tasks, not \
-                         {}; use a contiguous array (--array={min}-{max}) or --shard I/N",
+                        "shard auto: the Slurm array {min}-{max} has {count} tasks, not \
+                         {}; use a contiguous array (--array={min}-{max}) or name the shard as I/N",
                         max - min + 1
                     )));
                 }
@@ -120,7 +121,7 @@ impl Shard {
             }
             let count = num("SLURM_ARRAY_TASK_COUNT")?.ok_or_else(|| {
                 shard_error(
-                    "--shard auto: SLURM_ARRAY_TASK_ID is set but neither \
+                    "shard auto: SLURM_ARRAY_TASK_ID is set but neither \
                              SLURM_ARRAY_TASK_COUNT nor SLURM_ARRAY_TASK_MIN/MAX are"
                         .into(),
                 )
@@ -132,7 +133,7 @@ impl Shard {
                 Some(c) => c,
                 None => num("JOB_COMPLETIONS")?.ok_or_else(|| {
                     shard_error(
-                        "--shard auto: JOB_COMPLETION_INDEX is set but not the shard count: \
+                        "shard auto: JOB_COMPLETION_INDEX is set but not the shard count: \
                          set SEGCUT_SHARD_COUNT (or JOB_COMPLETIONS) to the Job's completions"
                             .into(),
                     )
@@ -141,7 +142,7 @@ impl Shard {
             return Shard::new(index, count);
         }
         Err(shard_error(
-            "--shard auto: no Slurm array (SLURM_ARRAY_TASK_ID) or Kubernetes Indexed Job \
+            "shard auto: no Slurm array (SLURM_ARRAY_TASK_ID) or Kubernetes Indexed Job \
              (JOB_COMPLETION_INDEX) in the environment"
                 .into(),
         ))

@@ -71,7 +71,7 @@ impl FromStr for MaskFormat {
             .find(|(_, n)| *n == low)
             .map(|(f, _)| *f)
             .ok_or_else(|| Error::Input {
-                file: "--output-format".into(),
+                file: "output format".into(),
                 msg: format!("unknown output format '{s}'; expected one of mask, binary, opencv"),
             })
     }
