@@ -253,7 +253,24 @@ fn a_killed_batch_resumes_without_redoing_finished_jobs() {
     }
     let merged = merge_files(std::slice::from_ref(&summary), &d.join("merged")).unwrap();
     assert_eq!(merged.len(), n);
-    assert!(merged.iter().all(|r| r.status == Status::Ok));
+    // A job whose output the killed run had put in place, but not yet its summary row, is
+    // skipped by the rerun (its output is complete: outputs are atomic) and has no row with its
+    // flow: at most the jobs in flight at the kill.
+    let late: Vec<&Row> = merged.iter().filter(|r| r.status != Status::Ok).collect();
+    assert!(
+        late.len() <= 2,
+        "{} jobs not Ok after the rerun",
+        late.len()
+    );
+    for r in late {
+        assert_eq!(r.status, Status::Skipped, "{}: {}", r.job, r.error);
+        let text = std::fs::read_to_string(&r.output).unwrap();
+        assert!(
+            text.ends_with('\n') && text.contains("\ns "),
+            "{}: complete",
+            r.output
+        );
+    }
     // Every output is complete, whichever run wrote it: the merged rows carry each job's flow.
     check_cut_files(&out, &merged);
     let ids: BTreeSet<String> = std::fs::read_dir(&out)
