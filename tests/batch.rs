@@ -265,11 +265,8 @@ fn a_killed_batch_resumes_without_redoing_finished_jobs() {
     for r in late {
         assert_eq!(r.status, Status::Skipped, "{}: {}", r.job, r.error);
         let text = std::fs::read_to_string(&r.output).unwrap();
-        assert!(
-            text.ends_with('\n') && text.contains("\ns "),
-            "{}: complete",
-            r.output
-        );
+        let has_flow = text.lines().any(|l| l.starts_with("s "));
+        assert!(text.ends_with('\n') && has_flow, "{}: complete", r.output);
     }
     // Every output is complete, whichever run wrote it: the merged rows carry each job's flow.
     check_cut_files(&out, &merged);
