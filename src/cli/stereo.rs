@@ -184,7 +184,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let left = io::load_image(&args.left)?;
     let right = io::load_image(&args.right)?;
-    let res = stereo(&left, &right, &opts)?;
+    let res = stereo(&left, &right, &opts)
+        .with_context(|| format!("{} and {}", args.left.display(), args.right.display()))?;
     let max_d = (args.min_disparity + count as i32 - 1).max(1) as f32;
     let scale = args
         .scale
