@@ -13,6 +13,7 @@
 
 pub mod warm;
 
+use crate::cuda::Device;
 use crate::gen::{self, InstanceSpec};
 use crate::graph::{FlowNetwork, Network};
 use crate::maxflow::cuda::{CudaGrid, GridTuning};
@@ -469,6 +470,8 @@ pub struct BenchOptions {
     pub auto: AutoPolicy,
     /// The tuning of `cuda-grid`, when it is among the solvers (for experiments).
     pub grid: GridTuning,
+    /// The GPU the GPU solvers run on.
+    pub device: Device,
 }
 
 impl Default for BenchOptions {
@@ -479,6 +482,7 @@ impl Default for BenchOptions {
             dump: None,
             auto: AutoPolicy::default(),
             grid: GridTuning::default(),
+            device: Device::default(),
         }
     }
 }
@@ -552,8 +556,8 @@ pub fn run(
     let mut solvers: Vec<Box<dyn Solver + Send>> = solvers
         .iter()
         .map(|&k| match k {
-            SolverKind::CudaGrid => Box::new(CudaGrid::new(opts.grid.clone())),
-            k => solver_of(k, opts.auto),
+            SolverKind::CudaGrid => Box::new(CudaGrid::new(opts.device, opts.grid.clone())),
+            k => solver_of(k, opts.auto, opts.device),
         })
         .collect();
     let runs = opts.runs.max(1);

@@ -117,7 +117,9 @@ fn named_solvers_are_themselves() {
 
 /// Solves with `Auto` and BK and checks they agree; returns what `auto` ran.
 fn auto_against_bk(net: &Network, policy: AutoPolicy) -> Choice {
-    let got = Auto::new(policy).run(net.into(), false).unwrap();
+    let got = Auto::new(policy, segcut::cuda::Device::default())
+        .run(net.into(), false)
+        .unwrap();
     let want = Bk::default().solve(net).unwrap();
     assert_eq!(got.cut, want);
     got.ran
@@ -195,7 +197,11 @@ fn auto_flows_come_from_the_chosen_solver() {
         }
     }
     let net = Network::Grid(g);
-    let flow = common::assert_flows(&mut Auto::default(), &net, "auto flows");
+    let flow = common::assert_flows(
+        &mut Auto::new(Default::default(), segcut::cuda::Device::default()),
+        &net,
+        "auto flows",
+    );
     assert!(flow > 0);
     let opts = SolveOptions {
         flows: true,
@@ -301,7 +307,9 @@ fn auto_on_the_cpu_runs_dinic_on_an_rlg() {
         min_gpu_nodes: usize::MAX,
         use_gpu: false,
     };
-    let solved = Auto::new(no_gpu).run((&net).into(), true).unwrap();
+    let solved = Auto::new(no_gpu, segcut::cuda::Device::default())
+        .run((&net).into(), true)
+        .unwrap();
     assert_eq!(
         solved.ran.solver,
         SolverKind::Dinic,

@@ -24,7 +24,7 @@ fn check_with(solver: &mut CudaCsr, g: &CsrGraph, what: &str) -> i64 {
 }
 
 fn check(g: &CsrGraph, what: &str) -> i64 {
-    check_with(&mut CudaCsr::default(), g, what)
+    check_with(&mut CudaCsr::on(segcut::cuda::Device::default()), g, what)
 }
 
 /// Kinds of random general graph.
@@ -149,7 +149,7 @@ fn phase_two_flows_on_random_graphs() {
         return;
     }
     let mut rng = Rng::new(0xf10_0003);
-    let mut solver = CudaCsr::default();
+    let mut solver = CudaCsr::on(segcut::cuda::Device::default());
     for i in 0..210u64 {
         let kind = KINDS[(i % KINDS.len() as u64) as usize];
         let g = random_graph(&mut rng, kind, if i % 3 == 0 { 8 } else { 400 });
@@ -178,7 +178,7 @@ fn agrees_with_bk_on_1200_random_graphs() {
         return;
     }
     let mut rng = Rng::new(0xc5c5_0005);
-    let mut solver = CudaCsr::default();
+    let mut solver = CudaCsr::on(segcut::cuda::Device::default());
     let mut count = 0;
     for i in 0..1200u64 {
         let kind = KINDS[(i % KINDS.len() as u64) as usize];
@@ -227,7 +227,13 @@ fn tiny_and_degenerate_graphs() {
     let mut b = CsrBuilder::new(0).unwrap();
     b.add_arc(Vertex::Source, Vertex::Sink, 9).unwrap();
     let g = b.build().unwrap();
-    assert_eq!(CudaCsr::default().solve_csr(&g).unwrap().flow, 9);
+    assert_eq!(
+        CudaCsr::on(segcut::cuda::Device::default())
+            .solve_csr(&g)
+            .unwrap()
+            .flow,
+        9
+    );
     // Two nodes joined by a saturated pair at the i32 limit.
     let mut b = CsrBuilder::new(2).unwrap();
     b.add_terminals(0, Cap::MAX, 0).unwrap();
@@ -244,7 +250,7 @@ fn genrmf_and_washington_families() {
     if !gpu_or_skip() {
         return;
     }
-    let mut solver = CudaCsr::default();
+    let mut solver = CudaCsr::on(segcut::cuda::Device::default());
     for text in [
         "genrmf-long:10:s1",
         "genrmf-wide:10:s2",
@@ -297,7 +303,9 @@ fn grids_as_general_graphs() {
         let what = format!("grid #{i} {conn} {w}x{h}x{d}");
         check(&csr, &what);
         // The grid path (to_csr inside the solver) gives the same answer.
-        let via_grid = CudaCsr::default().solve_grid(&g).unwrap();
+        let via_grid = CudaCsr::on(segcut::cuda::Device::default())
+            .solve_grid(&g)
+            .unwrap();
         assert_eq!(via_grid, Bk::default().solve_grid(&g).unwrap(), "{what}");
     }
     for text in [
@@ -345,7 +353,7 @@ fn repeated_solves_give_identical_cuts() {
         .to_csr()
         .unwrap()
         .into_owned();
-    let mut solver = CudaCsr::default();
+    let mut solver = CudaCsr::on(segcut::cuda::Device::default());
     let first = solver.solve_csr(&g).unwrap();
     verify(&g, &first).unwrap();
     for _ in 0..4 {
@@ -356,7 +364,7 @@ fn repeated_solves_give_identical_cuts() {
 #[test]
 fn registered_by_name_and_errors_without_a_gpu() {
     let kind: SolverKind = "cuda-csr".parse().unwrap();
-    let mut s = solver_of(kind, AutoPolicy::default());
+    let mut s = solver_of(kind, AutoPolicy::default(), segcut::cuda::Device::default());
     assert_eq!(s.name(), "cuda-csr");
     let mut b = CsrBuilder::new(2).unwrap();
     b.add_terminals(0, 4, 0).unwrap();
@@ -375,7 +383,7 @@ fn registered_by_name_and_errors_without_a_gpu() {
     }
     let bad = CudaCsr {
         group: 6,
-        ..CudaCsr::default()
+        ..CudaCsr::on(segcut::cuda::Device::default())
     };
     let err = { bad }.solve_csr(&g).unwrap_err();
     assert!(matches!(err, Error::Unsupported(_)), "{err}");
@@ -411,7 +419,7 @@ fn timings_at_scale() {
         let Network::Csr(g) = &net else {
             unreachable!()
         };
-        let base = CudaCsr::default();
+        let base = CudaCsr::on(segcut::cuda::Device::default());
         let mut settings = vec![base.clone()];
         if sweep {
             let old = CudaCsr {

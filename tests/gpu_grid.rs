@@ -23,7 +23,7 @@ const ALL: [Connectivity; 4] = [
 /// Solves `g` with cuda-grid and BK and checks that they agree exactly and that the GPU's cut
 /// carries a certificate. Returns the flow.
 fn check_against_bk(g: &GridGraph, what: &str) -> i64 {
-    check_with(&mut CudaGrid::default(), g, what)
+    check_with(&mut CudaGrid::on(segcut::cuda::Device::default()), g, what)
 }
 
 /// [`check_against_bk`] with a given solver configuration.
@@ -181,7 +181,7 @@ fn every_tuning_agrees_with_bk() {
     let kinds = [Caps::Small, Caps::Saturated, Caps::NearLimits, Caps::Sparse];
     let mut rng = Rng::new(0x7a11_0005);
     for tuning in tunings() {
-        let mut solver = CudaGrid::new(tuning.clone());
+        let mut solver = CudaGrid::new(segcut::cuda::Device::default(), tuning.clone());
         for i in 0..40u64 {
             let conn = ALL[(i % 4) as usize];
             let kind = kinds[((i / 4) % kinds.len() as u64) as usize];
@@ -220,7 +220,7 @@ fn sanitizer_sized_grids_every_tuning() {
         let vision = vision_grid(&spec.with_scale(100)).unwrap();
         let random = random_grid(&mut rng, conn, Caps::Sparse, 30);
         for tuning in tunings() {
-            let mut solver = CudaGrid::new(tuning.clone());
+            let mut solver = CudaGrid::new(segcut::cuda::Device::default(), tuning.clone());
             for g in [&vision, &random] {
                 let what = format!("{tuning} {conn} {:?}", g.dims());
                 check_with(&mut solver, g, &what);
@@ -239,7 +239,7 @@ fn phase_two_flows_on_random_grids() {
     }
     let mut rng = Rng::new(0xf10_0002);
     for tuning in [GridTuning::default(), tunings()[4].clone()] {
-        let mut solver = CudaGrid::new(tuning.clone());
+        let mut solver = CudaGrid::new(segcut::cuda::Device::default(), tuning.clone());
         for i in 0..120u64 {
             let conn = ALL[(i % 4) as usize];
             let kind = KINDS[((i / 4) % KINDS.len() as u64) as usize];
@@ -315,7 +315,7 @@ fn vision_grids_2d_and_3d() {
     ];
     for spec in specs {
         let g = vision_grid(&spec).unwrap();
-        let mut solver = CudaGrid::default();
+        let mut solver = CudaGrid::on(segcut::cuda::Device::default());
         let t = std::time::Instant::now();
         let cut = solver.solve_grid(&g).unwrap();
         let gpu_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -343,7 +343,7 @@ fn repeated_solves_give_identical_cuts() {
         return;
     }
     let g = vision_grid(&GridSpec::new_2d(200, 150, Connectivity::N8).with_scale(100)).unwrap();
-    let mut solver = CudaGrid::default();
+    let mut solver = CudaGrid::on(segcut::cuda::Device::default());
     let first = solver.solve_grid(&g).unwrap();
     verify(&g, &first).unwrap();
     for _ in 0..4 {
@@ -397,15 +397,25 @@ fn general_graphs_are_refused_and_auto_solves_both() {
     let mut rng = Rng::new(11);
     let g = random_grid(&mut rng, Connectivity::N8, Caps::Small, 12);
     let csr = g.to_csr().unwrap();
-    let err = CudaGrid::default().solve_csr(&csr).unwrap_err();
+    let err = CudaGrid::on(segcut::cuda::Device::default())
+        .solve_csr(&csr)
+        .unwrap_err();
     assert!(matches!(err, Error::Unsupported(_)), "{err}");
-    let mut auto = solver_of(SolverKind::Auto, AutoPolicy::default());
+    let mut auto = solver_of(
+        SolverKind::Auto,
+        AutoPolicy::default(),
+        segcut::cuda::Device::default(),
+    );
     let a = auto.solve_grid(&g).unwrap();
     let b = auto.solve_csr(&csr).unwrap();
     let bk = Bk::default().solve_grid(&g).unwrap();
     assert_eq!(a, bk);
     assert_eq!(b.flow, bk.flow);
-    let grid = solver_of(SolverKind::CudaGrid, AutoPolicy::default());
+    let grid = solver_of(
+        SolverKind::CudaGrid,
+        AutoPolicy::default(),
+        segcut::cuda::Device::default(),
+    );
     assert_eq!(grid.name(), "cuda-grid");
 }
 
@@ -417,7 +427,9 @@ fn without_a_gpu_the_solver_errors_instead_of_panicking() {
     let mut g = GridGraph::new_2d(3, 3, Connectivity::N4).unwrap();
     g.set_terminals(0, 4, 0);
     g.set_terminals(8, 0, 4);
-    let err = CudaGrid::default().solve_grid(&g).unwrap_err();
+    let err = CudaGrid::on(segcut::cuda::Device::default())
+        .solve_grid(&g)
+        .unwrap_err();
     assert!(matches!(err, Error::Unsupported(_)), "{err}");
 }
 
@@ -426,6 +438,8 @@ fn invalid_grids_are_errors_before_the_gpu() {
     let mut g = GridGraph::new_2d(2, 1, Connectivity::N4).unwrap();
     g.caps_mut(0)[0] = Cap::MAX;
     g.caps_mut(1)[1] = 1; // pair sum exceeds i32
-    let err = CudaGrid::default().solve_grid(&g).unwrap_err();
+    let err = CudaGrid::on(segcut::cuda::Device::default())
+        .solve_grid(&g)
+        .unwrap_err();
     assert!(matches!(err, Error::Overflow(_)), "{err}");
 }

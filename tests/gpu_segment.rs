@@ -216,8 +216,14 @@ fn run_case(case: &Case) -> (u64, u64) {
         .unwrap();
 
     // GPU: the same models fitted with the GPU's image statistics.
-    let mut gpu = GpuEnergy::new(&case.image, &case.seeds, case.space, &case.opts)
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let mut gpu = GpuEnergy::new(
+        segcut::cuda::Device::default(),
+        &case.image,
+        &case.seeds,
+        case.space,
+        &case.opts,
+    )
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
     assert_eq!(gpu.params.channels, params.channels, "{what}");
     // Lab values may differ in the last bit (the device's cbrt), and so the extremes.
     let near = |a: f32, b: f32| (a - b).abs() <= 1e-5 * a.abs().max(b.abs()).max(1.0);
@@ -505,17 +511,32 @@ fn gpu_builder_refuses_what_the_cpu_refuses() {
     }
     let v = two_regions([8, 6, 4], 1, 255.0, 11);
     let seeds = strips(v.dims);
-    let e = GpuEnergy::new(&v, &seeds, ColorSpace::AsIs, &opts(Connectivity::N8)).err();
+    let e = GpuEnergy::new(
+        segcut::cuda::Device::default(),
+        &v,
+        &seeds,
+        ColorSpace::AsIs,
+        &opts(Connectivity::N8),
+    )
+    .err();
     assert!(matches!(e, Some(Error::Input { .. })), "{e:?}");
     let big = EnergyOptions {
         scale: Some(1e8),
         ..opts(Connectivity::N6)
     };
-    let e = GpuEnergy::new(&v, &seeds, ColorSpace::AsIs, &big).err();
+    let e = GpuEnergy::new(
+        segcut::cuda::Device::default(),
+        &v,
+        &seeds,
+        ColorSpace::AsIs,
+        &big,
+    )
+    .err();
     assert!(matches!(e, Some(Error::Overflow(_))), "{e:?}");
     let mut bad = two_regions([8, 6, 1], 1, 255.0, 12);
     bad.data[13] = f32::NAN;
     let e = GpuEnergy::new(
+        segcut::cuda::Device::default(),
         &bad,
         &strips(bad.dims),
         ColorSpace::AsIs,

@@ -80,7 +80,8 @@ fn warm_rounds_match_scratch_solves() {
     {
         let hi = [4, 20, 1000][k % 3];
         let mut g = random_grid(&mut rng, conn, if conn.is_3d() { 6 } else { 14 }, hi);
-        let mut dynamic = Dynamic::new(SolverKind::Bk, true).unwrap();
+        let mut dynamic =
+            Dynamic::new(SolverKind::Bk, true, segcut::cuda::Device::default()).unwrap();
         let first = dynamic.solve(&g).unwrap();
         check(&g, &first, &format!("case {k} {conn} first"));
         assert!(!dynamic.last_was_warm());
@@ -138,7 +139,8 @@ fn small_updates_on_a_larger_grid() {
                 g.set_terminals(v, noise / 2, 40 + noise);
             }
         }
-        let mut dynamic = Dynamic::new(SolverKind::Bk, true).unwrap();
+        let mut dynamic =
+            Dynamic::new(SolverKind::Bk, true, segcut::cuda::Device::default()).unwrap();
         let first = dynamic.solve(&g).unwrap();
         check(&g, &first, &format!("{conn} first"));
         for round in 1..=4 {
@@ -171,7 +173,7 @@ fn overflowing_updates_fall_back_to_scratch() {
     g.set_arc(1, 2, Cap::MAX / 2).unwrap();
     g.set_terminals(0, Cap::MAX, 0);
     g.set_terminals(2, 0, Cap::MAX);
-    let mut dynamic = Dynamic::new(SolverKind::Bk, true).unwrap();
+    let mut dynamic = Dynamic::new(SolverKind::Bk, true, segcut::cuda::Device::default()).unwrap();
     dynamic.solve(&g).unwrap();
     // Node 2 receives MAX/2 through its arc, so its folded residual is about −MAX/2; moving
     // all of its capacity from the sink arc to the source arc adds 2·MAX to it, past i32.
@@ -193,13 +195,13 @@ fn bad_updates_are_errors() {
     let mut g = GridGraph::new_2d(2, 2, Connectivity::N4).unwrap();
     g.set_terminals(0, 3, 0);
     g.set_terminals(3, 0, 3);
-    let mut dynamic = Dynamic::new(SolverKind::Bk, true).unwrap();
+    let mut dynamic = Dynamic::new(SolverKind::Bk, true, segcut::cuda::Device::default()).unwrap();
     dynamic.solve(&g).unwrap();
     let e = dynamic.update_terminals(&mut g, &[(4, 1, 1)]).unwrap_err();
     assert!(e.to_string().contains("node 4"), "{e}");
     let e = dynamic.update_terminals(&mut g, &[(1, -1, 0)]).unwrap_err();
     assert!(e.to_string().contains("negative"), "{e}");
-    assert!(Dynamic::new(SolverKind::Dinic, true).is_err());
+    assert!(Dynamic::new(SolverKind::Dinic, true, segcut::cuda::Device::default()).is_err());
 }
 
 /// GrabCut rounds warm-started on the CPU give the masks, flows and energies of rounds solved
@@ -354,7 +356,8 @@ fn gpu_warm_rounds_match_scratch_solves() {
     {
         let hi = [4, 20, 1000][k % 3];
         let mut g = random_grid(&mut rng, conn, if conn.is_3d() { 12 } else { 40 }, hi);
-        let mut dynamic = Dynamic::new(SolverKind::CudaGrid, true).unwrap();
+        let mut dynamic =
+            Dynamic::new(SolverKind::CudaGrid, true, segcut::cuda::Device::default()).unwrap();
         let first = dynamic.solve(&g).unwrap();
         check(&g, &first, &format!("gpu case {k} {conn} first"));
         for round in 1..=5 {

@@ -27,9 +27,13 @@ fn crops_solve_to_their_sol_values_with_every_solver() {
         assert_eq!(inst.expected_flow, Some(expected), "{}", path.display());
         let mut cuts = Vec::new();
         for name in CPU_SOLVERS {
-            let cut = solver_of(name.parse().unwrap(), AutoPolicy::default())
-                .solve(&inst.network)
-                .unwrap();
+            let cut = solver_of(
+                name.parse().unwrap(),
+                AutoPolicy::default(),
+                segcut::cuda::Device::default(),
+            )
+            .solve(&inst.network)
+            .unwrap();
             assert_eq!(cut.flow, expected, "{name} on {}", path.display());
             let cert = verify(&inst.network, &cut).unwrap();
             assert_eq!(cert.cut_capacity, expected);
@@ -47,9 +51,13 @@ fn crop_cut_capacity_recomputed_from_raw_file() {
     // The certificate recomputed from the file's own lines, independently of segcut's graph.
     for (path, expected) in common::waterloo_crops() {
         let inst = load(&path);
-        let cut = solver_of(SolverKind::Bk, AutoPolicy::default())
-            .solve(&inst.network)
-            .unwrap();
+        let cut = solver_of(
+            SolverKind::Bk,
+            AutoPolicy::default(),
+            segcut::cuda::Device::default(),
+        )
+        .solve(&inst.network)
+        .unwrap();
         let mut source_side = std::collections::HashSet::new();
         source_side.insert(inst.source_id);
         for v in cut.source_side() {
@@ -77,9 +85,13 @@ fn crop_round_trips_through_the_writer() {
             dimacs::write_max_file(&out, &inst.network, &["round trip"]).unwrap();
             let back = load(&out);
             assert_eq!(back.network.num_nodes(), inst.network.num_nodes());
-            let cut = solver_of(SolverKind::Bk, AutoPolicy::default())
-                .solve(&back.network)
-                .unwrap();
+            let cut = solver_of(
+                SolverKind::Bk,
+                AutoPolicy::default(),
+                segcut::cuda::Device::default(),
+            )
+            .solve(&back.network)
+            .unwrap();
             assert_eq!(cut.flow, expected);
         }
     }

@@ -3,9 +3,9 @@
 //!
 //! 1. decode workers (`io_threads`) read each job's inputs;
 //! 2. solver workers, `workers_per_device` per device, fit the models, build the graphs and cut
-//!    them: a worker on `cuda:i` sets its thread's device ([`crate::cuda::use_device`]) once, so
-//!    every solver it runs finds device `i`'s context and kernels, set up once per process; jobs
-//!    go to whichever worker is free, so faster devices take more;
+//!    them: a worker on `cuda:i` solves with options that name that [`Device`](crate::cuda::Device)
+//!    (its context and kernels set up once per process); jobs go to whichever worker is free, so
+//!    faster devices take more;
 //! 3. write workers (`io_threads`) encode each result and write it atomically.
 //!
 //! The calling thread appends each finished job to the summary as it arrives and tells the
@@ -359,10 +359,16 @@ fn decode_worker(rx: Stage<Item>, tx: SyncSender<(Item, Result<Decoded>)>, defau
     }
 }
 
-/// The options a worker on `device` solves with: a CPU or fake device never lets `auto` touch
-/// a GPU.
+/// The options a worker on `device` solves with: its GPU named in every option set, and a CPU or
+/// fake device never lets `auto` touch a GPU.
 fn defaults_for(device: Device, defaults: &Defaults) -> Defaults {
     let mut d = defaults.clone();
+    if let Device::Cuda(i) = device {
+        let gpu = crate::cuda::Device::new(i);
+        d.segment.device = gpu;
+        d.solve.device = gpu;
+        d.stereo.expansion.solve.device = gpu;
+    }
     if matches!(device, Device::Cpu | Device::Fake(_)) {
         d.segment.auto.use_gpu = false;
         d.solve.auto.use_gpu = false;
@@ -377,9 +383,6 @@ fn solve_worker(
     tx: SyncSender<(Item, Result<Done>)>,
     opts: &BatchOptions,
 ) {
-    if let Device::Cuda(i) = device {
-        crate::cuda::use_device(i);
-    }
     let defaults = defaults_for(device, &opts.defaults);
     let mut mf = MaxFlow::new(defaults.solve.clone());
     let finish = |mut item: Item, t: Instant, r: Result<(Done, SolveReport)>| {

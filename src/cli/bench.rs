@@ -123,6 +123,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             ..Default::default()
         },
         grid: args.grid_tune.clone(),
+        ..BenchOptions::default()
     };
     let total = (instances.len() * solvers.len() * opts.runs.max(1)) as u64;
     let pb = super::bar(total, "{spinner} [{bar:30}] {pos}/{len} {msg}");

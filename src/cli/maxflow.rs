@@ -146,6 +146,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         flows: args.flows.is_some(),
         // Checked below, so that a failed certificate is a row that says so, not an error.
         verify: false,
+        ..SolveOptions::default()
     });
     let mut written = Written::default();
     let mut all_ok = true;

@@ -47,7 +47,7 @@ fn ms(d: Duration) -> f64 {
 
 /// The child's side: one first kernel, reported as a JSON line on stdout.
 pub fn child() -> Result<ExitCode> {
-    let t = segcut::cuda::first_kernel()?;
+    let t = segcut::cuda::first_kernel(segcut::cuda::Device::default())?;
     let done_ns = now_ns();
     let origin = match t.origin {
         segcut::cuda::ModuleOrigin::Process => "process",

@@ -1,6 +1,7 @@
 //! The CUDA runtime shared by every GPU path (the max-flow solvers in
-//! [`maxflow::cuda`](crate::maxflow::cuda) and the segmentation energy builder): the process's GPU
-//! and its context, NVRTC compilation of the kernels in `kernels/` with the shared header
+//! [`maxflow::cuda`](crate::maxflow::cuda) and the segmentation energy builder): the [`Device`]
+//! every GPU builder and solver is given explicitly, and its [`Session`]s (a stream, buffers kept
+//! between solves of one size, pinned staging); each device's context, NVRTC compilation of the kernels in `kernels/` with the shared header
 //! `kernels/common.cuh`, the kernel cache on disk, device buffers shaped like the library's graphs
 //! ([`DeviceGrid`], [`GridShape`]), driver errors, and the typed launchers (`launch/`), the only
 //! code that knows a kernel's argument order and launch shape.
@@ -22,9 +23,10 @@
 //! Where the CUDA libraries are found is the dynamic loader's business (`LD_LIBRARY_PATH`).
 //!
 //! ```
-//! use segcut::cuda;
-//! match cuda::gpu_unavailable_reason() {
-//!     None => println!("GPU: {}", cuda::gpu().unwrap().name),
+//! use segcut::cuda::Device;
+//! let dev = Device::new(0);
+//! match dev.unavailable_reason() {
+//!     None => println!("GPU: {}", dev.gpu().unwrap().name),
 //!     Some(why) => println!("no GPU ({why}): the CPU solver is used"),
 //! }
 //! ```
@@ -34,6 +36,7 @@ mod compile;
 mod device;
 pub(crate) mod launch;
 pub(crate) mod runtime;
+mod session;
 mod startup;
 
 pub use cache::{
@@ -49,7 +52,8 @@ pub use device::{grid_bytes_per_node, DeviceGrid, GridShape};
 pub use launch::BLOCK;
 pub(crate) use runtime::Call;
 pub use runtime::{
-    current_device, device_count, gpu, gpu_at, gpu_available, gpu_unavailable_reason, use_device,
-    Gpu, ModuleOrigin, MAX_DEVICES, MIN_DRIVER_VERSION,
+    device_count, gpu, gpu_at, gpu_available, gpu_unavailable_reason, Gpu, ModuleOrigin,
+    MAX_DEVICES, MIN_DRIVER_VERSION,
 };
+pub use session::{Device, Session};
 pub use startup::{first_kernel, FirstKernel};

@@ -1,4 +1,5 @@
-//! The process's GPU: loading the driver, device 0 and its primary context, what the solvers ask
+//! The process's GPUs: loading the driver, each device's primary context (set up once per device,
+//! on first use), what the solvers ask
 //! of the device (name, architecture, multiprocessors, free memory), driver errors, and the
 //! kernel modules (from the process, from the disk cache, or compiled by NVRTC).
 //!
@@ -86,8 +87,9 @@ fn driver_present() -> bool {
     *PRESENT.get_or_init(|| unsafe { cudarc::driver::sys::is_culib_present() })
 }
 
-/// The process's GPU, set up on first use: driver loaded, device 0 found, primary context
-/// created. A failure is remembered, so the reason is computed (and reported) once.
+/// Device 0's set-up ([`gpu_at`]`(0)`), for messages about "the GPU" of a one-GPU machine.
+/// Solvers and builders never call it: they take a [`Device`](super::Device) from their caller.
+/// A failure is remembered, so the reason is computed (and reported) once.
 ///
 /// ```
 /// match segcut::cuda::gpu() {
@@ -95,16 +97,8 @@ fn driver_present() -> bool {
 ///     Err(e) => println!("no GPU: {e}"),
 /// }
 /// ```
-///
-/// On a thread that called [`use_device`], this is that device's GPU ([`gpu_at`]): that is how
-/// a batch's solver workers each run on their own device without the solvers knowing.
 pub fn gpu() -> Result<&'static Gpu> {
-    match THREAD_DEVICE.with(|d| d.get()) {
-        0 => GPU.get_or_init(|| init_gpu(0)),
-        i => gpu_slot(i)?.get_or_init(|| init_gpu(i)),
-    }
-    .as_ref()
-    .map_err(|reason| Error::Unsupported(reason.clone()))
+    gpu_at(0)
 }
 
 static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
@@ -113,7 +107,7 @@ static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
 /// `CUDA_VISIBLE_DEVICES`).
 pub const MAX_DEVICES: usize = 64;
 
-/// Devices 1.. (device 0 is [`GPU`], so that [`gpu_initialised`] keeps meaning device 0).
+/// Devices 1.. (device 0 is [`GPU`]).
 static OTHER_GPUS: [OnceLock<std::result::Result<Gpu, String>>; MAX_DEVICES] =
     [const { OnceLock::new() }; MAX_DEVICES];
 
@@ -127,13 +121,9 @@ fn gpu_slot(ordinal: usize) -> Result<&'static OnceLock<std::result::Result<Gpu,
     }
 }
 
-thread_local! {
-    /// The device [`gpu`] returns on this thread (see [`use_device`]).
-    static THREAD_DEVICE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
 /// The GPU with driver ordinal `ordinal` (0 is the first device `CUDA_VISIBLE_DEVICES` leaves
-/// visible), set up on first use like [`gpu`].
+/// visible), set up on first use: driver loaded, device found, primary context created. What
+/// [`Device::gpu`](super::Device::gpu) returns (which also binds the context).
 ///
 /// ```
 /// match segcut::cuda::gpu_at(0) {
@@ -146,27 +136,6 @@ pub fn gpu_at(ordinal: usize) -> Result<&'static Gpu> {
         .get_or_init(|| init_gpu(ordinal))
         .as_ref()
         .map_err(|reason| Error::Unsupported(reason.clone()))
-}
-
-/// Makes [`gpu`] return device `ordinal` on the calling thread from now on, so every solver the
-/// thread runs (they all ask [`gpu`] for their context) uses that device. Threads start on 0.
-///
-/// ```
-/// segcut::cuda::use_device(0); // the default: nothing changes
-/// ```
-pub fn use_device(ordinal: usize) {
-    THREAD_DEVICE.with(|d| d.set(ordinal));
-}
-
-/// The device ordinal [`gpu`] returns on this thread (0 unless [`use_device`] chose another).
-/// Threads a library call starts itself pass it on, so that their work lands on the same device.
-///
-/// ```
-/// segcut::cuda::use_device(1);
-/// assert_eq!(segcut::cuda::current_device(), 1);
-/// ```
-pub fn current_device() -> usize {
-    THREAD_DEVICE.with(|d| d.get())
 }
 
 /// The number of GPUs the driver shows this process (after `CUDA_VISIBLE_DEVICES`), 0 without
@@ -185,9 +154,9 @@ pub fn device_count() -> usize {
         .unwrap_or(0)
 }
 
-/// Whether [`gpu`] has run its set-up (successfully or not) in this process.
-pub(crate) fn gpu_initialised() -> bool {
-    GPU.get().is_some()
+/// Whether device `ordinal` has run its set-up (successfully or not) in this process.
+pub(crate) fn gpu_initialised(ordinal: usize) -> bool {
+    gpu_slot(ordinal).is_ok_and(|s| s.get().is_some())
 }
 
 /// The driver's CUDA version, checked against [`MIN_DRIVER_VERSION`].
@@ -265,13 +234,14 @@ fn init_gpu(ordinal: usize) -> std::result::Result<Gpu, String> {
     })
 }
 
-/// Whether a GPU is usable: driver, device and NVRTC all present.
+/// Whether device 0 is usable: driver, device and NVRTC all present (see
+/// [`Device::is_available`](super::Device::is_available) for another device).
 pub fn gpu_available() -> bool {
     gpu().is_ok()
 }
 
-/// Why no GPU is usable (`None` when one is): one line for the user, e.g. before falling back to
-/// the CPU solver.
+/// Why device 0 is not usable (`None` when it is): one line for the user (see
+/// [`Device::unavailable_reason`](super::Device::unavailable_reason) for another device).
 pub fn gpu_unavailable_reason() -> Option<String> {
     gpu().err().map(|e| match e {
         Error::Unsupported(s) => s,

@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use super::launch::grid_pr::GridPr;
-use super::runtime::{gpu, gpu_initialised, Call, ModuleOrigin};
-use super::{device, Gpu};
+use super::runtime::{gpu_at, gpu_initialised, Call, ModuleOrigin};
+use super::{device, Device, Gpu};
 use crate::graph::Connectivity;
 use crate::Result;
 
@@ -27,17 +27,18 @@ pub struct FirstKernel {
     pub total: Duration,
 }
 
-/// Sets up the GPU (if this process has not yet), loads the `grid_pr` kernels and launches one,
+/// Sets up `device` (if this process has not yet), loads the `grid_pr` kernels and launches one,
 /// timing each step: the fixed cost every solve of a fresh process pays first.
 ///
 /// ```no_run
-/// let t = segcut::cuda::first_kernel().unwrap(); // an error without a GPU
+/// use segcut::cuda::{first_kernel, Device};
+/// let t = first_kernel(Device::new(0)).unwrap(); // an error without a GPU
 /// println!("context {:?}, module {:?} ({:?})", t.context, t.module, t.origin);
 /// ```
-pub fn first_kernel() -> Result<FirstKernel> {
+pub fn first_kernel(device: Device) -> Result<FirstKernel> {
     let t0 = Instant::now();
-    let fresh = !gpu_initialised();
-    let g: &Gpu = gpu()?;
+    let fresh = !gpu_initialised(device.ordinal());
+    let g: &Gpu = gpu_at(device.ordinal())?;
     let context = if fresh { g.init_time } else { Duration::ZERO };
     g.bind()?;
     let t1 = Instant::now();

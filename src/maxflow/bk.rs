@@ -32,7 +32,7 @@
 //! search. The returned cut is the canonical one (the nodes that can reach the sink in the final
 //! residual graph), which on termination is exactly T: see `sink_side`.
 
-use super::solver::timed;
+use super::solved::timed;
 use super::{Cut, Flows, GraphRef, Solved, Solver, SolverKind};
 use crate::graph::{Cap, CsrGraph, Flow, GridGraph};
 use crate::{Error, Result};

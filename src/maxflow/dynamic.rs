@@ -14,6 +14,7 @@ use std::time::Instant;
 use super::bk::Bk;
 use super::cuda::WarmGrid;
 use super::{verify, Solved, Solver, SolverKind};
+use crate::cuda::Device;
 use crate::graph::{Cap, Connectivity, GridGraph};
 use crate::{Error, Result};
 
@@ -22,12 +23,13 @@ use crate::{Error, Result};
 ///
 /// ```
 /// use segcut::graph::{Connectivity, GridGraph};
+/// use segcut::cuda::Device;
 /// use segcut::maxflow::{Dynamic, SolverKind};
 /// let mut g = GridGraph::new_2d(2, 1, Connectivity::N4).unwrap();
 /// g.set_arc(0, 1, 2).unwrap();
 /// g.set_terminals(0, 5, 0);
 /// g.set_terminals(1, 0, 5);
-/// let mut dynamic = Dynamic::new(SolverKind::Bk, true).unwrap();
+/// let mut dynamic = Dynamic::new(SolverKind::Bk, true, Device::default()).unwrap();
 /// assert_eq!(dynamic.solve(&g).unwrap().cut.flow, 2);
 /// // Only the terminal capacities change: the next solve starts from the last one's flow.
 /// let s = dynamic.update_terminals(&mut g, &[(0, 1, 0), (1, 0, 9)]).unwrap();
@@ -54,8 +56,9 @@ pub struct Dynamic {
 impl Dynamic {
     /// A warm-starting solver of `kind`: [`SolverKind::Bk`] (CPU) or [`SolverKind::CudaGrid`]
     /// (GPU: the preflow stays on the device; push-relabel continues from a global relabel after
-    /// the `update_terminals` kernel). Checks each result's certificate when `verify` is set.
-    pub fn new(kind: SolverKind, verify: bool) -> Result<Self> {
+    /// the `update_terminals` kernel, on `device`). Checks each result's certificate when
+    /// `verify` is set.
+    pub fn new(kind: SolverKind, verify: bool, device: Device) -> Result<Self> {
         if !matches!(kind, SolverKind::Bk | SolverKind::CudaGrid) {
             return Err(Error::Unsupported(format!(
                 "warm-started solves run on bk or cuda-grid, not {kind}"
@@ -65,7 +68,7 @@ impl Dynamic {
             kind,
             verify,
             bk: Bk::default(),
-            gpu: WarmGrid::default(),
+            gpu: WarmGrid::on(device),
             source: Vec::new(),
             sink: Vec::new(),
             shape: None,

@@ -6,8 +6,10 @@
 //! solver produced them. [`verify`] then proves a result optimal: the capacity of the returned cut,
 //! computed from the original capacities, must equal the flow value (max-flow/min-cut duality).
 //!
-//! [`solve`] is the entry point: a [`SolverKind`] and [`SolveOptions`] in, a [`Solved`] out that
-//! says which solver ran and why.
+//! [`solve`] is the entry point: a [`SolverKind`] and [`SolveOptions`] (with the
+//! [`Device`](crate::cuda::Device) the GPU solvers run on) in, a [`Solved`] out that says which
+//! solver ran and why. Which solver runs is decided here alone ([`plan`], [`choose`]), and so is
+//! the fallback from a GPU solver that declines to the CPU ([`declined`], [`fall_back`]).
 //!
 //! # Solvers
 //!
@@ -17,21 +19,26 @@
 
 mod auto;
 pub mod bk;
+mod choice;
 pub mod cuda;
 mod dynamic;
 mod flows;
+mod kind;
 pub mod reference;
+mod solved;
 mod solver;
 
-pub use auto::Auto;
+pub use auto::{fall_back, Auto};
 pub use bk::Bk;
-pub use dynamic::Dynamic;
-pub use flows::{verify_flows, Flows};
-pub use solver::{
-    choose, cpu_choice, solve, solver_of, AutoPolicy, Choice, GpuStats, GraphRef, GraphSize,
-    MaxFlow, SolveOptions, SolveStats, Solved, Solver, SolverKind, AUTO_MIN_GPU_NODES,
+pub use choice::{
+    choose, cpu_choice, declined, plan, AutoPolicy, Choice, GraphSize, AUTO_MIN_GPU_NODES,
     DINIC_MAX_TERMINAL_PERCENT, DINIC_MIN_ONE_WAY_PERCENT,
 };
+pub use dynamic::Dynamic;
+pub use flows::{verify_flows, Flows};
+pub use kind::SolverKind;
+pub use solved::{GpuStats, GraphRef, SolveStats, Solved, Solver};
+pub use solver::{solve, solver_of, MaxFlow, SolveOptions};
 
 use crate::graph::{Cap, Flow, FlowNetwork};
 use crate::{Error, Result};

@@ -6,7 +6,7 @@
 //! than [`sink_reachable`](super::sink_reachable), so that a bug in either side shows up as a
 //! disagreement. It favours obviousness over speed.
 
-use super::solver::timed;
+use super::solved::timed;
 use super::{Cut, Flows, GraphRef, Solved, Solver, SolverKind};
 use crate::graph::{Cap, CsrGraph, Flow};
 use crate::{Error, Result};

@@ -20,7 +20,8 @@
 //! use segcut::segment::{gpu::GpuEnergy, ColorSpace, energy::EnergyOptions, Image, Seeds};
 //! let image = Image::new([64, 48, 1], 1, vec![0.0; 64 * 48]);
 //! let seeds = Seeds::unknown(image.dims);
-//! let e = GpuEnergy::new(&image, &seeds, ColorSpace::AsIs, &EnergyOptions::default()).unwrap();
+//! let dev = segcut::cuda::Device::new(0);
+//! let e = GpuEnergy::new(dev, &image, &seeds, ColorSpace::AsIs, &EnergyOptions::default()).unwrap();
 //! println!("beta {}, K {}", e.beta, e.hard);
 //! ```
 
@@ -35,7 +36,7 @@ use super::energy::NLINK_TABLE_LEVELS;
 use super::energy::{self, direction_distances, EnergyOptions, COST_TABLE_NODES};
 use super::model::{Blend, ColorModel, Model, ModelKind, ModelParams};
 use crate::cuda::launch::seg_energy::{self, SegEnergy};
-use crate::cuda::{self, grid_bytes_per_node, Call, DeviceGrid, GridShape};
+use crate::cuda::{self, grid_bytes_per_node, Call, Device, DeviceGrid, GridShape};
 use crate::graph::{valid_box, Cap, Connectivity, GridGraph};
 use crate::io::{Image, Seeds};
 use crate::maxflow::Cut;
@@ -199,11 +200,13 @@ struct NLinks {
 impl GpuEnergy {
     /// Uploads `image` and `seeds`, converts the image to its working space (`space` as
     /// [`to_color_space`] applies it), and builds `β`, the n-links and `K` on the GPU. The
-    /// t-links are zero until [`GpuEnergy::set_tlinks`].
+    /// t-links are zero until [`GpuEnergy::set_tlinks`]. Everything runs on `device`, on a
+    /// stream of its own that the solver continues on.
     ///
     /// Errors: the CPU builder's input and overflow errors, the same; [`Error::Unsupported`] when
     /// no GPU is usable, the input is not covered ([`supported`]) or the GPU lacks memory.
     pub fn new(
+        device: Device,
         image: &Image,
         seeds: &Seeds,
         space: ColorSpace,
@@ -214,12 +217,7 @@ impl GpuEnergy {
         let (n, ch, conn) = (image.num_pixels(), image.channels, opts.connectivity);
         // The kernels load (from the disk cache, at worst NVRTC) while the host reads the image.
         let (pass, setup) = std::thread::scope(|scope| {
-            // On the caller's device: a batch worker may have chosen one other than the first.
-            let device = cuda::current_device();
-            let setup = scope.spawn(move || {
-                cuda::use_device(device);
-                device_setup(n, ch, conn)
-            });
+            let setup = scope.spawn(move || device_setup(device, n, ch, conn));
             let pass = host_pass(&image.data);
             let setup = setup.join().unwrap_or_else(|_| {
                 Err(Error::Unsupported("the GPU set-up thread panicked".into()))
@@ -701,13 +699,14 @@ impl Working<'_> {
 /// The GPU side of [`GpuEnergy::new`]'s start: context, memory check, kernels, stream; and how
 /// long it took.
 fn device_setup(
+    device: Device,
     n: usize,
     ch: usize,
     conn: Connectivity,
 ) -> Result<(SegEnergy, Arc<CudaStream>, Duration)> {
     let t = Instant::now();
-    let g = cuda::gpu()?;
-    g.bind()?;
+    // Binds the device's context on this (set-up) thread.
+    let g = device.gpu()?;
     // Device bytes: working image, raw upload, seeds, n-links, terminals, and the solver's copy
     // of the graph next to its own state (cuda-grid's bytes per node).
     let deg = conn.degree();

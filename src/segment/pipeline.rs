@@ -24,13 +24,13 @@ use super::gpu::{GpuEnergy, GpuTimes};
 use super::model::{Blend, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
 use super::post::{post_process, PostProcess};
 use super::prior::{prior_costs, SpatialPrior};
-use crate::cuda::gpu_unavailable_reason;
+use crate::cuda::Device;
 use crate::graph::{Connectivity, GridGraph};
 use crate::io::{Image, Seed, Seeds};
 use crate::maxflow::cuda::{CudaGrid, WarmGrid};
 use crate::maxflow::{
-    choose, verify, AutoPolicy, Certificate, Choice, Dynamic, GraphSize, MaxFlow, SolveOptions,
-    Solved, Solver, SolverKind,
+    declined, fall_back, plan, verify, AutoPolicy, Certificate, Choice, Dynamic, GraphSize,
+    MaxFlow, SolveOptions, Solved, SolverKind,
 };
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -86,6 +86,9 @@ pub struct SegmentOptions {
     /// ([`maxflow::Dynamic`](crate::maxflow::Dynamic)). The masks are the same either way
     /// (the canonical cut); false solves every round from scratch, for comparison.
     pub warm_start: bool,
+    /// The GPU the graph is built and cut on when a GPU solver runs (default device 0); `auto`
+    /// asks this device whether it is usable.
+    pub device: Device,
 }
 
 impl Default for SegmentOptions {
@@ -119,6 +122,7 @@ impl Default for SegmentOptions {
             },
             initial: InitialModels::Seeds,
             warm_start: true,
+            device: Device::default(),
         }
     }
 }
@@ -449,15 +453,8 @@ pub fn build_graph(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Resul
 /// The solver that runs on `image`'s graph, and whether the graph is built on the GPU: only
 /// when that solver is `cuda-grid` and the GPU builder covers the input.
 fn plan_solve(image: &Image, opts: &SegmentOptions) -> (Choice, bool) {
-    let conn = opts.connectivity_for(image);
-    let size = GraphSize {
-        grid: true,
-        nodes: image.num_pixels(),
-        arcs: image.num_pixels() * conn.degree(),
-        terminal_nodes: image.num_pixels(),
-        one_way_arcs: 0,
-    };
-    let choice = choose(opts.solver, size, &opts.auto, gpu_unavailable_reason);
+    let size = GraphSize::of_grid(image.dims, opts.connectivity_for(image).degree());
+    let choice = plan(opts.solver, size, &opts.auto, opts.device);
     let on_gpu = opts.gpu_build
         && choice.solver == SolverKind::CudaGrid
         && super::gpu::supported(image, opts.model).is_ok();
@@ -651,7 +648,7 @@ impl<'a> Rounds<'a> {
         let mut device = None;
         let mut declined = None;
         if on_gpu {
-            match GpuEnergy::new(image, seeds, opts.color_space, &eopts) {
+            match GpuEnergy::new(opts.device, image, seeds, opts.color_space, &eopts) {
                 Ok(e) => device = Some(e),
                 Err(Error::Unsupported(reason)) => declined = Some(reason),
                 Err(e) => return Err(e),
@@ -684,6 +681,7 @@ impl<'a> Rounds<'a> {
             auto: opts.auto,
             flows: false,
             verify: false,
+            device: opts.device,
         });
         let rounds = Rounds {
             image,
@@ -696,8 +694,8 @@ impl<'a> Rounds<'a> {
             choice,
             host,
             dynamic: None,
-            device: CudaGrid::default(),
-            warm_device: WarmGrid::default(),
+            device: CudaGrid::on(opts.device),
+            warm_device: WarmGrid::on(opts.device),
             buf: Vec::new(),
             geometry,
             prior,
@@ -755,7 +753,9 @@ impl<'a> Rounds<'a> {
                     (Some(dynamic), _) => (dynamic.resolve(&e.graph)?, dynamic.last_was_warm()),
                     (None, Some(kind)) if self.opts.warm_start => {
                         // The first round solves from scratch and keeps the solver's state.
-                        let dynamic = self.dynamic.insert(Dynamic::new(kind, false)?);
+                        let dynamic =
+                            self.dynamic
+                                .insert(Dynamic::new(kind, false, self.opts.device)?);
                         (dynamic.solve(&e.graph)?, false)
                     }
                     (None, _) => (self.host.solve(&e.graph)?, false),
@@ -791,17 +791,12 @@ impl<'a> Rounds<'a> {
                         ..s
                     },
                     // Out of GPU memory for the solver, say: `auto` may still solve on the CPU.
-                    Err(Error::Unsupported(why)) if self.opts.solver == SolverKind::Auto => {
-                        let mut s = crate::maxflow::bk::Bk::default()
-                            .run((&d.download()?).into(), false)?;
-                        s.ran = Choice {
-                            solver: SolverKind::Bk,
-                            reason: format!("{}, but cuda-grid declined", self.choice.reason),
-                            fallback: Some(why),
-                        };
-                        s
-                    }
-                    Err(e) => return Err(e),
+                    Err(e) => match declined(self.opts.solver, &e) {
+                        Some(why) => {
+                            fall_back(&self.choice, why.into(), (&d.download()?).into(), false)?
+                        }
+                        None => return Err(e),
+                    },
                 };
                 let t3 = Instant::now();
                 if self.opts.verify {

@@ -100,6 +100,7 @@ pub fn segment_probability(
             auto: opts.auto,
             flows: false,
             verify: opts.verify,
+            device: opts.device,
         },
     )?;
     let (cut, ran) = (solved.cut, solved.ran);

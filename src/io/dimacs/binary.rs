@@ -21,7 +21,7 @@
 
 use std::io::{Read, Write};
 
-use super::reader::grid_of;
+use super::grid::grid_of;
 use super::{Layout, MaxInstance};
 use crate::graph::{Connectivity, CsrGraph, CsrParts, Network};
 use crate::{Error, Result};

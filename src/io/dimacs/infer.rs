@@ -15,7 +15,7 @@
 //! counts the arcs it misses: a grid with a few extra arcs, or KZ2's two grids joined by sparse
 //! links, shows up as "97 % of arcs are grid arcs ... but 1234 are not".
 
-use super::reader::grid_of;
+use super::grid::grid_of;
 use super::Layout;
 use crate::graph::{CsrGraph, GridGraph, Network};
 

@@ -53,6 +53,7 @@
 
 mod archive;
 mod binary;
+mod grid;
 mod infer;
 mod reader;
 mod writer;

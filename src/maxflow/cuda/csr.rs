@@ -36,9 +36,9 @@ use std::time::{Duration, Instant};
 use cudarc::driver::{CudaSlice, CudaStream};
 
 use crate::cuda::launch::csr_pr::CsrPr;
-use crate::cuda::{self, Call, Gpu};
+use crate::cuda::{self, Call, Device, Gpu};
 use crate::graph::{Cap, CsrGraph, Flow};
-use crate::maxflow::solver::timed;
+use crate::maxflow::solved::timed;
 use crate::maxflow::{Cut, Flows, GpuStats, GraphRef, Solved, Solver, SolverKind};
 use crate::{Error, Result};
 
@@ -57,13 +57,14 @@ const BFS_BATCH: u32 = 8;
 ///
 /// ```no_run
 /// use segcut::graph::{CsrBuilder, Vertex};
+/// use segcut::cuda::Device;
 /// use segcut::maxflow::{cuda::CudaCsr, verify, Solver};
 /// let mut b = CsrBuilder::new(2).unwrap();
 /// b.add_arc(Vertex::Source, Vertex::Node(0), 5).unwrap();
 /// b.add_edge(0, 1, 2, 0).unwrap();
 /// b.add_arc(Vertex::Node(1), Vertex::Sink, 5).unwrap();
 /// let g = b.build().unwrap();
-/// let cut = CudaCsr::default().solve_csr(&g).unwrap(); // an error without a GPU
+/// let cut = CudaCsr::on(Device::new(0)).solve_csr(&g).unwrap(); // an error without a GPU
 /// assert_eq!(cut.flow, 2);
 /// verify(&g, &cut).unwrap();
 /// ```
@@ -88,11 +89,16 @@ pub struct CudaCsr {
     pub spread_after: u32,
     /// Statistics of the last solve.
     pub stats: CsrStats,
+    /// The GPU it runs on.
+    pub device: Device,
 }
 
-impl Default for CudaCsr {
-    fn default() -> Self {
+impl CudaCsr {
+    /// A solver on `device` with the default settings (tune the public fields with
+    /// `CudaCsr { group: 8, ..CudaCsr::on(device) }`).
+    pub fn on(device: Device) -> Self {
         CudaCsr {
+            device,
             ops_per_round: 4,
             relabel_every: 0,
             group: 0,
@@ -424,9 +430,8 @@ impl CudaCsr {
             };
             return Ok((cut, source.map(|_| none)));
         }
-        let gpu = cuda::gpu()?;
-        // Test harnesses and servers solve from many threads: make the context current on this one.
-        gpu.bind()?;
+        // Binds the context: test harnesses and servers solve from many threads.
+        let gpu = self.device.gpu()?;
         let k = CsrPr::load(gpu)?;
         check_memory(gpu, l)?;
         let stream = gpu.ctx.new_stream().call("cuStreamCreate")?;

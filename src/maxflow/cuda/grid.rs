@@ -31,9 +31,9 @@ use std::time::{Duration, Instant};
 use cudarc::driver::{CudaSlice, CudaStream};
 
 use crate::cuda::launch::grid_pr::GridPr;
-use crate::cuda::{self, grid_bytes_per_node, Call, DeviceGrid, Gpu, GridShape};
+use crate::cuda::{self, grid_bytes_per_node, Call, Device, DeviceGrid, Gpu, GridShape, Session};
 use crate::graph::{Connectivity, Flow, GridGraph};
-use crate::maxflow::solver::timed;
+use crate::maxflow::solved::timed;
 use crate::maxflow::{Cut, Flows, GpuStats, GraphRef, Solved, Solver, SolverKind};
 use crate::{Error, Result};
 
@@ -71,23 +71,36 @@ fn node_sweep(shape: &GridShape) -> bool {
 /// The GPU grid solver (`--solver cuda-grid`). Solves [`GridGraph`]s only; general graphs get
 /// [`Error::Unsupported`].
 ///
+/// It runs on the [`Device`] it was made for, in a [`Session`] of that device opened on the
+/// first solve and kept: grids are uploaded on its stream.
+///
 /// ```no_run
+/// use segcut::cuda::Device;
 /// use segcut::graph::{Connectivity, GridGraph};
 /// use segcut::maxflow::{cuda::CudaGrid, verify, Solver};
 /// let mut g = GridGraph::new_2d(2, 1, Connectivity::N4).unwrap();
 /// g.set_terminals(0, 5, 0);
 /// g.set_terminals(1, 0, 5);
 /// g.set_arc(0, 1, 2).unwrap();
-/// let cut = CudaGrid::default().solve_grid(&g).unwrap(); // an error without a GPU
+/// let cut = CudaGrid::on(Device::new(0)).solve_grid(&g).unwrap(); // an error without a GPU
 /// assert_eq!(cut.flow, 2);
 /// verify(&g, &cut).unwrap();
 /// ```
-#[derive(Clone, Debug, Default)]
+#[derive(Debug)]
 pub struct CudaGrid {
     /// Launch and batch sizes (defaults measured on an H100).
     pub tuning: GridTuning,
     /// Statistics of the last solve (also in [`SolveStats::gpu`](crate::maxflow::SolveStats)).
     pub stats: GridStats,
+    device: Device,
+    session: Option<Session>,
+}
+
+/// A solver with the same device and tuning and no statistics; it opens its own session.
+impl Clone for CudaGrid {
+    fn clone(&self) -> Self {
+        CudaGrid::new(self.device, self.tuning.clone())
+    }
 }
 
 /// What the last [`CudaGrid`] solve did; with flows, the totals over both phases.
@@ -129,11 +142,34 @@ struct DeviceGraph {
 }
 
 impl CudaGrid {
-    /// A solver with the given tuning.
-    pub fn new(tuning: GridTuning) -> Self {
+    /// A solver on `device` with the default tuning.
+    pub fn on(device: Device) -> Self {
+        CudaGrid::new(device, GridTuning::default())
+    }
+
+    /// A solver on `device` with the given tuning.
+    pub fn new(device: Device, tuning: GridTuning) -> Self {
         CudaGrid {
             tuning,
             stats: GridStats::default(),
+            device,
+            session: None,
+        }
+    }
+
+    /// The device it runs on.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// The solver's session, opened on first use.
+    fn session(&mut self) -> Result<&mut Session> {
+        match &mut self.session {
+            Some(s) => {
+                s.bind()?;
+                Ok(s)
+            }
+            none => Ok(none.insert(self.device.session()?)),
         }
     }
 }
@@ -156,16 +192,18 @@ impl Solver for CudaGrid {
         };
         timed(|| {
             let t0 = Instant::now();
-            let dg = upload(g)?;
+            let dg = upload(self.session()?, g)?;
             // Copies from pageable memory return before they finish: wait, so that the upload
             // is counted as build time and not as the solve's.
             cuda::sync(&dg.stream)?;
             let upload_time = t0.elapsed();
-            let solved = self.phase_one(dg, flows)?;
+            let solved = self.phase_one(dg)?;
             let mut s = Solved::new(solved.cut.clone(), SolverKind::CudaGrid);
             s.stats.build = upload_time + solved.setup;
             if flows {
                 s.flows = Some(self.phase_two(g, solved)?);
+            } else {
+                self.recycle(solved.dev, Some(solved.source));
             }
             s.stats.gpu = Some(GpuStats::Grid(self.stats.clone()));
             Ok(s)
@@ -173,29 +211,37 @@ impl Solver for CudaGrid {
     }
 }
 
-/// Uploads a grid's capacities (validated first) to a new stream.
-fn upload(g: &GridGraph) -> Result<DeviceGrid> {
+/// Uploads a grid's capacities (validated first) on the session's stream, into buffers the
+/// session kept from the last solve of this size when it has them.
+fn upload(session: &mut Session, g: &GridGraph) -> Result<DeviceGrid> {
     g.validate()?;
     GridShape::new(g.dims(), g.connectivity())?;
-    let gpu = cuda::gpu()?;
-    gpu.bind()?;
-    check_memory(gpu, g.num_nodes(), g.connectivity())?;
-    let stream = gpu.ctx.new_stream().call("cuStreamCreate")?;
     let n = g.num_nodes();
     let deg = g.connectivity().degree();
-    let mut caps = cuda::zeros::<i32>(&stream, deg * n, "capacities")?;
+    // Kept buffers of another size only hold memory the new grid may need.
+    if session.kept_len("grid caps") != Some(deg * n) {
+        session.release();
+    }
+    check_memory(session.gpu(), n, g.connectivity())?;
+    let stream = session.stream().clone();
+    let mut caps = session.take::<i32>("grid caps", deg * n)?;
     for d in 0..deg {
         let mut dst = caps.slice_mut(d * n..(d + 1) * n);
         stream
             .memcpy_htod(g.caps(d), &mut dst)
             .call("cuMemcpyHtoD (capacities)")?;
     }
+    let mut source = session.take::<i32>("grid source", n)?;
+    let mut sink = session.take::<i32>("grid sink", n)?;
+    let up = "cuMemcpyHtoD (terminal capacities)";
+    stream.memcpy_htod(g.source_caps(), &mut source).call(up)?;
+    stream.memcpy_htod(g.sink_caps(), &mut sink).call(up)?;
     let dg = DeviceGrid {
         dims: g.dims(),
         conn: g.connectivity(),
         caps,
-        source: cuda::upload(&stream, g.source_caps(), "source capacities")?,
-        sink: cuda::upload(&stream, g.sink_caps(), "sink capacities")?,
+        source,
+        sink,
         stream: stream.clone(),
     };
     // The host arrays are borrowed: finish the copies before the solve proper.
@@ -234,6 +280,39 @@ fn check_lengths(g: &DeviceGrid) -> Result<()> {
     Ok(())
 }
 
+/// Where a solve's buffers come from: the solver's session when the solve runs on its stream
+/// (buffers kept from the last solve of the same size), else new ones on the solve's stream.
+struct Pool<'a> {
+    session: Option<&'a mut Session>,
+    stream: &'a Arc<CudaStream>,
+}
+
+impl<'a> Pool<'a> {
+    /// The pool of a solve on `stream`: `session` when that is its stream.
+    fn new(session: &'a mut Option<Session>, stream: &'a Arc<CudaStream>) -> Self {
+        Pool {
+            session: session.as_mut().filter(|s| Arc::ptr_eq(s.stream(), stream)),
+            stream,
+        }
+    }
+
+    /// A zeroed buffer of `len` entries for `what`.
+    fn zeros<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + 'static>(
+        &mut self,
+        what: &'static str,
+        len: usize,
+    ) -> Result<CudaSlice<T>> {
+        match self.session.as_deref_mut() {
+            Some(s) => {
+                let mut b = s.take::<T>(what, len)?;
+                cuda::clear(self.stream, &mut b)?;
+                Ok(b)
+            }
+            None => cuda::zeros(self.stream, len, what),
+        }
+    }
+}
+
 /// What phase one leaves for phase two: the preflow on the device and the source capacities.
 struct PhaseOne {
     cut: Cut,
@@ -242,7 +321,7 @@ struct PhaseOne {
     k: GridPr,
     shape: GridShape,
     dev: DeviceGraph,
-    source: Option<CudaSlice<i32>>,
+    source: CudaSlice<i32>,
 }
 
 impl CudaGrid {
@@ -250,29 +329,40 @@ impl CudaGrid {
     /// back to the host but the cut. The module load and allocation count as build time.
     pub fn solve_device(&mut self, g: DeviceGrid) -> Result<Solved> {
         timed(|| {
-            let solved = self.phase_one(g, false)?;
-            let mut s = Solved::new(solved.cut, SolverKind::CudaGrid);
+            let solved = self.phase_one(g)?;
+            let mut s = Solved::new(solved.cut.clone(), SolverKind::CudaGrid);
             s.stats.build = solved.setup;
             s.stats.gpu = Some(GpuStats::Grid(self.stats.clone()));
+            self.recycle(solved.dev, Some(solved.source));
             Ok(s)
         })
     }
 
-    /// Phase one of push-relabel: a maximum preflow and the canonical cut. With `keep_source`
-    /// the source capacities stay on the device for phase two.
-    fn phase_one(&mut self, g: DeviceGrid, keep_source: bool) -> Result<PhaseOne> {
+    /// Phase one of push-relabel: a maximum preflow and the canonical cut. The source
+    /// capacities stay on the device for phase two (and a warm start).
+    fn phase_one(&mut self, g: DeviceGrid) -> Result<PhaseOne> {
         let t0 = Instant::now();
         let shape = GridShape::new(g.dims, g.conn)?;
         check_lengths(&g)?;
-        let gpu = cuda::gpu()?;
-        gpu.bind()?;
+        let gpu = self.device.gpu()?;
+        if g.stream.context().ordinal() != self.device.ordinal() {
+            return Err(Error::Unsupported(format!(
+                "the grid is on cuda:{} but this cuda-grid solver runs on {}",
+                g.stream.context().ordinal(),
+                self.device
+            )));
+        }
         let k = GridPr::load(gpu, g.conn)?;
         self.stats = GridStats {
             device_bytes: (shape.num_nodes() * grid_bytes_per_node(g.conn)) as u64,
             ..GridStats::default()
         };
         let stream = g.stream.clone();
-        let (mut dev, source) = self.allocate(gpu, &k, g)?;
+        let blocks = (
+            k.discharge_resident_blocks(gpu)?,
+            k.bfs_tile_resident_blocks(gpu)?,
+        );
+        let (mut dev, source) = self.allocate(blocks, g)?;
         // SAFETY: the source, excess and sink arrays have n entries (the sink array becomes the
         // sink residual in place), flow one.
         unsafe {
@@ -285,7 +375,6 @@ impl CudaGrid {
                 &mut dev.flow,
             )?
         };
-        let source = keep_source.then_some(source);
         let setup = t0.elapsed();
 
         self.run(&stream, &k, shape, &mut dev)?;
@@ -305,56 +394,97 @@ impl CudaGrid {
     }
 
     /// The solver's state around the grid's arrays, which it takes over: the capacities become
-    /// the residuals and the sink capacities the sink residuals, in place. Returns the state and
-    /// the source capacities.
+    /// the residuals and the sink capacities the sink residuals, in place. `resident` is how
+    /// many blocks of the discharge and the relabel tile kernels fit on the GPU at once. The
+    /// buffers come from the solver's session when the grid is on its stream (kept from the
+    /// last solve of this size, zeroed), else new. Returns the state and the source capacities.
     fn allocate(
-        &self,
-        gpu: &Gpu,
-        k: &GridPr,
+        &mut self,
+        resident: (u32, u32),
         g: DeviceGrid,
     ) -> Result<(DeviceGraph, CudaSlice<i32>)> {
         let n = g.num_nodes();
         let [tx, ty, tz] = tile_shape(g.conn);
         let [w, h, d] = g.dims;
         let ntiles = (w.div_ceil(tx) * h.div_ceil(ty) * d.div_ceil(tz)) as u32;
+        let discharge_blocks = self.tile_blocks(resident.0, ntiles);
+        let bfs_blocks = self.tile_blocks(resident.1, ntiles);
         let stream = &g.stream;
+        let mut pool = Pool::new(&mut self.session, stream);
         let dev = DeviceGraph {
-            excess: cuda::zeros(stream, n, "excess")?,
-            label: cuda::zeros(stream, n, "labels")?,
-            flow: cuda::zeros(stream, 1, "flow")?,
-            counter: cuda::zeros(stream, 1, "counter")?,
-            flags: cuda::zeros(stream, ntiles as usize, "tile flags")?,
-            list: cuda::zeros(stream, ntiles as usize, "tile list")?,
+            excess: pool.zeros("grid excess", n)?,
+            label: pool.zeros("grid labels", n)?,
+            flow: pool.zeros("grid flow", 1)?,
+            counter: pool.zeros("grid counter", 1)?,
+            flags: pool.zeros("grid tile flags", ntiles as usize)?,
+            list: pool.zeros("grid tile list", ntiles as usize)?,
             ntiles,
-            discharge_blocks: self.tile_blocks(k.discharge_resident_blocks(gpu)?, ntiles),
-            bfs_blocks: self.tile_blocks(k.bfs_tile_resident_blocks(gpu)?, ntiles),
+            discharge_blocks,
+            bfs_blocks,
             rcap: g.caps,
             sink_r: g.sink,
         };
         Ok((dev, g.source))
     }
 
+    /// Hands a finished solve's buffers back to the session for the next solve of this size
+    /// (buffers on another stream are simply freed).
+    fn recycle(&mut self, dev: DeviceGraph, source: Option<CudaSlice<i32>>) {
+        let Some(s) = self.session.as_mut() else {
+            return;
+        };
+        if !Arc::ptr_eq(s.stream(), dev.rcap.stream()) {
+            return;
+        }
+        s.keep("grid caps", dev.rcap);
+        s.keep("grid sink", dev.sink_r);
+        s.keep("grid excess", dev.excess);
+        s.keep("grid labels", dev.label);
+        s.keep("grid flow", dev.flow);
+        s.keep("grid counter", dev.counter);
+        s.keep("grid tile flags", dev.flags);
+        s.keep("grid tile list", dev.list);
+        if let Some(src) = source {
+            s.keep("grid source", src);
+        }
+    }
+
     /// The canonical cut and the flow value after phase one: a byte per node comes back (the
-    /// `sink_side` kernel), a quarter of the labels' traffic.
+    /// `sink_side` kernel), a quarter of the labels' traffic, through the session's pinned
+    /// staging buffer when the solve runs on its stream.
     fn download_cut(
-        &self,
+        &mut self,
         stream: &Arc<CudaStream>,
         k: &GridPr,
         shape: GridShape,
         dev: &DeviceGraph,
     ) -> Result<Cut> {
         let n = shape.num_nodes();
-        let mut side = cuda::zeros::<u8>(stream, n, "cut")?;
+        let mut pool = Pool::new(&mut self.session, stream);
+        let mut side = pool.zeros::<u8>("grid cut", n)?;
         // SAFETY: label and side have n entries.
         unsafe { k.sink_side(stream, shape, &dev.label, &mut side)? };
-        let mut side = stream.clone_dtoh(&side).call("cuMemcpyDtoH (cut)")?;
-        side.truncate(n);
-        let pushed = stream.clone_dtoh(&dev.flow).call("cuMemcpyDtoH (flow)")?;
-        cuda::sync(stream)?;
+        let pushed = cuda::download(stream, &dev.flow, "flow")?[0];
+        let sink_side = match pool.session.as_deref_mut() {
+            Some(session) => {
+                let staging = session.staging(side.len())?;
+                stream
+                    .memcpy_dtoh(&side, staging)
+                    .call("cuMemcpyDtoH (cut)")?;
+                let bytes = staging.as_slice().call("cuEventSynchronize (cut)")?;
+                let out = bytes[..n].iter().map(|&b| b != 0).collect();
+                session.keep("grid cut", side);
+                out
+            }
+            None => {
+                let host = cuda::download(stream, &side, "cut")?;
+                host[..n].iter().map(|&b| b != 0).collect()
+            }
+        };
         // At most n·(2^31 - 1) < 2^63 was pushed: the sum fits.
         Ok(Cut {
-            flow: pushed[0] as Flow,
-            sink_side: side.into_iter().map(|b| b != 0).collect(),
+            flow: pushed as Flow,
+            sink_side,
         })
     }
 
@@ -375,23 +505,26 @@ impl CudaGrid {
     /// returns every unit of excess along residual paths (each such unit came from the source
     /// along a path whose reverse is residual, so none is stranded). The arcs into the real
     /// sink are left alone: no augmenting path remains, so the flow value does not change.
-    fn phase_two(&mut self, g: &GridGraph, mut p: PhaseOne) -> Result<Flows> {
-        let stream = p.stream.clone();
-        let source = p
-            .source
-            .take()
-            .ok_or_else(|| Error::Graph("cuda-grid: phase two without the source".into()))?;
-        let sink_r = std::mem::replace(&mut p.dev.sink_r, source);
-        cuda::clear(&stream, &mut p.dev.flow)?;
-        self.run(&stream, &p.k, p.shape, &mut p.dev)?;
+    fn phase_two(&mut self, g: &GridGraph, p: PhaseOne) -> Result<Flows> {
+        let PhaseOne {
+            cut,
+            stream,
+            k,
+            shape,
+            mut dev,
+            source,
+            ..
+        } = p;
+        let sink_dev = std::mem::replace(&mut dev.sink_r, source);
+        cuda::clear(&stream, &mut dev.flow)?;
+        self.run(&stream, &k, shape, &mut dev)?;
         let down = |what: &str| format!("cuMemcpyDtoH ({what})");
-        let rcap = stream.clone_dtoh(&p.dev.rcap).call(&down("residuals"))?;
-        let source_flow = stream
-            .clone_dtoh(&p.dev.sink_r)
-            .call(&down("source flows"))?;
-        let sink_r = stream.clone_dtoh(&sink_r).call(&down("sink residuals"))?;
-        let excess = stream.clone_dtoh(&p.dev.excess).call(&down("excess"))?;
+        let rcap = stream.clone_dtoh(&dev.rcap).call(&down("residuals"))?;
+        let source_flow = stream.clone_dtoh(&dev.sink_r).call(&down("source flows"))?;
+        let sink_r = stream.clone_dtoh(&sink_dev).call(&down("sink residuals"))?;
+        let excess = stream.clone_dtoh(&dev.excess).call(&down("excess"))?;
         cuda::sync(&stream)?;
+        self.recycle(dev, Some(sink_dev));
         if let Some(v) = excess.iter().position(|&e| e != 0) {
             return Err(Error::Graph(format!(
                 "cuda-grid phase two left excess {} at node {v} (please report this graph)",
@@ -407,7 +540,7 @@ impl CudaGrid {
         }
         let sink = g.sink_caps().iter().zip(&sink_r).map(|(&c, &r)| c - r);
         Ok(Flows {
-            value: p.cut.flow,
+            value: cut.flow,
             source: source_flow,
             sink: sink.collect(),
             arcs,
@@ -658,19 +791,19 @@ struct Kept {
 /// scratch. Used through [`Dynamic`](crate::maxflow::Dynamic) and by the segmentation rounds.
 ///
 /// ```no_run
+/// use segcut::cuda::Device;
 /// use segcut::graph::{Connectivity, GridGraph};
 /// use segcut::maxflow::{Dynamic, SolverKind};
 /// let mut g = GridGraph::new_2d(2, 1, Connectivity::N4).unwrap();
 /// g.set_arc(0, 1, 2).unwrap();
 /// g.set_terminals(0, 5, 0);
 /// g.set_terminals(1, 0, 5);
-/// let mut gpu = Dynamic::new(SolverKind::CudaGrid, true).unwrap();
+/// let mut gpu = Dynamic::new(SolverKind::CudaGrid, true, Device::new(0)).unwrap();
 /// assert_eq!(gpu.solve(&g).unwrap().cut.flow, 2); // an error without a GPU
 /// let s = gpu.update_terminals(&mut g, &[(0, 1, 0)]).unwrap(); // the preflow stays on the GPU
 /// assert_eq!(s.cut.flow, 1);
 /// assert!(gpu.last_was_warm());
 /// ```
-#[derive(Default)]
 pub struct WarmGrid {
     solver: CudaGrid,
     kept: Option<Kept>,
@@ -685,6 +818,14 @@ impl std::fmt::Debug for WarmGrid {
 }
 
 impl WarmGrid {
+    /// A warm-starting solver on `device`.
+    pub fn on(device: Device) -> Self {
+        WarmGrid {
+            solver: CudaGrid::on(device),
+            kept: None,
+        }
+    }
+
     /// Forgets the device state.
     pub fn reset(&mut self) {
         self.kept = None;
@@ -694,7 +835,7 @@ impl WarmGrid {
     pub(crate) fn solve(&mut self, g: &GridGraph) -> Result<Solved> {
         self.kept = None;
         let t0 = Instant::now();
-        let dg = upload(g)?;
+        let dg = upload(self.solver.session()?, g)?;
         let upload_time = t0.elapsed();
         let mut s = self.solve_device(dg)?;
         s.stats.build += upload_time;
@@ -713,11 +854,11 @@ impl WarmGrid {
                 .call("cuMemcpyDtoD (sink copy)")?;
             let (dims, conn) = (g.dims, g.conn);
             let copy = t0.elapsed();
-            let one = self.solver.phase_one(g, true)?;
+            let one = self.solver.phase_one(g)?;
             let mut s = Solved::new(one.cut, SolverKind::CudaGrid);
             s.stats.build = copy + one.setup;
             s.stats.gpu = Some(GpuStats::Grid(self.solver.stats.clone()));
-            let source = one.source.expect("phase one keeps the source when asked");
+            let source = one.source;
             self.kept = Some(Kept {
                 stream: one.stream,
                 k: one.k,
