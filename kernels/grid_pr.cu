@@ -234,6 +234,35 @@ __device__ void bfs_seed(const Grid g, const int *sink_r, unsigned *label, unsig
     }
 }
 
+// sync: flags (set to 1 from any thread)
+// safe: label[v]
+// Local relabel after a warm start, start: the labels of the last solve's final global relabel
+// are exact distances in the residual graph it left; the new terminal capacities only add or
+// remove sink arcs. A node that gained a sink residual gets label 1 where it had more, and its
+// tile and the tiles next to it are flagged; bfs_tile passes from there lower the labels of the
+// region that now reaches the sink sooner. The result is a valid labelling (no residual arc
+// drops by more than one), not an exact one: the host stops only on a full relabel.
+template <int DEG>
+__device__ void bfs_reseed(const Grid g, const int *sink_r, unsigned *label, unsigned *flags) {
+    unsigned v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= g.n) return;
+    if (sink_r[v] <= 0 || label[v] <= 1u) return;
+    label[v] = 1u;
+    unsigned x, y, z;
+    coords(g, v, x, y, z);
+    const TilePos p = tile_pos<DEG>(g, 0);
+    unsigned own = tile_of<DEG>(p, x, y, z);
+    flags[own] = 1;
+    for (int d = 0; d < DEG; ++d) {
+        const int *o = TileGeom<DEG>::off(d);
+        int ax = (int)x + o[0], ay = (int)y + o[1], az = (int)z + o[2];
+        if (in_grid(g, ax, ay, az)) {
+            unsigned t = tile_of<DEG>(p, ax, ay, az);
+            if (t != own) flags[t] = 1;
+        }
+    }
+}
+
 // sync: flags (set to 1), count (atomic)
 // safe: flags[t] cleared by its own thread
 // Turns the flags into a list of tiles (in any order) and clears them; count must be zero.
@@ -586,6 +615,10 @@ extern "C" __global__ void update_terminals(const Grid g, const int *source, con
     extern "C" __global__ void __launch_bounds__(BLOCK)                                            \
         bfs_seed_n##DEG(const Grid g, const int *sink_r, unsigned *label, unsigned *flags) {       \
         bfs_seed<DEG>(g, sink_r, label, flags);                                                    \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(BLOCK)                                            \
+        bfs_reseed_n##DEG(const Grid g, const int *sink_r, unsigned *label, unsigned *flags) {     \
+        bfs_reseed<DEG>(g, sink_r, label, flags);                                                  \
     }                                                                                              \
     extern "C" __global__ void __launch_bounds__(BLOCK)                                            \
         bfs_tile_n##DEG(const Grid g, const int *rcap, unsigned *label, const unsigned *list,      \

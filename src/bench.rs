@@ -35,6 +35,7 @@ pub const SUITES: &[&str] = &[
     "generic",
     "generic-large",
     "photo",
+    "product",
     "crossover",
 ];
 
@@ -256,6 +257,21 @@ pub fn suite(name: &str, opts: &SuiteOptions) -> Result<Suite> {
         "generic" => gen(GENERIC.iter().map(|s| s.to_string()).collect())?,
         "generic-large" => gen(GENERIC_LARGE.iter().map(|s| s.to_string()).collect())?,
         "photo" => photo_instances(&opts.photo_data, &[None, Some(PHOTO_4K_WIDTH)])?,
+        "product" => {
+            // The graphs segcut itself makes: grids of a stereo move's size (tsukuba,
+            // 384×288) and of a 1 M-pixel image, then the dev photos' first-round graphs at
+            // their own size and at 4K.
+            let mut v = gen(vec![
+                "2d:384x288:n4:c10:s1".into(),
+                "2d:384x288:n4:c100:s2".into(),
+                "2d:1024x1024:n8:c10:s1".into(),
+            ])?;
+            match photo_instances(&opts.photo_data, &[None, Some(PHOTO_4K_WIDTH)]) {
+                Ok(photos) => v.extend(photos),
+                Err(e) => notes.push(format!("photo instances left out: {e}")),
+            }
+            v
+        }
         "crossover" => {
             let mut v = Vec::new();
             for k in 5..=11u32 {
@@ -528,6 +544,12 @@ pub struct BenchRecord {
     pub verified: bool,
     /// Flow value and canonical cut equal to the first solver's in every run.
     pub agrees: bool,
+    /// For `cuda-grid`, the last run's activity profile ([`GridStats::profile`]): rounds,
+    /// relabels, graph replays, and how much of the discharge time went to its low tail.
+    ///
+    /// [`GridStats::profile`]: crate::maxflow::cuda::GridStats::profile
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_profile: Option<String>,
 }
 
 /// Progress events, for a progress bar.
@@ -640,6 +662,7 @@ pub fn run(
                 speedup_vs_first: 0.0,
                 verified: true,
                 agrees: true,
+                gpu_profile: None,
             };
             if grid_only && !matches!(input, Network::Grid(_)) {
                 rec.not_run = Some("takes grids only".into());
@@ -666,6 +689,9 @@ pub fn run(
                     rec.agrees &= *cut == timed.cut;
                 }
                 rec.flow = timed.cut.flow;
+                if let Some(crate::maxflow::GpuStats::Grid(g)) = &timed.stats.gpu {
+                    rec.gpu_profile = Some(g.profile());
+                }
                 rec.ran = timed.ran.solver.to_string();
                 rec.ran_reason = timed.ran.reason.clone();
                 let (b, s) = (

@@ -150,21 +150,25 @@ fn agrees_with_bk_on_1000_random_grids() {
 }
 
 /// The tunings the variant tests run: sweeps per launch, batch lengths (an odd one, so that the
-/// node sweep's budget leaves a short batch), and every way of sizing the tile launches (a few
-/// fixed blocks take many tiles each, reusing their shared memory).
+/// node sweep's budget leaves a short batch), every way of sizing the tile launches (a few
+/// fixed blocks take many tiles each, reusing their shared memory), and batches replayed as
+/// CUDA graphs or launched one by one.
 fn tunings() -> Vec<GridTuning> {
     let mut all = Vec::new();
     for sweeps in [1, 64] {
-        for (check, blocks) in [
-            (4, TileBlocks::Fit),
-            (13, TileBlocks::Fixed(3)),
-            (1, TileBlocks::Fixed(2)),
+        for (check, blocks, graphs) in [
+            (4, TileBlocks::Fit, true),
+            (4, TileBlocks::Fit, false),
+            (13, TileBlocks::Fixed(3), true),
+            (1, TileBlocks::Fixed(2), false),
+            (32, TileBlocks::Fit, true),
         ] {
             all.push(GridTuning {
                 tile_sweeps: sweeps,
                 node_ops: if sweeps == 1 { 1 } else { 4 },
                 check_every: check,
                 tile_blocks: blocks,
+                graphs,
                 ..GridTuning::default()
             });
         }
@@ -442,4 +446,133 @@ fn invalid_grids_are_errors_before_the_gpu() {
         .solve_grid(&g)
         .unwrap_err();
     assert!(matches!(err, Error::Overflow(_)), "{err}");
+}
+
+/// Warm starts on multi-tile grids, with and without the local first relabel and with graph
+/// replays on and off: each round's cut equals BK's from scratch on the new graph. Small
+/// enough for compute-sanitizer (`sanitizer_sized` in the filter) on `bfs_reseed`.
+#[test]
+fn sanitizer_sized_warm_starts_local_and_full() {
+    use segcut::maxflow::cuda::WarmGrid;
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng::new(0x5a71_0002);
+    for (conn, [w, h, d]) in [
+        (Connectivity::N4, [70, 40, 1]),
+        (Connectivity::N8, [70, 40, 1]),
+        (Connectivity::N6, [40, 10, 10]),
+        (Connectivity::N26, [20, 10, 10]),
+    ] {
+        let mut g = GridGraph::new(w, h, d, conn).unwrap();
+        for dir in 0..conn.degree() {
+            let mut tails = Vec::new();
+            g.for_each_arc(dir, |v, _| tails.push(v));
+            for v in tails {
+                g.caps_mut(dir)[v] = rng.below(8) as i32;
+            }
+        }
+        for v in 0..g.num_nodes() {
+            g.set_terminals(v, rng.below(20) as i32, rng.below(20) as i32);
+        }
+        for (local, graphs) in [(true, true), (false, true), (true, false)] {
+            let tuning = GridTuning {
+                warm_local: local,
+                graphs,
+                ..GridTuning::default()
+            };
+            let mut warm = WarmGrid::new(segcut::cuda::Device::default(), tuning.clone());
+            let mut h = g.clone();
+            warm.solve_grid(&h).unwrap();
+            for round in 0..4 {
+                let odds = if round == 3 { 1 } else { 12 };
+                for v in 0..h.num_nodes() {
+                    if rng.below(odds) == 0 {
+                        h.set_terminals(v, rng.below(20) as i32, rng.below(20) as i32);
+                    }
+                }
+                let what = format!("{tuning} {conn} round {round}");
+                let s = warm
+                    .resolve_grid(&h)
+                    .unwrap()
+                    .unwrap_or_else(|| panic!("{what}: not warm"));
+                let bk = Bk::default().solve_grid(&h).unwrap();
+                assert_eq!(s.cut.flow, bk.flow, "{what}");
+                assert!(s.cut.sink_side == bk.sink_side, "{what}: canonical cut");
+            }
+        }
+    }
+}
+
+/// Warm starts as `Dynamic` runs them in tests/warmstart.rs (grids of 1 to 40 nodes a side,
+/// terminal capacities up to 4, 20 or 1000, many zero, 5 rounds of changes to 100 %, 50 %,
+/// 10 %, 2 % and 30 % of the nodes), once per combination of graph replays and the local
+/// relabel; each round against BK from scratch. Failures are collected per tuning, so that a
+/// failure says which path it is on.
+#[test]
+fn warm_starts_every_path_agree_with_bk() {
+    use segcut::maxflow::cuda::WarmGrid;
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut failures = Vec::new();
+    for (graphs, local) in [(true, false), (false, false), (true, true), (false, true)] {
+        let tuning = GridTuning {
+            graphs,
+            warm_local: local,
+            ..GridTuning::default()
+        };
+        let mut rng = Rng::new(31);
+        for k in 0..60usize {
+            let conn = [Connectivity::N4, Connectivity::N8, Connectivity::N6][k % 3];
+            let hi = [4u64, 20, 1000][k % 3];
+            let max_side = if conn.is_3d() { 12 } else { 40 };
+            let side = |rng: &mut Rng| 1 + rng.below(max_side) as usize;
+            let (w, h) = (side(&mut rng), side(&mut rng));
+            let d = if conn.is_3d() { side(&mut rng) } else { 1 };
+            let mut g = GridGraph::new(w, h, d, conn).unwrap();
+            for dir in 0..conn.degree() {
+                for v in 0..g.num_nodes() {
+                    if g.neighbor(v, dir).is_some() && rng.below(3) > 0 {
+                        g.caps_mut(dir)[v] = rng.below(hi) as Cap;
+                    }
+                }
+            }
+            let terminals = |rng: &mut Rng, g: &mut GridGraph, fraction: f64| {
+                for v in 0..g.num_nodes() {
+                    if (rng.below(1000) as f64) >= fraction * 1000.0 {
+                        continue;
+                    }
+                    let (s, t) = match rng.below(4) {
+                        0 => (0, 0),
+                        1 => (rng.below(hi) as Cap, 0),
+                        2 => (0, rng.below(hi) as Cap),
+                        _ => (rng.below(hi) as Cap, rng.below(hi) as Cap),
+                    };
+                    g.set_terminals(v, s, t);
+                }
+            };
+            terminals(&mut rng, &mut g, 1.0);
+            let mut warm = WarmGrid::new(segcut::cuda::Device::default(), tuning.clone());
+            warm.solve_grid(&g).unwrap();
+            for (round, fraction) in [1.0, 0.5, 0.1, 0.02, 0.3].into_iter().enumerate() {
+                terminals(&mut rng, &mut g, fraction);
+                let what = format!(
+                    "{tuning} case {k} {conn} {:?} round {}",
+                    g.dims(),
+                    round + 1
+                );
+                let Some(s) = warm.resolve_grid(&g).unwrap() else {
+                    failures.push(format!("{what}: not warm"));
+                    break;
+                };
+                let bk = Bk::default().solve_grid(&g).unwrap();
+                if s.cut.flow != bk.flow || s.cut.sink_side != bk.sink_side {
+                    failures.push(format!("{what}: flow {} against {}", s.cut.flow, bk.flow));
+                    break;
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

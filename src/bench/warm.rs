@@ -192,3 +192,94 @@ pub fn warm_start(photo: &PhotoSpec, solver: SolverKind, runs: usize) -> Result<
         agrees,
     })
 }
+
+/// One GrabCut round's graph solved by `cuda-grid` from scratch and warm-started, with the
+/// solver's own statistics ([`GridStats::profile`](crate::maxflow::cuda::GridStats::profile))
+/// both ways.
+#[derive(Clone, Debug, Serialize)]
+pub struct GpuRound {
+    /// 1-based.
+    pub round: usize,
+    /// The tuning (`GridTuning`'s text form).
+    pub tuning: String,
+    /// Solve milliseconds from scratch (upload excluded).
+    pub scratch_ms: f64,
+    /// Solve milliseconds warm-started from the last round's preflow (round 1: from scratch).
+    pub warm_ms: f64,
+    /// Whether the warm solve continued from the kept preflow.
+    pub warm: bool,
+    /// The scratch solve's profile.
+    pub scratch_profile: String,
+    /// The warm solve's profile.
+    pub warm_profile: String,
+    /// Same flow and canonical cut both ways.
+    pub agrees: bool,
+}
+
+/// The graphs of a photo's GrabCut rounds 1..=`rounds` (default options, the rounds' own
+/// models; fewer when the segmentation settles sooner), each solved by `cuda-grid` on `device`
+/// from scratch and warm-started ([`WarmGrid`](crate::maxflow::cuda::WarmGrid)), once per tuning: what the device does with
+/// the rounds, relabels and discharge separately, without the rest of the segmentation.
+pub fn gpu_rounds(
+    photo: &PhotoSpec,
+    device: crate::cuda::Device,
+    rounds: usize,
+    tunings: &[crate::maxflow::cuda::GridTuning],
+) -> Result<Vec<GpuRound>> {
+    use crate::maxflow::cuda::{CudaGrid, WarmGrid};
+    use crate::maxflow::{GpuStats, Solver};
+    let (image, seeds) = load_photo(photo)?;
+    let mut graphs = Vec::new();
+    for r in 1..=rounds.max(1) {
+        let s = segment(
+            &image,
+            &seeds,
+            &SegmentOptions {
+                solver: SolverKind::CudaGrid,
+                iterations: r,
+                keep_graph: true,
+                device,
+                ..SegmentOptions::default()
+            },
+        )?;
+        if s.stats.iterations.len() < r {
+            break;
+        }
+        graphs.push(
+            s.graph
+                .ok_or_else(|| Error::Unsupported("no graph kept".into()))?,
+        );
+    }
+    let profile = |s: &crate::maxflow::Solved| match &s.stats.gpu {
+        Some(GpuStats::Grid(g)) => g.profile(),
+        _ => String::new(),
+    };
+    let mut out = Vec::new();
+    for t in tunings {
+        let mut scratch = CudaGrid::new(device, t.clone());
+        let mut warm = WarmGrid::new(device, t.clone());
+        // A first solve outside the timing: module load, session, captured graphs.
+        scratch.run((&graphs[0]).into(), false)?;
+        for (i, g) in graphs.iter().enumerate() {
+            let a = scratch.run(g.into(), false)?;
+            let (b, was_warm) = match i {
+                0 => (warm.solve_grid(g)?, false),
+                _ => match warm.resolve_grid(g)? {
+                    Some(s) => (s, true),
+                    None => (warm.solve_grid(g)?, false),
+                },
+            };
+            out.push(GpuRound {
+                round: i + 1,
+                tuning: t.to_string(),
+                scratch_ms: ms(a.stats.solve),
+                warm_ms: ms(b.stats.solve),
+                warm: was_warm,
+                scratch_profile: profile(&a),
+                warm_profile: profile(&b),
+                agrees: a.cut == b.cut,
+            });
+        }
+    }
+    Ok(out)
+}

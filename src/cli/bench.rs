@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Named suite: tiny, quick, cpu, standard, generic, generic-large, photo or crossover (see
+    /// Named suite: tiny, quick, cpu, standard, generic, generic-large, photo, product or crossover (see
     /// docs/benchmarks.md).
     #[arg(long, default_value = "quick", value_parser = clap::builder::PossibleValuesParser::new(bench::SUITES))]
     suite: String,
@@ -64,6 +64,11 @@ pub struct Args {
     /// With --warm: upscale the photos (Catmull–Rom) to this width first, e.g. 3840 for 4K.
     #[arg(long, value_name = "WIDTH", requires = "warm")]
     upscale: Option<usize>,
+    /// With --warm: instead of whole segmentations, each round's graph solved by cuda-grid
+    /// from scratch and warm-started, with the solver's profile, for the default tuning, for
+    /// --grid-tune's, and for both with the local warm relabel switched.
+    #[arg(long, requires = "warm")]
+    gpu_rounds: bool,
     /// One process of --startup (internal).
     #[arg(long, hide = true)]
     startup_child: bool,
@@ -75,6 +80,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     if args.startup {
         return super::startup::run(args.runs, args.json.as_deref());
+    }
+    if args.warm && args.gpu_rounds {
+        return run_gpu_rounds(&args);
     }
     if args.warm {
         return run_warm(&args);
@@ -143,7 +151,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Event::Done(rec) => {
             failed |= !rec.verified || !rec.agrees;
             pb.suspend(|| {
-                let _ = print_row(&mut std::io::stdout().lock(), rec);
+                let mut out = std::io::stdout().lock();
+                let _ = print_row(&mut out, rec);
+                if let Some(p) = &rec.gpu_profile {
+                    let _ = writeln!(out, "    {}: {p}", rec.solver);
+                }
             });
         }
     })?;
@@ -222,12 +234,91 @@ fn machine() -> String {
         })
         .unwrap_or_else(|| "unknown CPU".into());
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("{cpu}, {cores} cores")
+    // Device 0, the one the benchmarks solve on, when it is usable.
+    let gpu = segcut::cuda::Device::default()
+        .gpu()
+        .map(|g| format!("; GPU: {} ({})", g.name, g.arch))
+        .unwrap_or_default();
+    format!("{cpu}, {cores} cores{gpu}")
 }
 
-/// `--warm`: the warm-start table (per round) and the phase table (per photo), cold and warm.
-fn run_warm(args: &Args) -> Result<ExitCode> {
-    use segcut::bench::{photo_instances, warm, Source};
+/// `--warm --gpu-rounds`: each round's graph on cuda-grid, scratch against warm, per tuning.
+fn run_gpu_rounds(args: &Args) -> Result<ExitCode> {
+    use segcut::bench::warm;
+    use segcut::maxflow::cuda::GridTuning;
+    let photos = warm_photos(args)?;
+    let mut tunings = vec![GridTuning::default(), args.grid_tune.clone()];
+    for t in tunings.clone() {
+        tunings.push(GridTuning {
+            warm_local: !t.warm_local,
+            ..t
+        });
+    }
+    tunings.dedup();
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "| photo | tuning | round | scratch ms | warm ms | warm/scratch | same cut |"
+    )?;
+    writeln!(out, "|---|---|---:|---:|---:|---:|---|")?;
+    let mut all_agree = true;
+    let mut profiles = Vec::new();
+    for p in &photos {
+        let rows = warm::gpu_rounds(p, segcut::cuda::Device::default(), 5, &tunings)?;
+        let mut sums: Vec<(String, f64, f64)> = Vec::new();
+        for r in &rows {
+            all_agree &= r.agrees;
+            writeln!(
+                out,
+                "| {} | {} | {} | {:.1} | {:.1}{} | {:.2} | {} |",
+                p.name,
+                r.tuning,
+                r.round,
+                r.scratch_ms,
+                r.warm_ms,
+                if r.warm { "" } else { " (cold)" },
+                r.warm_ms / r.scratch_ms.max(1e-9),
+                if r.agrees { "yes" } else { "NO" }
+            )?;
+            profiles.push(format!(
+                "{} {} round {}\n  scratch: {}\n  warm:    {}",
+                p.name, r.tuning, r.round, r.scratch_profile, r.warm_profile
+            ));
+            if r.round > 1 {
+                match sums.iter_mut().find(|s| s.0 == r.tuning) {
+                    Some(s) => {
+                        s.1 += r.scratch_ms;
+                        s.2 += r.warm_ms;
+                    }
+                    None => sums.push((r.tuning.clone(), r.scratch_ms, r.warm_ms)),
+                }
+            }
+        }
+        for (t, a, b) in sums {
+            writeln!(
+                out,
+                "| {} | {t} | 2.. | {a:.1} | {b:.1} | {:.2} | |",
+                p.name,
+                b / a.max(1e-9)
+            )?;
+        }
+    }
+    writeln!(out, "\nProfiles\n")?;
+    for p in profiles {
+        writeln!(out, "{p}")?;
+    }
+    writeln!(out, "machine: {}", machine())?;
+    Ok(if all_agree {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("segcut: a warm round's cut differs from the scratch solve's");
+        ExitCode::FAILURE
+    })
+}
+
+/// The photos `--warm` runs on: the dev set's (at `--upscale`'s width), those `--only` names.
+fn warm_photos(args: &Args) -> Result<Vec<segcut::bench::PhotoSpec>> {
+    use segcut::bench::{photo_instances, Source};
     let photos: Vec<_> = photo_instances(&args.data, &[args.upscale])?
         .into_iter()
         .filter_map(|i| match i.source {
@@ -240,6 +331,13 @@ fn run_warm(args: &Args) -> Result<ExitCode> {
         !photos.is_empty(),
         "no photo left to run (see --only and --data)"
     );
+    Ok(photos)
+}
+
+/// `--warm`: the warm-start table (per round) and the phase table (per photo), cold and warm.
+fn run_warm(args: &Args) -> Result<ExitCode> {
+    use segcut::bench::warm;
+    let photos = warm_photos(args)?;
     let solvers = if args.solvers.is_empty() {
         vec![SolverKind::Bk]
     } else {
@@ -304,6 +402,21 @@ fn run_warm(args: &Args) -> Result<ExitCode> {
             )?;
         }
     }
+    let sum = |warm: bool| -> f64 {
+        let ms = |r: &warm::WarmRound| if warm { r.warm_ms } else { r.scratch_ms };
+        records
+            .iter()
+            .flat_map(|r| r.rounds.iter().skip(1).map(ms))
+            .sum()
+    };
+    writeln!(
+        out,
+        "\nRounds 2.. summed over the photos: scratch {:.1} ms, warm {:.1} ms ({:.2}x); machine: {}",
+        sum(false),
+        sum(true),
+        sum(true) / sum(false).max(1e-9),
+        machine()
+    )?;
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&records)?;
         segcut::io::write_atomic(path, |w| w.write_all(text.as_bytes()))?;

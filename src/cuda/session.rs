@@ -211,12 +211,13 @@ impl Session {
         self.kept.iter().map(|k| k.bytes).sum()
     }
 
-    /// A pinned host buffer of at least `bytes` bytes for read-backs on this session's stream
-    /// (grown when too small, kept between calls). Copies into it run at full bus speed and need
-    /// no staging copy by the driver.
+    /// A pinned host buffer of exactly `bytes` bytes (at least one) for read-backs on this
+    /// session's stream, kept between calls and made again when another size is asked for.
+    /// Exactly: a copy into it moves its whole length. Copies into pinned memory run at full
+    /// bus speed and need no staging copy by the driver.
     pub(crate) fn staging(&mut self, bytes: usize) -> Result<&mut PinnedHostSlice<u8>> {
-        let bytes = bytes.max(64);
-        if self.staging.as_ref().is_none_or(|s| s.len() < bytes) {
+        let bytes = bytes.max(1);
+        if self.staging.as_ref().is_none_or(|s| s.len() != bytes) {
             self.staging = None;
             // SAFETY: the buffer is only read after a copy into it has been waited for; flags 0
             // (not write-combined) because the host reads it.

@@ -62,6 +62,18 @@ kernel_file! {
             flags: &mut CudaSlice<u32>,
         ) => per_item(g.n);
 
+        /// Local relabel after a warm start: label 1 where a node gained a sink residual and
+        /// had more; flags those nodes' tiles and the tiles next to them.
+        ///
+        /// # Safety
+        /// `sink_r`, `label` have `g.n` entries, `flags` one per tile.
+        fn bfs_reseed = "bfs_reseed_n{deg}"(
+            g: GridShape,
+            sink_r: &CudaSlice<i32>,
+            label: &mut CudaSlice<u32>,
+            flags: &mut CudaSlice<u32>,
+        ) => per_item(g.n);
+
         /// Turns the tile flags into a list (its length added to `count`, which must be zero)
         /// and clears them.
         ///

@@ -94,6 +94,7 @@ pub struct CudaGrid {
     pub stats: GridStats,
     device: Device,
     session: Option<Session>,
+    replays: Replays,
 }
 
 /// A solver with the same device and tuning and no statistics; it opens its own session.
@@ -113,6 +114,8 @@ pub struct GridStats {
     pub tiles_discharged: u64,
     /// Global relabels.
     pub global_relabels: u64,
+    /// Local relabels (the first of a warm start, see [`GridTuning::warm_local`]).
+    pub local_relabels: u64,
     /// Tile passes launched by the global relabels, over all of them.
     pub bfs_levels: u64,
     /// Milliseconds in global relabels (host clock, including the read-backs).
@@ -123,6 +126,57 @@ pub struct GridStats {
     pub finish_ms: f64,
     /// Device bytes allocated for the graph.
     pub device_bytes: u64,
+    /// Tiled batches run as a replayed CUDA graph (see [`GridTuning::graphs`]).
+    pub graph_replays: u64,
+    /// The worklist's length (tiles with active nodes or new excess) read back after each
+    /// discharge batch, in order: the solve's activity profile, whose long low tail is where
+    /// rounds are spent on little work.
+    pub active_tiles: Vec<u32>,
+    /// Milliseconds of each discharge batch, launch to read-back, beside `active_tiles`.
+    pub batch_ms: Vec<f32>,
+}
+
+impl GridStats {
+    /// One line about the solve's activity: rounds, global relabels, graph replays, and the
+    /// low tail of the discharge: the batches whose worklist held at most 1 % of its peak
+    /// length, how many they were and what share of the discharge time they took.
+    ///
+    /// ```
+    /// use segcut::maxflow::cuda::GridStats;
+    /// let s = GridStats {
+    ///     rounds: 16,
+    ///     active_tiles: vec![1000, 400, 5, 2],
+    ///     batch_ms: vec![1.0, 1.0, 1.0, 1.0],
+    ///     ..GridStats::default()
+    /// };
+    /// assert!(s.profile().contains("tail 2 of 4 batches, 50% of discharge time"));
+    /// ```
+    pub fn profile(&self) -> String {
+        let peak = self.active_tiles.iter().copied().max().unwrap_or(0);
+        let low = |t: u32| (t as u64) * 100 <= peak as u64;
+        let (mut tail, mut tail_ms, mut all_ms) = (0usize, 0f64, 0f64);
+        for (&t, &ms) in self.active_tiles.iter().zip(&self.batch_ms) {
+            all_ms += ms as f64;
+            if low(t) {
+                tail += 1;
+                tail_ms += ms as f64;
+            }
+        }
+        format!(
+            "{} rounds, {} relabels ({} local, {:.1} ms), discharge {:.1} ms, {} graph replays, \
+             peak {} tiles, tail {} of {} batches, {:.0}% of discharge time",
+            self.rounds,
+            self.global_relabels + self.local_relabels,
+            self.local_relabels,
+            self.relabel_ms,
+            self.discharge_ms,
+            self.graph_replays,
+            peak,
+            tail,
+            self.active_tiles.len(),
+            100.0 * tail_ms / all_ms.max(1e-12)
+        )
+    }
 }
 
 /// The graph and the solver's state on the device.
@@ -154,6 +208,7 @@ impl CudaGrid {
             stats: GridStats::default(),
             device,
             session: None,
+            replays: Replays::default(),
         }
     }
 
@@ -280,6 +335,89 @@ fn check_lengths(g: &DeviceGrid) -> Result<()> {
     Ok(())
 }
 
+/// The two kinds of tiled batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Batch {
+    /// Relabel passes (`bfs_tile`).
+    Relabel,
+    /// Discharge rounds (`discharge`).
+    Discharge,
+}
+
+/// What a captured batch depends on: the stream, every buffer's device address, the shape, the
+/// launch sizes and the tuning. A graph is replayed only for the same key (buffers kept by the
+/// session make it recur across solves of one size).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct BatchKey {
+    which: Batch,
+    stream: usize,
+    buffers: [u64; 8],
+    shape: GridShape,
+    launch: [u32; 5],
+}
+
+impl BatchKey {
+    fn new(
+        which: Batch,
+        stream: &Arc<CudaStream>,
+        shape: GridShape,
+        dev: &DeviceGraph,
+        t: &GridTuning,
+    ) -> Self {
+        use cudarc::driver::DevicePtr;
+        // The addresses only; with event tracking off the guards record nothing.
+        let at = |p: (u64, _)| p.0;
+        BatchKey {
+            which,
+            stream: stream.cu_stream() as usize,
+            buffers: [
+                at(dev.rcap.device_ptr(stream)),
+                at(dev.sink_r.device_ptr(stream)),
+                at(dev.excess.device_ptr(stream)),
+                at(dev.label.device_ptr(stream)),
+                at(dev.flow.device_ptr(stream)),
+                at(dev.counter.device_ptr(stream)),
+                at(dev.flags.device_ptr(stream)),
+                at(dev.list.device_ptr(stream)),
+            ],
+            shape,
+            launch: [
+                dev.ntiles,
+                dev.discharge_blocks,
+                dev.bfs_blocks,
+                t.check_every,
+                t.tile_sweeps,
+            ],
+        }
+    }
+}
+
+/// A captured, instantiated batch.
+struct Replay(cudarc::driver::CudaGraph);
+
+// SAFETY: a CUDA graph must not be used from two threads at once; a `Replay` is owned by one
+// solver and only used through `&mut CudaGrid`, so uses are serialised.
+unsafe impl Send for Replay {}
+
+/// The batches a solver has captured (see [`GridTuning::graphs`]).
+#[derive(Default)]
+struct Replays {
+    relabel: Option<(BatchKey, Replay)>,
+    discharge: Option<(BatchKey, Replay)>,
+    /// Capture failed once on this solver: launch directly from then on.
+    failed: bool,
+}
+
+impl std::fmt::Debug for Replays {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replays")
+            .field("relabel", &self.relabel.is_some())
+            .field("discharge", &self.discharge.is_some())
+            .field("failed", &self.failed)
+            .finish()
+    }
+}
+
 /// Where a solve's buffers come from: the solver's session when the solve runs on its stream
 /// (buffers kept from the last solve of the same size), else new ones on the solve's stream.
 struct Pool<'a> {
@@ -377,7 +515,7 @@ impl CudaGrid {
         };
         let setup = t0.elapsed();
 
-        self.run(&stream, &k, shape, &mut dev)?;
+        self.run(&stream, &k, shape, &mut dev, false)?;
 
         let t_finish = Instant::now();
         let cut = self.download_cut(&stream, &k, shape, &dev)?;
@@ -471,7 +609,11 @@ impl CudaGrid {
                 stream
                     .memcpy_dtoh(&side, staging)
                     .call("cuMemcpyDtoH (cut)")?;
-                let bytes = staging.as_slice().call("cuEventSynchronize (cut)")?;
+                // With event tracking off the copy records no event for the staging buffer
+                // to wait on: wait for the stream before reading it (without this the host
+                // read the previous solve's cut).
+                cuda::sync(stream)?;
+                let bytes = staging.as_slice().call("cuMemcpyDtoH (cut)")?;
                 let out = bytes[..n].iter().map(|&b| b != 0).collect();
                 session.keep("grid cut", side);
                 out
@@ -517,7 +659,7 @@ impl CudaGrid {
         } = p;
         let sink_dev = std::mem::replace(&mut dev.sink_r, source);
         cuda::clear(&stream, &mut dev.flow)?;
-        self.run(&stream, &k, shape, &mut dev)?;
+        self.run(&stream, &k, shape, &mut dev, false)?;
         let down = |what: &str| format!("cuMemcpyDtoH ({what})");
         let rcap = stream.clone_dtoh(&dev.rcap).call(&down("residuals"))?;
         let source_flow = stream.clone_dtoh(&dev.sink_r).call(&down("source flows"))?;
@@ -549,25 +691,41 @@ impl CudaGrid {
 
     /// Global relabels and discharge rounds until no node with excess reaches the target (the
     /// sink in phase one, the source in phase two): the loop of steps 2-4.
+    /// `local_first`: the labels on the device are those of the last exact relabel of the same
+    /// grid, and the first relabel may be local (see [`CudaGrid::relabel`]).
     fn run(
         &mut self,
         stream: &Arc<CudaStream>,
         k: &GridPr,
         shape: GridShape,
         dev: &mut DeviceGraph,
+        local_first: bool,
     ) -> Result<()> {
         // Far beyond what push-relabel with global relabels needs; a guard against a hang.
         let max_rounds = 1_000_000u64.max(64 * shape.n as u64);
+        // The labels of the next relabel are exact (a full relabel), or only valid (the local
+        // one a warm start may begin with): only an exact one may end the solve.
+        let mut exact = !local_first;
         loop {
             let t = Instant::now();
-            let passes = self.relabel(stream, k, shape, dev)?;
-            self.stats.global_relabels += 1;
+            let passes = if exact {
+                self.stats.global_relabels += 1;
+                self.relabel(stream, k, shape, dev, false)?
+            } else {
+                self.stats.local_relabels += 1;
+                self.relabel(stream, k, shape, dev, true)?
+            };
             self.stats.bfs_levels += passes as u64;
             let active = self.mark_active(stream, k, shape, dev)?;
             self.stats.relabel_ms += t.elapsed().as_secs_f64() * 1e3;
-            if !active {
+            if !active && exact {
                 return Ok(());
             }
+            if !active {
+                exact = true;
+                continue;
+            }
+            exact = true;
             let t = Instant::now();
             let budget = (self.tuning.relabel_min_rounds.max(1) as f64)
                 .max(self.tuning.relabel_ratio * passes as f64)
@@ -590,36 +748,31 @@ impl CudaGrid {
     }
 
     /// Step 2, the tiled global relabel: seeds, then passes over the listed tiles until a pass
-    /// lists none. Returns the number of passes.
+    /// lists none. Returns the number of passes. `local`: the labels left by the last exact
+    /// relabel stay and only nodes that gained a sink residual seed the passes (`bfs_reseed`):
+    /// the region whose distances fell is relabelled, the rest is not visited; the labels are
+    /// then valid but may be below the distances.
     fn relabel(
         &mut self,
         stream: &Arc<CudaStream>,
         k: &GridPr,
         shape: GridShape,
         dev: &mut DeviceGraph,
+        local: bool,
     ) -> Result<u32> {
-        // SAFETY: sink_r and label have n entries, flags one per tile.
-        unsafe { k.bfs_seed(stream, shape, &dev.sink_r, &mut dev.label, &mut dev.flags)? };
+        // SAFETY: sink_r and label have n entries, flags one per tile (all clear: the last
+        // pass of a relabel lists and clears them, and no active tile was flagged since).
+        unsafe {
+            if local {
+                k.bfs_reseed(stream, shape, &dev.sink_r, &mut dev.label, &mut dev.flags)?
+            } else {
+                k.bfs_seed(stream, shape, &dev.sink_r, &mut dev.label, &mut dev.flags)?
+            }
+        };
         let per = self.tuning.check_every.max(1);
         let mut passes = 0u32;
         loop {
-            for _ in 0..per {
-                self.build_list(stream, k, dev)?;
-                // SAFETY: rcap has deg·n entries, label n, list and flags one per tile; the
-                // list holds `counter` tile numbers.
-                unsafe {
-                    k.bfs_tile(
-                        stream,
-                        dev.bfs_blocks,
-                        shape,
-                        &dev.rcap,
-                        &mut dev.label,
-                        &dev.list,
-                        &dev.counter,
-                        &mut dev.flags,
-                    )?
-                };
-            }
+            self.batch(Batch::Relabel, stream, k, shape, dev)?;
             passes = passes.saturating_add(per);
             // An empty list means the pass before it changed nothing: the fixed point.
             if cuda::read_words::<1>(stream, &dev.counter, "counter")?[0] == 0 {
@@ -667,14 +820,109 @@ impl CudaGrid {
         budget: u32,
     ) -> Result<()> {
         let per = self.tuning.check_every.max(1);
-        let sweeps = self.tuning.tile_sweeps.clamp(1, i32::MAX as u32) as i32;
         let mut done = 0;
         while done < budget {
-            for _ in 0..per {
-                self.build_list(stream, k, dev)?;
+            let t = Instant::now();
+            self.batch(Batch::Discharge, stream, k, shape, dev)?;
+            self.stats.rounds += per as u64;
+            done += per;
+            let listed = cuda::read_words::<1>(stream, &dev.counter, "counter")?[0];
+            self.stats.tiles_discharged += listed as u64 * per as u64;
+            self.stats.active_tiles.push(listed);
+            self.stats
+                .batch_ms
+                .push((t.elapsed().as_secs_f64() * 1e3) as f32);
+            if listed == 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// One batch of `check_every` tiled launches (each a counter reset, the worklist build and
+    /// the tile kernel): replayed as a CUDA graph when [`GridTuning::graphs`] is on (captured
+    /// on first use for these buffers, shape and tuning, and kept), else launched one by one.
+    /// The graph holds exactly the launches, so the result is the same either way.
+    fn batch(
+        &mut self,
+        which: Batch,
+        stream: &Arc<CudaStream>,
+        k: &GridPr,
+        shape: GridShape,
+        dev: &mut DeviceGraph,
+    ) -> Result<()> {
+        if !self.tuning.graphs || self.replays.failed {
+            return self.batch_launches(which, stream, k, shape, dev);
+        }
+        let key = BatchKey::new(which, stream, shape, dev, &self.tuning);
+        let slot = match which {
+            Batch::Relabel => &self.replays.relabel,
+            Batch::Discharge => &self.replays.discharge,
+        };
+        if let Some((kept, graph)) = slot {
+            if *kept == key {
+                self.stats.graph_replays += 1;
+                return graph.0.launch().call("cuGraphLaunch");
+            }
+        }
+        let mode = cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+        if stream.begin_capture(mode).is_err() {
+            // No capture here (an old driver, a stream in another capture): launch directly.
+            self.replays.failed = true;
+            return self.batch_launches(which, stream, k, shape, dev);
+        }
+        let launched = self.batch_launches(which, stream, k, shape, dev);
+        let flags = cudarc::driver::sys::CUgraphInstantiate_flags(0);
+        let captured = stream.end_capture(flags);
+        launched?;
+        let graph = match captured {
+            Ok(Some(g)) => Replay(g),
+            _ => {
+                self.replays.failed = true;
+                return self.batch_launches(which, stream, k, shape, dev);
+            }
+        };
+        graph.0.launch().call("cuGraphLaunch")?;
+        self.stats.graph_replays += 1;
+        let slot = match which {
+            Batch::Relabel => &mut self.replays.relabel,
+            Batch::Discharge => &mut self.replays.discharge,
+        };
+        *slot = Some((key, graph));
+        Ok(())
+    }
+
+    /// The launches of one batch (see [`CudaGrid::batch`]).
+    fn batch_launches(
+        &self,
+        which: Batch,
+        stream: &Arc<CudaStream>,
+        k: &GridPr,
+        shape: GridShape,
+        dev: &mut DeviceGraph,
+    ) -> Result<()> {
+        let per = self.tuning.check_every.max(1);
+        let sweeps = self.tuning.tile_sweeps.clamp(1, i32::MAX as u32) as i32;
+        for _ in 0..per {
+            self.build_list(stream, k, dev)?;
+            match which {
+                // SAFETY: rcap has deg·n entries, label n, list and flags one per tile; the
+                // list holds `counter` tile numbers.
+                Batch::Relabel => unsafe {
+                    k.bfs_tile(
+                        stream,
+                        dev.bfs_blocks,
+                        shape,
+                        &dev.rcap,
+                        &mut dev.label,
+                        &dev.list,
+                        &dev.counter,
+                        &mut dev.flags,
+                    )?
+                },
                 // SAFETY: rcap has deg·n entries, the node arrays n, list and flags one per
                 // tile; blocks past the list's length (read on the device) return at once.
-                unsafe {
+                Batch::Discharge => unsafe {
                     k.discharge(
                         stream,
                         dev.discharge_blocks,
@@ -689,14 +937,7 @@ impl CudaGrid {
                         &mut dev.flags,
                         sweeps,
                     )?
-                };
-            }
-            self.stats.rounds += per as u64;
-            done += per;
-            let listed = cuda::read_words::<1>(stream, &dev.counter, "counter")?[0];
-            self.stats.tiles_discharged += listed as u64 * per as u64;
-            if listed == 0 {
-                break;
+                },
             }
         }
         Ok(())
@@ -820,10 +1061,27 @@ impl std::fmt::Debug for WarmGrid {
 impl WarmGrid {
     /// A warm-starting solver on `device`.
     pub fn on(device: Device) -> Self {
+        WarmGrid::new(device, GridTuning::default())
+    }
+
+    /// A warm-starting solver on `device` with the given tuning.
+    pub fn new(device: Device, tuning: GridTuning) -> Self {
         WarmGrid {
-            solver: CudaGrid::on(device),
+            solver: CudaGrid::new(device, tuning),
             kept: None,
         }
+    }
+
+    /// Solves `g` from scratch and keeps the preflow on the device for
+    /// [`resolve_grid`](WarmGrid::resolve_grid).
+    pub fn solve_grid(&mut self, g: &GridGraph) -> Result<Solved> {
+        self.solve(g)
+    }
+
+    /// Solves `g`, equal to the last solved grid but for its terminal capacities, from the
+    /// kept preflow; `Ok(None)` when nothing usable is kept (solve from scratch then).
+    pub fn resolve_grid(&mut self, g: &GridGraph) -> Result<Option<Solved>> {
+        self.resolve(g)
     }
 
     /// Forgets the device state.
@@ -962,7 +1220,8 @@ impl WarmGrid {
                 device_bytes: (n * grid_bytes_per_node(kept.conn)) as u64,
                 ..GridStats::default()
             };
-            solver.run(&stream, &kept.k, kept.shape, dev)?;
+            let local = solver.tuning.warm_local;
+            solver.run(&stream, &kept.k, kept.shape, dev, local)?;
             let t_finish = Instant::now();
             let cut = solver.download_cut(&stream, &kept.k, kept.shape, dev)?;
             solver.stats.finish_ms = t_finish.elapsed().as_secs_f64() * 1e3;

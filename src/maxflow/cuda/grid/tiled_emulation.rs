@@ -83,11 +83,21 @@ impl Emu<'_> {
         }
     }
 
-    /// Tile-wise global relabel; returns the number of passes.
-    fn relabel(&mut self, rng: &mut Rng) -> u32 {
+    /// Tile-wise global relabel (`bfs_seed`, then passes); returns the number of passes.
+    /// `local`: as `bfs_reseed` starts it, the labels stay and only nodes with a sink residual
+    /// whose label is above 1 seed the passes.
+    fn relabel(&mut self, rng: &mut Rng, local: bool) -> u32 {
         for v in 0..self.label.len() {
-            self.label[v] = if self.sink_r[v] > 0 { 1 } else { self.inf };
-            if self.sink_r[v] > 0 {
+            let seed = self.sink_r[v] > 0;
+            if local {
+                if !seed || self.label[v] <= 1 {
+                    continue;
+                }
+                self.label[v] = 1;
+            } else {
+                self.label[v] = if seed { 1 } else { self.inf };
+            }
+            if seed {
                 let t = self.tile_of(self.g.coords(v));
                 self.flags[t] = true;
                 self.flag_neighbour_tiles(v);
@@ -273,11 +283,23 @@ fn emulate(g: &GridGraph, rng: &mut Rng, sweeps: usize) -> Cut {
 
 /// Relabels and discharge rounds until no node with excess reaches the target (`sink_r`).
 fn run(emu: &mut Emu, rng: &mut Rng, sweeps: usize) {
+    run_from(emu, rng, sweeps, false)
+}
+
+/// [`run`], beginning with a local relabel when `local_first` (as a warm start does on the
+/// GPU): only a full relabel may end it.
+fn run_from(emu: &mut Emu, rng: &mut Rng, sweeps: usize, local_first: bool) {
     let mut rounds = 0;
+    let mut exact = !local_first;
     loop {
-        let passes = emu.relabel(rng);
-        if !emu.mark_active() {
+        let passes = emu.relabel(rng, !exact);
+        let active = emu.mark_active();
+        if !active && exact {
             break;
+        }
+        exact = true;
+        if !active {
+            continue;
         }
         for _ in 0..passes.max(8) {
             rounds += 1;
@@ -417,6 +439,107 @@ fn emulated_tiled_kernels_agree_with_bk() {
             // Phase two as the GPU runs it ends with a maximum flow.
             let net = crate::graph::Network::Grid(g.clone());
             verify_flows(&net, &flows.unwrap()).unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+    }
+}
+
+/// `update_terminals` on the emulated state, node by node as the kernel does it: the excess
+/// follows the source change, the sink residual the sink change, both shifted by the constant
+/// that keeps them non-negative, then what can leave through the node's sink arc goes.
+fn update_terminals(emu: &mut Emu, old: &GridGraph, new: &GridGraph) {
+    for v in 0..emu.label.len() {
+        let ds = new.source_caps()[v] - old.source_caps()[v];
+        let dt = new.sink_caps()[v] - old.sink_caps()[v];
+        if ds == 0 && dt == 0 {
+            continue;
+        }
+        let r0 = emu.sink_r[v] as i64;
+        let (mut e, mut r) = (emu.excess[v] + ds as i64, r0 + dt as i64);
+        let k = (-e).max(-r).max(0);
+        e += k;
+        r += k;
+        let c = e.min(r);
+        emu.excess[v] = e - c;
+        emu.sink_r[v] = (r - c) as i32;
+        emu.pushed += dt as i64 - (r - c) + r0;
+    }
+}
+
+/// Warm starts as `WarmGrid` runs them, with the first relabel local: phase one, new terminal
+/// capacities applied to the kept preflow, and push-relabel again from the kept labels. Every
+/// round's flow and canonical cut equal BK's from scratch on the new graph.
+#[test]
+fn emulated_local_relabel_warm_starts_agree_with_bk() {
+    let mut rng = Rng::new(0x10ca1);
+    let conns = [
+        Connectivity::N4,
+        Connectivity::N8,
+        Connectivity::N6,
+        Connectivity::N26,
+    ];
+    for i in 0..32u64 {
+        let conn = conns[(i % 4) as usize];
+        let (w, h, d) = if conn.is_3d() {
+            (
+                12 + rng.below(10) as usize,
+                2 + rng.below(8) as usize,
+                2 + rng.below(8) as usize,
+            )
+        } else {
+            (10 + rng.below(60) as usize, 2 + rng.below(40) as usize, 1)
+        };
+        let mut g = GridGraph::new(w, h, d, conn).unwrap();
+        for dir in (0..conn.degree()).step_by(2) {
+            let mut pairs = Vec::new();
+            g.for_each_arc(dir, |v, u| pairs.push((v, u)));
+            for (v, u) in pairs {
+                g.caps_mut(dir)[v] = rng.below(6) as i32;
+                g.caps_mut(dir ^ 1)[u] = rng.below(6) as i32;
+            }
+        }
+        random_terminals(&mut g, &mut rng, 6, 30);
+        let (base, excess, sink_r) = saturate_terminals(&g).unwrap();
+        let tile = tile_shape(conn);
+        let ntiles = [
+            w.div_ceil(tile[0]),
+            h.div_ceil(tile[1]),
+            d.div_ceil(tile[2]),
+        ];
+        let n = g.num_nodes();
+        let first = g.clone();
+        let mut emu = Emu {
+            g: &first,
+            tile,
+            ntiles,
+            rcap: (0..conn.degree()).map(|d| g.caps(d).to_vec()).collect(),
+            sink_r,
+            excess,
+            label: vec![0; n],
+            flags: vec![false; ntiles.iter().product()],
+            pushed: 0,
+            inf: n as u32 + 1,
+        };
+        run(&mut emu, &mut rng, 2);
+        let mut old = first.clone();
+        // Rounds of new terminal capacities: a few nodes each (a refit's small change), or
+        // every node (a new model).
+        for round in 0..4 {
+            let mut new = old.clone();
+            let odds = if round == 3 { 1 } else { 10 };
+            for v in 0..n {
+                if rng.below(odds) == 0 {
+                    let (s, t) = (rng.below(30) as i32, rng.below(30) as i32);
+                    new.set_terminals(v, s, t);
+                }
+            }
+            update_terminals(&mut emu, &old, &new);
+            run_from(&mut emu, &mut rng, 2, true);
+            let bk = Bk::default().solve_grid(&new).unwrap();
+            let what = format!("#{i} {conn} {:?} round {round}", new.dims());
+            assert_eq!(base + emu.pushed, bk.flow, "{what}");
+            let side: Vec<bool> = emu.label.iter().map(|&l| l <= n as u32).collect();
+            assert!(side == bk.sink_side, "{what}: canonical cut");
+            old = new;
         }
     }
 }

@@ -31,13 +31,15 @@ pub enum TileBlocks {
 /// | `ratio` | [`relabel_ratio`](Self::relabel_ratio) | 1 | … or this many times the launches of the last relabel, if more |
 /// | `check` | [`check_every`](Self::check_every) | 4 | tiled rounds (or relabel passes) between read-backs of the worklist's length |
 /// | `blocks` | [`tile_blocks`](Self::tile_blocks) | `fit` | blocks per tiled launch: `fit` or a number |
+/// | `graphs` | [`graphs`](Self::graphs) | 1 | replay each batch of tiled launches as a captured CUDA graph (0: launch one by one) |
+/// | `warm_local` | [`warm_local`](Self::warm_local) | 0 | a warm start begins with a local relabel of the region whose sink arcs grew (1; 0: a full relabel, the default) |
 ///
 /// ```
 /// use segcut::maxflow::cuda::{GridTuning, TileBlocks};
 /// let t: GridTuning = "sweeps=4,blocks=3".parse().unwrap();
 /// assert_eq!((t.tile_sweeps, t.tile_blocks), (4, TileBlocks::Fixed(3)));
 /// assert_eq!(t.check_every, GridTuning::default().check_every);
-/// assert_eq!(t.to_string(), "sweeps=4,ops=4,min_rounds=8,ratio=1,check=4,blocks=3");
+/// assert_eq!(t.to_string(), "sweeps=4,ops=4,min_rounds=8,ratio=1,check=4,blocks=3,graphs=1,warm_local=0");
 /// assert!("sweep=4".parse::<GridTuning>().is_err());
 /// ```
 #[derive(Clone, Debug, PartialEq)]
@@ -57,6 +59,20 @@ pub struct GridTuning {
     pub check_every: u32,
     /// How many blocks each tiled kernel launches.
     pub tile_blocks: TileBlocks,
+    /// Run each batch of tiled launches (a relabel batch, a discharge batch: `check_every`
+    /// times a counter reset, the worklist build and the tile kernel) as one CUDA graph,
+    /// captured once per solve shape and buffers and replayed: one launch instead of
+    /// `3 · check_every`, which is what a small grid's round costs. Kernels past an empty
+    /// worklist return at once, so a replay never does more than the launches would.
+    pub graphs: bool,
+    /// A warm start ([`WarmGrid`](super::WarmGrid)) begins with a local relabel instead of a
+    /// global one: the last solve's final labels stay, and only the nodes whose sink residual
+    /// grew seed passes that lower the labels around them. Discharge then starts on that
+    /// (valid, not exact) labelling; the solve still ends only on a full relabel that finds no
+    /// active node, so the cut is the canonical one either way. Off by default: on the 4K
+    /// rounds of six dev photos (H200) it did not pay overall (rounds 2-5 warm against scratch,
+    /// summed: 0.67× with it, 0.64× without; docs/benchmarks.md).
+    pub warm_local: bool,
 }
 
 impl Default for GridTuning {
@@ -68,17 +84,33 @@ impl Default for GridTuning {
             relabel_ratio: 1.0,
             check_every: 4,
             tile_blocks: TileBlocks::Fit,
+            graphs: true,
+            warm_local: false,
         }
     }
 }
 
 /// The keys of the text form, in the order [`Display`](fmt::Display) writes them.
-const KEYS: [&str; 6] = ["sweeps", "ops", "min_rounds", "ratio", "check", "blocks"];
+const KEYS: [&str; 8] = [
+    "sweeps",
+    "ops",
+    "min_rounds",
+    "ratio",
+    "check",
+    "blocks",
+    "graphs",
+    "warm_local",
+];
 
 impl GridTuning {
     /// Sets `key` to `value` (see the type's table).
     fn set(&mut self, key: &str, value: &str) -> Option<()> {
         let count = || value.parse::<u32>().ok().filter(|&x| x > 0);
+        let flag = || match value {
+            "1" => Some(true),
+            "0" => Some(false),
+            _ => None,
+        };
         match key {
             "sweeps" => self.tile_sweeps = count()?,
             "ops" => self.node_ops = count()?,
@@ -92,6 +124,8 @@ impl GridTuning {
             "check" => self.check_every = count()?,
             "blocks" if value == "fit" => self.tile_blocks = TileBlocks::Fit,
             "blocks" => self.tile_blocks = TileBlocks::Fixed(count()?),
+            "graphs" => self.graphs = flag()?,
+            "warm_local" => self.warm_local = flag()?,
             _ => return None,
         }
         Some(())
@@ -132,6 +166,8 @@ impl fmt::Display for GridTuning {
             self.relabel_ratio.to_string(),
             self.check_every.to_string(),
             blocks,
+            u8::from(self.graphs).to_string(),
+            u8::from(self.warm_local).to_string(),
         ];
         let parts: Vec<String> = KEYS
             .iter()
@@ -148,9 +184,10 @@ mod tests {
 
     #[test]
     fn every_key_parses_and_prints_back() {
-        let t: GridTuning = "sweeps=7, ops=9,min_rounds=3,ratio=0.5,check=16,blocks=2"
-            .parse()
-            .unwrap();
+        let t: GridTuning =
+            "sweeps=7, ops=9,min_rounds=3,ratio=0.5,check=16,blocks=2,graphs=0,warm_local=1"
+                .parse()
+                .unwrap();
         let want = GridTuning {
             tile_sweeps: 7,
             node_ops: 9,
@@ -158,6 +195,8 @@ mod tests {
             relabel_ratio: 0.5,
             check_every: 16,
             tile_blocks: TileBlocks::Fixed(2),
+            graphs: false,
+            warm_local: true,
         };
         assert_eq!(t, want);
         assert_eq!(t.to_string().parse::<GridTuning>().unwrap(), want);
@@ -180,6 +219,8 @@ mod tests {
             "ratio=nan",
             "blocks=tiles",
             "blocks=0",
+            "graphs=2",
+            "warm_local=yes",
             "discharge=sweep",
             "ratio",
         ] {
