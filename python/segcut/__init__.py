@@ -556,26 +556,9 @@ class Mask(np.ndarray):
             self.result = getattr(obj, "result", None)
 
 
-_SEGMENT_OPTIONS = (
-    "connectivity",
-    "lambda",
-    "sigma",
-    "model",
-    "components",
-    "bins",
-    "color_space",
-    "iterations",
-    "solver",
-    "gpu_min_nodes",
-    "cpu_build",
-    "prior",
-    "prior_contrast",
-    "prior_softness",
-    "outlier",
-    "drop_unseeded",
-    "fill_holes",
-    "verify",
-)
+# The keyword options: segcut's table of options (the command line's flags in snake_case),
+# with each one's default as the help shows it.
+_SEGMENT_OPTIONS = tuple(name for name, _ in _segcut.option_table("segment"))
 
 
 def _spatial(image: np.ndarray, volume: Optional[bool]) -> Tuple[Tuple[int, ...], int]:
@@ -661,13 +644,16 @@ def segment(
     else:
         img = np.ascontiguousarray(img, dtype=np.float32)
     s = None
+    seed_format = options.get("seed_format")
     if seeds is not None:
         s = np.asarray(seeds)
         if s.dtype.kind not in "biu":
             raise TypeError(f"seeds must be an integer array (labels 0-4), got dtype {s.dtype}")
         if s.shape != tuple(shape):
             raise ValueError(f"seeds have shape {s.shape} but the image's is {tuple(shape)}")
-        if s.size and (s.min() < 0 or s.max() > 4):
+        if s.size and (s.min() < 0 or s.max() > 255):
+            raise ValueError(f"seed values must be 0-255, got {int(s.min())}..{int(s.max())}")
+        if seed_format in (None, "auto") and s.size and (s.min() < 0 or s.max() > 4):
             bad = np.argwhere((s < 0) | (s > 4))[0]
             raise ValueError(
                 f"seeds{list(map(int, bad))} = {int(s[tuple(bad)])}: seed values are 0 (unknown), "
@@ -716,20 +702,7 @@ class Labels(np.ndarray):
             self.result = getattr(obj, "result", None)
 
 
-_STEREO_OPTIONS = (
-    "data",
-    "truncation",
-    "census_weight",
-    "smoothness",
-    "lambda",
-    "contrast_threshold",
-    "contrast_factor",
-    "connectivity",
-    "iterations",
-    "solver",
-    "verify",
-    "gpu_min_nodes",
-)
+_STEREO_OPTIONS = tuple(name for name, _ in _segcut.option_table("stereo"))
 
 
 def _view_pixels(a: Any, what: str) -> Tuple[np.ndarray, Tuple[int, ...], int]:
@@ -754,8 +727,8 @@ def _view_pixels(a: Any, what: str) -> Tuple[np.ndarray, Tuple[int, ...], int]:
 def stereo(
     left: Any,
     right: Any,
-    num_disparities: int = 16,
-    min_disparity: int = 0,
+    num_disparities: Optional[int] = None,
+    min_disparity: Optional[int] = None,
     **options: Any,
 ) -> Disparity:
     """The disparity map of a rectified stereo pair by α-expansion graph cuts (``segcut
@@ -788,10 +761,13 @@ def stereo(
     if r.dtype != l.dtype:
         r = r.astype(l.dtype)
     opts = dict(options)
-    opts["num_disparities"] = int(num_disparities)
-    opts["min_disparity"] = int(min_disparity)
-    if "iterations" in opts:
-        opts["max_passes"] = opts.pop("iterations")
+    # ``num_disparities`` is the positional spelling of the ``disparities`` option.
+    if num_disparities is not None:
+        if "disparities" in opts:
+            raise TypeError("give num_disparities or disparities, not both")
+        opts["disparities"] = int(num_disparities)
+    if min_disparity is not None:
+        opts["min_disparity"] = int(min_disparity)
     disp, info = _segcut.stereo(l, r, list(shape), ch, opts)
     out = disp.view(Disparity)
     out.result = SolveResult._from(info)
