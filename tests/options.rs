@@ -105,7 +105,7 @@ fn every_segmentation_option_is_a_grid_key() {
         for key in [spec.name.to_string(), spec.snake()] {
             let mut cmd = segcut();
             cmd.args(["eval", "--cv", "/nonexistent-segcut-dataset", "--grid"])
-                .arg(format!("{key}={}", spec.example));
+                .arg(format!("{key}={}|{}", spec.example, spec.example));
             if spec.name == "bins" {
                 cmd.args(["--model", "hist"]); // bins are the histograms'
             }

@@ -38,6 +38,7 @@ from . import _segcut
 __all__ = [
     "segment",
     "stereo",
+    "options",
     "alpha_expansion",
     "Disparity",
     "Labels",
@@ -561,6 +562,17 @@ class Mask(np.ndarray):
 _SEGMENT_OPTIONS = tuple(name for name, _ in _segcut.option_table("segment"))
 
 
+def options(kind: str = "segment") -> Dict[str, str]:
+    """The keyword options of :func:`segment` (``kind="segment"``) or :func:`stereo`
+    (``"stereo"``) with their defaults as ``segcut --help`` shows them: segcut's options model,
+    the same names as the command line's flags and the batch manifest's columns.
+
+    >>> segcut.options("stereo")["lambda"]
+    '10'
+    """
+    return dict(_segcut.option_table(kind))
+
+
 def _spatial(image: np.ndarray, volume: Optional[bool]) -> Tuple[Tuple[int, ...], int]:
     """The spatial shape and channel count of ``image``."""
     nd = image.ndim
@@ -607,12 +619,14 @@ def segment(
     foreground probability per pixel in [0, 1] used as the data term instead of colour models
     (``lambda`` then defaults to 2).
 
-    ``options`` are the command line's flags with ``_`` for ``-`` and the same defaults:
-    ``connectivity`` (4/8 images, 6/26 volumes), ``lambda`` (or ``lambda_``; 100), ``sigma``,
-    ``model`` ("gmm" or "hist"), ``components`` (5), ``bins`` (16), ``color_space`` ("lab" or
-    "rgb"), ``iterations`` (5), ``solver`` ("auto"), ``gpu_min_nodes``, ``cpu_build``,
-    ``prior`` (10), ``prior_contrast`` (3), ``prior_softness`` (0.15), ``outlier`` (0),
-    ``drop_unseeded`` (True), ``fill_holes`` (0), ``verify`` (True).
+    ``options`` are the command line's flags with ``_`` for ``-`` and the same defaults
+    (``segcut.options("segment")`` lists them with their defaults; ``lambda`` may be written
+    ``lambda_``): ``connectivity``, ``lambda``, ``sigma``, ``model``, ``components``, ``bins``,
+    ``color_space``, ``iterations``, ``solver``, ``gpu_min_nodes``, ``prior``, ``outlier``,
+    ``drop_unseeded``, ``fill_holes``, ``verify``, ``seed_format`` (read ``seeds`` as an
+    "opencv" grabCut mask, a "trimap" or "labels"), ... A value equal to the default is used as
+    given; with ``unary``, the colour models' options are refused. A float image whose values
+    all lie in [0, 1] is scaled to 0-255.
 
     >>> img = np.full((20, 20), 200, np.uint8); img[5:15, 5:15] = 30
     >>> seeds = np.zeros((20, 20), np.uint8); seeds[10, 10] = 1; seeds[0, 0] = 2
@@ -736,12 +750,11 @@ def stereo(
     min_disparity + num_disparities - 1``, with ``.result``.
 
     ``left`` / ``right``: ``(rows, cols)`` grey or ``(rows, cols, 3)`` colour, same shape.
-    ``options`` are ``segcut stereo``'s flags with ``_`` for ``-`` and its defaults: ``data``
-    ("bt-census" or "bt"), ``truncation`` (20), ``census_weight`` (1), ``smoothness`` ("potts"
-    or "linear:T"), ``lambda`` / ``lambda_`` (20), ``contrast_threshold`` (5),
-    ``contrast_factor`` (2), ``connectivity`` (4 or 8), ``iterations`` (passes; until
-    convergence), ``solver`` ("auto"), ``verify`` (False: a certificate per move),
-    ``gpu_min_nodes``.
+    ``options`` are ``segcut stereo``'s flags with ``_`` for ``-`` and its defaults
+    (``segcut.options("stereo")`` lists them): ``data``, ``truncation``, ``census_weight``,
+    ``cost_scale``, ``smoothness`` ("potts" or "linear:T"), ``lambda`` / ``lambda_``,
+    ``contrast_threshold``, ``contrast_factor``, ``connectivity``, ``iterations``, ``solver``,
+    ``verify``, ``gpu_min_nodes``; ``num_disparities`` is ``disparities``.
 
     >>> tex = lambda x, y: ((x * 37 + y * 11) % 23) * 11
     >>> y, x = np.mgrid[0:8, 0:24]

@@ -14,6 +14,7 @@ use crate::io::dimacs::{read_instances, MaxInstance, ReadOptions};
 use crate::io::{self, Image, LoadOptions, MaskFormat, SeedOptions, Seeds};
 use crate::maxflow::{MaxFlow, SolveOptions, Solved};
 use crate::options::Values;
+use crate::segment::report::Report;
 use crate::segment::{segment, SegmentOptions};
 use crate::stereo::{stereo, StereoOptions};
 use crate::{Error, Result};
@@ -195,10 +196,12 @@ pub fn solve(
         Decoded::Segment { image, seeds } => {
             let opts = defaults.segment_for(&job.overrides)?;
             let seg = segment(&image, &seeds, &opts)?;
+            // The summary's columns come from the segmentation's report (as --stats-json).
+            let r = Report::new(&seg, &opts);
             let report = SolveReport {
-                solver: seg.stats.solver.solver.name().to_string(),
-                flow: Some(seg.flow),
-                verified: seg.verified,
+                solver: r.solver.to_string(),
+                flow: Some(r.flow),
+                verified: r.verified,
             };
             Ok((
                 Done::Segment {

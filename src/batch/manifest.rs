@@ -339,10 +339,45 @@ pub type CsvRows = (
     Vec<(u64, BTreeMap<String, String>)>,
 );
 
+/// The line of a quote that is never closed (the csv crate reads such a cell to the end of the
+/// file without complaint). Quotes pair up in valid CSV, escaped ones (`""`) included.
+fn unclosed_quote(text: &str) -> Option<u64> {
+    let (mut open, mut line, mut opened_at) = (false, 1u64, 0u64);
+    let mut at_line_start = true;
+    let mut comment = false;
+    for c in text.chars() {
+        if at_line_start && !open {
+            comment = c == '#';
+        }
+        at_line_start = false;
+        match c {
+            '"' if !comment => {
+                open = !open;
+                if open {
+                    opened_at = line;
+                }
+            }
+            '\n' => {
+                line += 1;
+                at_line_start = true;
+            }
+            _ => {}
+        }
+    }
+    open.then_some(opened_at)
+}
+
 /// The rows of a CSV text with a header row. Blank lines and lines starting with `#` are
 /// skipped; a UTF-8 byte-order mark (Excel) is ignored.
 pub fn parse_csv(text: &str, file: &str) -> Result<CsvRows> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if let Some(line) = unclosed_quote(text) {
+        return Err(Error::Parse {
+            file: file.into(),
+            line,
+            msg: "a quoted cell is not closed".into(),
+        });
+    }
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)

@@ -236,6 +236,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut opts = BatchOptions::new(&args.out);
     opts.template = args.name.clone();
     opts.defaults.segment = args.energy.options()?;
+    opts.defaults.seeds = args.energy.0.seed_options();
     opts.defaults.segment.verify = !args.no_verify;
     opts.defaults.solve.solver = opts.defaults.segment.solver;
     opts.defaults.solve.auto = opts.defaults.segment.auto;

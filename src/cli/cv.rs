@@ -32,12 +32,15 @@ fn parse_axis(spec: &str) -> Result<Axis> {
     let Some((key, values)) = spec.split_once('=') else {
         bail!("--grid expects KEY=V1,V2,..., got '{spec}'");
     };
-    let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
+    // Values with commas of their own (colours `R,G,B`) are separated by `|` instead.
+    let sep = if values.contains('|') { '|' } else { ',' };
+    let values: Vec<String> = values.split(sep).map(|v| v.trim().to_string()).collect();
+    let key = key.trim().trim_start_matches("--");
     if values.iter().any(|v| v.is_empty()) {
         bail!("--grid {spec}: empty value");
     }
     let axis = Axis {
-        key: key.trim().trim_start_matches("--").to_string(),
+        key: key.to_string(),
         values,
     };
     // Check every value once, up front.

@@ -100,6 +100,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .stereo_options(stereo_base())
         .map_err(super::segment::flag_error)?;
     let count = opts.num_disparities;
+    let pfm = args
+        .output
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("pfm"));
+    if opts.min_disparity < 0 && !pfm {
+        bail!(
+            "--min-disparity {} searches negative disparities, which a PNG map cannot hold: \
+             write -o NAME.pfm",
+            opts.min_disparity
+        );
+    }
     let mut plan = io::OutputPlan::default();
     plan.input(&args.left, "left view")?;
     plan.input(&args.right, "right view")?;
