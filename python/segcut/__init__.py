@@ -778,9 +778,9 @@ def stereo(
     if num_disparities is not None:
         if "disparities" in opts:
             raise TypeError("give num_disparities or disparities, not both")
-        opts["disparities"] = int(num_disparities)
+        opts["disparities"] = num_disparities
     if min_disparity is not None:
-        opts["min_disparity"] = int(min_disparity)
+        opts["min_disparity"] = min_disparity
     disp, info = _segcut.stereo(l, r, list(shape), ch, opts)
     out = disp.view(Disparity)
     out.result = SolveResult._from(info)
