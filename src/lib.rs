@@ -27,6 +27,7 @@ pub mod gen;
 pub mod graph;
 pub mod io;
 pub mod maxflow;
+pub mod options;
 pub mod progress;
 pub mod rng;
 pub mod segment;

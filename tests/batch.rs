@@ -10,6 +10,7 @@ use std::process::Command;
 use segcut::batch::manifest::{parse_manifest, read_manifest, Job};
 use segcut::batch::summary::{merge_files, read_summary, Row, Status};
 use segcut::batch::{run_batch, BatchOptions, Device, Quiet, Shard};
+use segcut::options::Value;
 
 fn samples() -> PathBuf {
     common::repo_root().join("samples")
@@ -431,16 +432,19 @@ fn manifest_errors_name_the_file_and_line() {
     .unwrap();
     assert_eq!(jobs[0].id, "a,1");
     assert_eq!(jobs[0].image.as_deref(), Some(Path::new("/d/dir/a b.jpg")));
-    assert_eq!(jobs[0].overrides.iterations, Some(2));
+    assert_eq!(jobs[0].overrides.get("iterations"), Some(&Value::Int(2)));
     let jobs = parse_manifest(
-        "{\"left\": \"l/1.png\", \"right\": \"r/1.png\", \"id\": \"p\\u00e9\", \"sigma\": 2.5, \"lambda\": null}\n",
+        "{\"left\": \"l/1.png\", \"right\": \"r/1.png\", \"id\": \"p\\u00e9\", \"truncation\": 2.5, \"lambda\": null}\n",
         "m.jsonl",
         Path::new("/d"),
     )
     .unwrap();
     assert_eq!(jobs[0].id, "pé");
-    assert_eq!(jobs[0].overrides.sigma, Some(2.5));
-    assert_eq!(jobs[0].overrides.lambda, None);
+    assert_eq!(
+        jobs[0].overrides.get("truncation"),
+        Some(&Value::Float(2.5))
+    );
+    assert!(!jobs[0].overrides.is_given("lambda"));
 }
 
 /// Output files' bytes by name.

@@ -672,3 +672,33 @@ fn coverage_of_the_gpu_builder() {
         assert!(seg.stats.gpu.is_none());
     }
 }
+
+#[test]
+fn a_probability_map_is_built_on_the_gpu_like_colour_models() {
+    // The --unary path is the main pipeline: with cuda-grid, its graph is built on the GPU (the
+    // t-links made on the host, the same capacities as the CPU graph's) and the masks agree.
+    if !gpu_or_skip() {
+        return;
+    }
+    let image = two_regions([160, 120, 1], 3, 255.0, 17);
+    let prob: Vec<f32> = (0..image.num_pixels())
+        .map(|i| if image.data[i * 3] > 127.0 { 0.8 } else { 0.3 })
+        .collect();
+    let gpu_opts = SegmentOptions {
+        solver: SolverKind::CudaGrid,
+        ..SegmentOptions::default().for_probability()
+    };
+    let g = segcut::segment::unary::segment_probability(&image, &prob, None, &gpu_opts).unwrap();
+    let cpu_opts = SegmentOptions {
+        gpu_build: false,
+        ..gpu_opts
+    };
+    let c = segcut::segment::unary::segment_probability(&image, &prob, None, &cpu_opts).unwrap();
+    assert!(g.stats.gpu.is_some(), "not built on the GPU");
+    assert!(c.stats.gpu.is_none());
+    assert!(g.verified && c.verified);
+    let d = g.mask.iter().zip(&c.mask).filter(|(a, b)| a != b).count();
+    assert!(d * 200 <= g.mask.len(), "{d} pixels differ");
+    let rel = (g.energy - c.energy).abs() / c.energy.abs().max(1.0);
+    assert!(rel < 1e-3, "energy {} vs {}", g.energy, c.energy);
+}

@@ -833,9 +833,17 @@ fn probability_cut_is_the_brute_force_minimum() {
         connectivity: Some(Connectivity::N4),
         keep_graph: true,
         post: PostProcess::default(),
-        ..SegmentOptions::default()
+        // One cut: a probability map has no colour models to refit.
+        ..SegmentOptions::default().for_probability()
     };
     let seg = segment_probability(&image, &prob, None, &opts).unwrap();
+    // More rounds are refused, not ignored.
+    let rounds = SegmentOptions {
+        iterations: 3,
+        ..opts.clone()
+    };
+    let e = segment_probability(&image, &prob, None, &rounds).unwrap_err();
+    assert!(e.to_string().contains("iterations"), "{e}");
     let g = seg.graph.as_ref().unwrap();
     let cap = |m: &[bool]| g.cut_capacity(&m.iter().map(|&f| !f).collect::<Vec<_>>());
     let best = (0..1u32 << 12)

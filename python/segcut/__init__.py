@@ -38,6 +38,7 @@ from . import _segcut
 __all__ = [
     "segment",
     "stereo",
+    "options",
     "alpha_expansion",
     "Disparity",
     "Labels",
@@ -556,26 +557,20 @@ class Mask(np.ndarray):
             self.result = getattr(obj, "result", None)
 
 
-_SEGMENT_OPTIONS = (
-    "connectivity",
-    "lambda",
-    "sigma",
-    "model",
-    "components",
-    "bins",
-    "color_space",
-    "iterations",
-    "solver",
-    "gpu_min_nodes",
-    "cpu_build",
-    "prior",
-    "prior_contrast",
-    "prior_softness",
-    "outlier",
-    "drop_unseeded",
-    "fill_holes",
-    "verify",
-)
+# The keyword options: segcut's table of options (the command line's flags in snake_case),
+# with each one's default as the help shows it.
+_SEGMENT_OPTIONS = tuple(name for name, _ in _segcut.option_table("segment"))
+
+
+def options(kind: str = "segment") -> Dict[str, str]:
+    """The keyword options of :func:`segment` (``kind="segment"``) or :func:`stereo`
+    (``"stereo"``) with their defaults as ``segcut --help`` shows them: segcut's options model,
+    the same names as the command line's flags and the batch manifest's columns.
+
+    >>> segcut.options("stereo")["lambda"]
+    '10'
+    """
+    return dict(_segcut.option_table(kind))
 
 
 def _spatial(image: np.ndarray, volume: Optional[bool]) -> Tuple[Tuple[int, ...], int]:
@@ -624,12 +619,14 @@ def segment(
     foreground probability per pixel in [0, 1] used as the data term instead of colour models
     (``lambda`` then defaults to 2).
 
-    ``options`` are the command line's flags with ``_`` for ``-`` and the same defaults:
-    ``connectivity`` (4/8 images, 6/26 volumes), ``lambda`` (or ``lambda_``; 100), ``sigma``,
-    ``model`` ("gmm" or "hist"), ``components`` (5), ``bins`` (16), ``color_space`` ("lab" or
-    "rgb"), ``iterations`` (5), ``solver`` ("auto"), ``gpu_min_nodes``, ``cpu_build``,
-    ``prior`` (10), ``prior_contrast`` (3), ``prior_softness`` (0.15), ``outlier`` (0),
-    ``drop_unseeded`` (True), ``fill_holes`` (0), ``verify`` (True).
+    ``options`` are the command line's flags with ``_`` for ``-`` and the same defaults
+    (``segcut.options("segment")`` lists them with their defaults; ``lambda`` may be written
+    ``lambda_``): ``connectivity``, ``lambda``, ``sigma``, ``model``, ``components``, ``bins``,
+    ``color_space``, ``iterations``, ``solver``, ``gpu_min_nodes``, ``prior``, ``outlier``,
+    ``drop_unseeded``, ``fill_holes``, ``verify``, ``seed_format`` (read ``seeds`` as an
+    "opencv" grabCut mask, a "trimap" or "labels"), ... A value equal to the default is used as
+    given; with ``unary``, the colour models' options are refused. A float image whose values
+    all lie in [0, 1] is scaled to 0-255.
 
     >>> img = np.full((20, 20), 200, np.uint8); img[5:15, 5:15] = 30
     >>> seeds = np.zeros((20, 20), np.uint8); seeds[10, 10] = 1; seeds[0, 0] = 2
@@ -661,13 +658,16 @@ def segment(
     else:
         img = np.ascontiguousarray(img, dtype=np.float32)
     s = None
+    seed_format = options.get("seed_format")
     if seeds is not None:
         s = np.asarray(seeds)
         if s.dtype.kind not in "biu":
             raise TypeError(f"seeds must be an integer array (labels 0-4), got dtype {s.dtype}")
         if s.shape != tuple(shape):
             raise ValueError(f"seeds have shape {s.shape} but the image's is {tuple(shape)}")
-        if s.size and (s.min() < 0 or s.max() > 4):
+        if s.size and (s.min() < 0 or s.max() > 255):
+            raise ValueError(f"seed values must be 0-255, got {int(s.min())}..{int(s.max())}")
+        if seed_format in (None, "auto") and s.size and (s.min() < 0 or s.max() > 4):
             bad = np.argwhere((s < 0) | (s > 4))[0]
             raise ValueError(
                 f"seeds{list(map(int, bad))} = {int(s[tuple(bad)])}: seed values are 0 (unknown), "
@@ -716,20 +716,7 @@ class Labels(np.ndarray):
             self.result = getattr(obj, "result", None)
 
 
-_STEREO_OPTIONS = (
-    "data",
-    "truncation",
-    "census_weight",
-    "smoothness",
-    "lambda",
-    "contrast_threshold",
-    "contrast_factor",
-    "connectivity",
-    "iterations",
-    "solver",
-    "verify",
-    "gpu_min_nodes",
-)
+_STEREO_OPTIONS = tuple(name for name, _ in _segcut.option_table("stereo"))
 
 
 def _view_pixels(a: Any, what: str) -> Tuple[np.ndarray, Tuple[int, ...], int]:
@@ -754,8 +741,8 @@ def _view_pixels(a: Any, what: str) -> Tuple[np.ndarray, Tuple[int, ...], int]:
 def stereo(
     left: Any,
     right: Any,
-    num_disparities: int = 16,
-    min_disparity: int = 0,
+    num_disparities: Optional[int] = None,
+    min_disparity: Optional[int] = None,
     **options: Any,
 ) -> Disparity:
     """The disparity map of a rectified stereo pair by α-expansion graph cuts (``segcut
@@ -763,12 +750,11 @@ def stereo(
     min_disparity + num_disparities - 1``, with ``.result``.
 
     ``left`` / ``right``: ``(rows, cols)`` grey or ``(rows, cols, 3)`` colour, same shape.
-    ``options`` are ``segcut stereo``'s flags with ``_`` for ``-`` and its defaults: ``data``
-    ("bt-census" or "bt"), ``truncation`` (20), ``census_weight`` (1), ``smoothness`` ("potts"
-    or "linear:T"), ``lambda`` / ``lambda_`` (20), ``contrast_threshold`` (5),
-    ``contrast_factor`` (2), ``connectivity`` (4 or 8), ``iterations`` (passes; until
-    convergence), ``solver`` ("auto"), ``verify`` (False: a certificate per move),
-    ``gpu_min_nodes``.
+    ``options`` are ``segcut stereo``'s flags with ``_`` for ``-`` and its defaults
+    (``segcut.options("stereo")`` lists them): ``data``, ``truncation``, ``census_weight``,
+    ``cost_scale``, ``smoothness`` ("potts" or "linear:T"), ``lambda`` / ``lambda_``,
+    ``contrast_threshold``, ``contrast_factor``, ``connectivity``, ``iterations``, ``solver``,
+    ``verify``, ``gpu_min_nodes``; ``num_disparities`` is ``disparities``.
 
     >>> tex = lambda x, y: ((x * 37 + y * 11) % 23) * 11
     >>> y, x = np.mgrid[0:8, 0:24]
@@ -788,10 +774,13 @@ def stereo(
     if r.dtype != l.dtype:
         r = r.astype(l.dtype)
     opts = dict(options)
-    opts["num_disparities"] = int(num_disparities)
-    opts["min_disparity"] = int(min_disparity)
-    if "iterations" in opts:
-        opts["max_passes"] = opts.pop("iterations")
+    # ``num_disparities`` is the positional spelling of the ``disparities`` option.
+    if num_disparities is not None:
+        if "disparities" in opts:
+            raise TypeError("give num_disparities or disparities, not both")
+        opts["disparities"] = num_disparities
+    if min_disparity is not None:
+        opts["min_disparity"] = min_disparity
     disp, info = _segcut.stereo(l, r, list(shape), ch, opts)
     out = disp.view(Disparity)
     out.result = SolveResult._from(info)

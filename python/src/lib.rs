@@ -16,6 +16,7 @@ use std::time::Duration;
 mod graph;
 mod grid;
 mod maxfile;
+mod options;
 mod segment;
 mod stereo;
 
@@ -117,6 +118,7 @@ fn _segcut(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stereo::alpha_expansion, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;
     m.add_function(wrap_pyfunction!(solver_names, m)?)?;
+    m.add_function(wrap_pyfunction!(options::option_table, m)?)?;
     m.add("AUTO_MIN_GPU_NODES", segcut::maxflow::AUTO_MIN_GPU_NODES)?;
     Ok(())
 }

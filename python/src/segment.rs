@@ -1,16 +1,20 @@
 //! `segcut.segment`: the segmentation pipeline from numpy arrays.
 
-use crate::{parse_solver, py_err, reserve_check};
+use crate::options::{option_err, option_values};
+use crate::{py_err, reserve_check};
 use numpy::ndarray::{Array, IxDyn};
 use numpy::{PyArray, PyArrayDyn, PyReadonlyArrayDyn};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use segcut::graph::Connectivity;
-use segcut::io::{rect_seeds, rect_with_seeds, Image, Rect, Seed, Seeds};
-use segcut::segment::model::ModelKind;
-use segcut::segment::pipeline::{ColorSpace, SegmentOptions};
-use segcut::segment::unary::{segment_probability, UNARY_LAMBDA};
+use segcut::io::{
+    rect_seeds, rect_with_seeds, seeds_from_values, Image, Rect, Seed, SeedFormat, Seeds,
+};
+use segcut::options::Table;
+use segcut::segment::pipeline::SegmentOptions;
+use segcut::segment::report::Report;
+use segcut::segment::unary::segment_probability;
 use std::time::{Duration, Instant};
 
 /// An image's pixels in one of the dtypes taken without conversion on the Python side.
@@ -38,142 +42,57 @@ impl Pixels<'_> {
                 .iter()
                 .map(|&v| v as f32)
                 .collect(),
-            Pixels::F32(a) => a.as_slice().map_err(|_| contiguous())?.to_vec(),
+            Pixels::F32(a) => {
+                let mut v = a.as_slice().map_err(|_| contiguous())?.to_vec();
+                scale_unit_floats(&mut v);
+                v
+            }
         })
     }
 }
 
-/// Reads option `key` from `opts` (absent or None: `None`).
-fn opt<'py, T>(opts: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<T>>
-where
-    T: for<'a> FromPyObject<'a, 'py, Error = PyErr>,
-{
-    match opts.get_item(key)? {
-        Some(v) if !v.is_none() => v
-            .extract::<T>()
-            .map(Some)
-            .map_err(|e| PyTypeError::new_err(format!("option {key}: {e}"))),
-        _ => Ok(None),
+/// Float images whose values all lie in `[0, 1]` are intensities in the unit range (skimage's
+/// and OpenCV's float convention): scaled to segcut's 0–255 so that the colour conversion and
+/// the contrast term see the same numbers as for the 8-bit image. A float image with any value
+/// above 1 is taken as given (0–255); one with a value below 0 or not finite is left for the
+/// checks to name.
+pub(crate) fn scale_unit_floats(v: &mut [f32]) {
+    if v.iter().all(|x| (0.0..=1.0).contains(x)) {
+        v.iter_mut().for_each(|x| *x *= 255.0);
     }
 }
 
-fn non_negative(name: &str, v: f64) -> PyResult<f64> {
-    if !(v.is_finite() && v >= 0.0) {
-        return Err(PyValueError::new_err(format!(
-            "{name} must be a finite number ≥ 0, got {v}"
-        )));
+/// The seeds of an array: segcut's labels 0–4 (`seed_format` not given or `auto`), or the
+/// convention `format` names (an OpenCV grabCut mask's 2 is then *probably* background).
+fn seeds_of_array(
+    s: &[u8],
+    dims: [usize; 3],
+    shape: &[usize],
+    format: SeedFormat,
+) -> PyResult<Seeds> {
+    if format != SeedFormat::Auto {
+        let v: Vec<f32> = s.iter().map(|&x| x as f32).collect();
+        return seeds_from_values(dims, &v, format, "seeds").map_err(py_err);
     }
-    Ok(v)
-}
-
-/// The keyword options as [`SegmentOptions`], checked like the command line's flags (same
-/// names with `_` for `-`, same defaults), and whether `lambda` was given.
-fn parse_options(o: &Bound<'_, PyDict>, is_volume: bool) -> PyResult<(SegmentOptions, bool)> {
-    let mut s = SegmentOptions::default();
-    if let Some(c) = opt::<u32>(o, "connectivity")? {
-        let conn = Connectivity::from_number(c).ok_or_else(|| {
-            PyValueError::new_err(format!("connectivity must be 4, 8, 6 or 26, got {c}"))
-        })?;
-        if is_volume && !conn.is_3d() {
-            return Err(PyValueError::new_err(format!(
-                "connectivity {c} is for images (4, 8); volumes take 6 or 26"
-            )));
-        }
-        s.connectivity = Some(conn);
-    }
-    let lambda = opt::<f64>(o, "lambda")?;
-    if let Some(l) = lambda {
-        s.lambda = non_negative("lambda", l)?;
-    }
-    if let Some(v) = opt::<f64>(o, "sigma")? {
-        if !(v.is_finite() && v > 0.0) {
-            return Err(PyValueError::new_err(format!(
-                "sigma must be a finite number > 0, got {v}"
-            )));
-        }
-        s.sigma = Some(v);
-    }
-    let components = opt::<usize>(o, "components")?;
-    let bins = opt::<usize>(o, "bins")?;
-    match opt::<String>(o, "model")?.as_deref() {
-        None | Some("gmm") => {
-            if bins.is_some() {
-                return Err(PyValueError::new_err(
-                    "bins sets the histograms of model='hist'; with Gaussian mixtures use components",
-                ));
+    let mut labels = Vec::with_capacity(s.len());
+    for (i, &v) in s.iter().enumerate() {
+        labels.push(match v {
+            0 => Seed::Unknown,
+            1 => Seed::Foreground,
+            2 => Seed::Background,
+            3 => Seed::ProbablyForeground,
+            4 => Seed::ProbablyBackground,
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "seeds{} = {v}: seed values are 0 (unknown), 1 (foreground), \
+                     2 (background), 3 (probably foreground), 4 (probably background); \
+                     seed_format reads other conventions",
+                    crate::grid::np_index(shape, i)
+                )))
             }
-            s.model = ModelKind::Gmm {
-                components: components.unwrap_or(5),
-            };
-        }
-        Some("hist") => {
-            if components.is_some() {
-                return Err(PyValueError::new_err(
-                    "components sets the Gaussian mixtures of model='gmm'; with histograms use bins",
-                ));
-            }
-            s.model = ModelKind::Histogram {
-                bins: bins.unwrap_or(16),
-            };
-        }
-        Some(m) => {
-            return Err(PyValueError::new_err(format!(
-                "model must be 'gmm' or 'hist', got '{m}'"
-            )))
-        }
+        });
     }
-    match opt::<String>(o, "color_space")?.as_deref() {
-        None => {}
-        Some("lab") => s.color_space = ColorSpace::Lab,
-        Some("rgb") => s.color_space = ColorSpace::AsIs,
-        Some(c) => {
-            return Err(PyValueError::new_err(format!(
-                "color_space must be 'lab' or 'rgb', got '{c}'"
-            )))
-        }
-    }
-    if let Some(i) = opt::<usize>(o, "iterations")? {
-        if i == 0 {
-            return Err(PyValueError::new_err("iterations must be at least 1"));
-        }
-        s.iterations = i;
-    }
-    if let Some(name) = opt::<String>(o, "solver")? {
-        s.solver = parse_solver(&name)?;
-    }
-    if let Some(n) = opt::<usize>(o, "gpu_min_nodes")? {
-        s.auto.min_gpu_nodes = n;
-    }
-    if let Some(b) = opt::<bool>(o, "cpu_build")? {
-        s.gpu_build = !b;
-    }
-    if let Some(g) = opt::<f64>(o, "prior")? {
-        s.prior.weight = non_negative("prior", g)?;
-    }
-    if let Some(k) = opt::<f64>(o, "prior_contrast")? {
-        s.prior.contrast = non_negative("prior_contrast", k)?;
-    }
-    if let Some(v) = opt::<f64>(o, "prior_softness")? {
-        s.prior.softness = non_negative("prior_softness", v)?;
-    }
-    if let Some(e) = opt::<f64>(o, "outlier")? {
-        if !(0.0..1.0).contains(&e) {
-            return Err(PyValueError::new_err(format!(
-                "outlier must be in [0, 1), got {e}"
-            )));
-        }
-        s.outlier = e;
-    }
-    if let Some(d) = opt::<bool>(o, "drop_unseeded")? {
-        s.post.drop_unseeded = d;
-    }
-    if let Some(n) = opt::<usize>(o, "fill_holes")? {
-        s.post.max_hole = n;
-    }
-    if let Some(v) = opt::<bool>(o, "verify")? {
-        s.verify = v;
-    }
-    Ok((s, lambda.is_some()))
+    Ok(Seeds { dims, labels })
 }
 
 /// Segments an image (`shape` = `(rows, cols)`) or volume (`(depth, rows, cols)`) with
@@ -201,7 +120,15 @@ pub fn segment<'py>(
             )))
         }
     };
-    let (mut opts, lambda_given) = parse_options(options, shape.len() == 3)?;
+    let values = option_values(options, Table::Segment)?;
+    let seed_format = values.seed_options().format;
+    // A probability map has its own defaults (λ, one cut) under what was given, and refuses
+    // the colour models' options.
+    let opts = match &unary {
+        Some(_) => values.probability_options(SegmentOptions::default()),
+        None => values.segment_options(SegmentOptions::default()),
+    }
+    .map_err(option_err)?;
     let n: usize = shape.iter().product();
     let conn = opts.connectivity.unwrap_or(if shape.len() == 3 {
         Connectivity::N6
@@ -239,24 +166,7 @@ pub fn segment<'py>(
                     s.len()
                 )));
             }
-            let mut labels = Vec::with_capacity(n);
-            for (i, &v) in s.iter().enumerate() {
-                labels.push(match v {
-                    0 => Seed::Unknown,
-                    1 => Seed::Foreground,
-                    2 => Seed::Background,
-                    3 => Seed::ProbablyForeground,
-                    4 => Seed::ProbablyBackground,
-                    _ => {
-                        return Err(PyValueError::new_err(format!(
-                            "seeds{} = {v}: seed values are 0 (unknown), 1 (foreground), \
-                             2 (background), 3 (probably foreground), 4 (probably background)",
-                            crate::grid::np_index(&shape, i)
-                        )))
-                    }
-                });
-            }
-            Some(Seeds { dims, labels })
+            Some(seeds_of_array(s, dims, &shape, seed_format)?)
         }
         None => None,
     };
@@ -275,9 +185,6 @@ pub fn segment<'py>(
             let p = a
                 .as_slice()
                 .map_err(|_| PyValueError::new_err("unary must be a C-contiguous array"))?;
-            if !lambda_given {
-                opts.lambda = UNARY_LAMBDA;
-            }
             Some(p)
         }
         None => None,
@@ -294,6 +201,14 @@ pub fn segment<'py>(
 
     let st = &seg.stats;
     let d = PyDict::new(py);
+    // The library's report (what `segcut segment --stats-json` writes), as a dict in
+    // `result.extra["report"]`.
+    let report = serde_json::to_string(&Report::new(&seg, &opts))
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    d.set_item(
+        "report",
+        py.import("json")?.call_method1("loads", (report,))?,
+    )?;
     d.set_item("flow", seg.flow)?;
     d.set_item("energy", seg.energy)?;
     d.set_item("verified", seg.verified)?;

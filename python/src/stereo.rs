@@ -1,6 +1,7 @@
 //! `segcut.stereo` and `segcut.alpha_expansion`: the α-expansion engine of `segcut::stereo` from
 //! numpy arrays.
 
+use crate::options::{option_err, option_values};
 use crate::segment::Pixels;
 use crate::{parse_solver, py_err};
 use numpy::ndarray::{Array, IxDyn};
@@ -11,10 +12,8 @@ use pyo3::types::PyDict;
 use segcut::graph::Connectivity;
 use segcut::io::Image;
 use segcut::maxflow::SolveOptions;
-use segcut::stereo::{
-    expand, CostOptions, CostVolume, DataTerm, Expansion, ExpansionOptions, Pairwise,
-    PairwiseModel, Smoothness, StereoOptions,
-};
+use segcut::options::{stereo_base, Table};
+use segcut::stereo::{expand, CostVolume, Expansion, ExpansionOptions, Pairwise, PairwiseModel};
 use std::time::{Duration, Instant};
 
 fn opt<'py, T>(opts: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<T>>
@@ -114,55 +113,12 @@ pub fn stereo<'py>(
     let t = Instant::now();
     let l = image_of(&left, &shape, channels, "left")?;
     let r = image_of(&right, &shape, channels, "right")?;
-    let mut o = StereoOptions::default();
-    if let Some(n) = opt::<usize>(options, "num_disparities")? {
-        o.num_disparities = n;
-    }
-    if let Some(m) = opt::<i32>(options, "min_disparity")? {
-        o.min_disparity = m;
-    }
-    let data = opt::<String>(options, "data")?;
-    o.cost = CostOptions {
-        data: match data.as_deref() {
-            None => o.cost.data,
-            Some(s) => DataTerm::parse(s).ok_or_else(|| {
-                PyValueError::new_err(format!("data must be 'bt' or 'bt-census', got '{s}'"))
-            })?,
-        },
-        truncation: opt(options, "truncation")?.unwrap_or(o.cost.truncation),
-        census_weight: opt(options, "census_weight")?.unwrap_or(o.cost.census_weight),
-        ..o.cost
-    };
-    o.smoothness = match opt::<String>(options, "smoothness")?.as_deref() {
-        None | Some("potts") => Smoothness::Potts,
-        Some(s) => match s.strip_prefix("linear:").map(str::parse::<u32>) {
-            Some(Ok(t)) if t >= 1 => Smoothness::TruncatedLinear { truncation: t },
-            _ => {
-                return Err(PyValueError::new_err(format!(
-                    "smoothness must be 'potts' or 'linear:T' with T ≥ 1, got '{s}'"
-                )))
-            }
-        },
-    };
-    if let Some(v) = opt::<f32>(options, "lambda")? {
-        o.lambda = v;
-    }
-    if let Some(v) = opt::<f32>(options, "contrast_threshold")? {
-        o.contrast_threshold = v;
-    }
-    if let Some(v) = opt::<f32>(options, "contrast_factor")? {
-        o.contrast_factor = v;
-    }
-    o.connectivity = match opt::<u32>(options, "connectivity")? {
-        None | Some(4) => Connectivity::N4,
-        Some(8) => Connectivity::N8,
-        Some(c) => {
-            return Err(PyValueError::new_err(format!(
-                "connectivity must be 4 or 8, got {c}"
-            )))
-        }
-    };
-    o.expansion = expansion_options(options)?;
+    // The options model's keywords (the command line's flags in snake_case), parsed and checked
+    // by the library; the front ends' defaults (solver auto).
+    let o = option_values(options, Table::Stereo)?
+        .stereo_options(stereo_base())
+        .map_err(option_err)?;
+
     let convert = t.elapsed();
     py.check_signals()?;
     let res = py

@@ -104,7 +104,7 @@ def test_stereo_errors():
     with pytest.raises(ValueError, match="smoothness"):
         segcut.stereo(left, right, smoothness="cubic")
     with pytest.raises(TypeError, match="unknown option"):
-        segcut.stereo(left, right, disparities=5)
+        segcut.stereo(left, right, disparity=5)
 
 
 def test_gpu_alpha_expansion_matches_bk(gpu):

@@ -466,7 +466,7 @@ const PACK_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 fn packable(x: &(Item, Result<Decoded>), defaults: &Defaults) -> bool {
     x.0.job.kind == JobKind::MaxFlow
         && matches!(x.1, Ok(Decoded::MaxFlow(_)))
-        && defaults.solve_for(&x.0.job.overrides) == defaults.solve
+        && defaults.solve_for(&x.0.job.overrides).ok().as_ref() == Some(&defaults.solve)
 }
 
 fn write_worker(

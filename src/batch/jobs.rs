@@ -7,17 +7,20 @@
 
 use std::path::Path;
 
-use super::manifest::{Job, JobKind, Overrides};
+use super::manifest::{Job, JobKind};
 use super::pack::solve_packed;
 use crate::graph::{GridGraph, Network};
 use crate::io::dimacs::{read_instances, MaxInstance, ReadOptions};
 use crate::io::{self, Image, LoadOptions, MaskFormat, SeedOptions, Seeds};
 use crate::maxflow::{MaxFlow, SolveOptions, Solved};
+use crate::options::Values;
+use crate::segment::report::Report;
 use crate::segment::{segment, SegmentOptions};
 use crate::stereo::{stereo, StereoOptions};
 use crate::{Error, Result};
 
-/// The batch's defaults, which a manifest row's [`Overrides`] change per job.
+/// The batch's defaults (the command line's options, resolved), which a manifest row's options
+/// ([`Job::overrides`]: only what the row gives) change per job.
 #[derive(Clone, Debug, Default)]
 pub struct Defaults {
     /// Segmentation options.
@@ -33,52 +36,36 @@ pub struct Defaults {
 }
 
 impl Defaults {
-    /// The segmentation options for one job.
-    pub fn segment_for(&self, o: &Overrides) -> SegmentOptions {
-        let mut s = self.segment.clone();
-        if let Some(v) = o.solver {
-            s.solver = v;
-        }
-        if let Some(v) = o.lambda {
-            s.lambda = v;
-        }
-        if o.sigma.is_some() {
-            s.sigma = o.sigma;
-        }
-        if let Some(v) = o.iterations {
-            s.iterations = v;
-        }
-        if let Some(v) = o.seed_weight {
-            s.seed_weight = v;
-        }
-        if o.connectivity.is_some() {
-            s.connectivity = o.connectivity;
-        }
-        s
+    /// The segmentation options for one job: the row's options on top of the batch's.
+    pub fn segment_for(&self, o: &Values) -> Result<SegmentOptions> {
+        Ok(o.segment_options(self.segment.clone())?)
     }
 
-    /// The stereo options for one job (`solver`, `lambda`, `disparities` apply).
-    pub fn stereo_for(&self, o: &Overrides) -> StereoOptions {
-        let mut s = self.stereo.clone();
-        if let Some(v) = o.solver {
-            s.expansion.solve.solver = v;
-        }
-        if let Some(v) = o.lambda {
-            s.lambda = v as f32;
-        }
-        if let Some(v) = o.disparities {
-            s.num_disparities = v;
-        }
-        s
+    /// The seed file options for one job.
+    pub fn seeds_for(&self, o: &Values) -> SeedOptions {
+        o.seed_options_on(self.seeds.clone())
     }
 
-    /// The max-flow options for one job.
-    pub fn solve_for(&self, o: &Overrides) -> SolveOptions {
-        let mut s = self.solve.clone();
-        if let Some(v) = o.solver {
-            s.solver = v;
-        }
-        s
+    /// The stereo options for one job.
+    pub fn stereo_for(&self, o: &Values) -> Result<StereoOptions> {
+        Ok(o.stereo_options(self.stereo.clone())?)
+    }
+
+    /// The max-flow options for one job (`solver`, `gpu_min_nodes`, `verify`).
+    pub fn solve_for(&self, o: &Values) -> Result<SolveOptions> {
+        let base = SegmentOptions {
+            solver: self.solve.solver,
+            auto: self.solve.auto,
+            verify: self.solve.verify,
+            ..SegmentOptions::default()
+        };
+        let s = o.segment_options(base)?;
+        Ok(SolveOptions {
+            solver: s.solver,
+            auto: s.auto,
+            verify: s.verify,
+            ..self.solve.clone()
+        })
     }
 }
 
@@ -156,7 +143,7 @@ pub fn decode(job: &Job, defaults: &Defaults) -> Result<Decoded> {
                     image.dims,
                     &SeedOptions {
                         image_file: Some(path.to_path_buf()),
-                        ..defaults.seeds.clone()
+                        ..defaults.seeds_for(&job.overrides)
                     },
                 )?),
                 None => None,
@@ -207,12 +194,14 @@ pub fn solve(
 ) -> Result<(Done, SolveReport)> {
     match input {
         Decoded::Segment { image, seeds } => {
-            let opts = defaults.segment_for(&job.overrides);
+            let opts = defaults.segment_for(&job.overrides)?;
             let seg = segment(&image, &seeds, &opts)?;
+            // The summary's columns come from the segmentation's report (as --stats-json).
+            let r = Report::new(&seg, &opts);
             let report = SolveReport {
-                solver: seg.stats.solver.solver.name().to_string(),
-                flow: Some(seg.flow),
-                verified: seg.verified,
+                solver: r.solver.to_string(),
+                flow: Some(r.flow),
+                verified: r.verified,
             };
             Ok((
                 Done::Segment {
@@ -224,7 +213,7 @@ pub fn solve(
             ))
         }
         Decoded::Stereo { left, right } => {
-            let opts = defaults.stereo_for(&job.overrides);
+            let opts = defaults.stereo_for(&job.overrides)?;
             let res = stereo(&left, &right, &opts)?;
             let mut report = SolveReport {
                 verified: opts.expansion.solve.verify,
@@ -251,7 +240,7 @@ pub fn solve(
             ))
         }
         Decoded::MaxFlow(instances) => {
-            let opts = defaults.solve_for(&job.overrides);
+            let opts = defaults.solve_for(&job.overrides)?;
             if *mf.options() != opts {
                 *mf = MaxFlow::new(opts);
             }

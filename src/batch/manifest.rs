@@ -9,8 +9,8 @@
 //! assert_eq!(jobs.len(), 2);
 //! assert_eq!(jobs[0].kind, JobKind::Segment);
 //! assert_eq!(jobs[0].id, "a");
-//! assert_eq!(jobs[0].overrides.lambda, Some(50.0));
-//! assert_eq!(jobs[1].overrides.lambda, None);
+//! assert_eq!(jobs[0].overrides.get("lambda"), Some(&segcut::options::Value::Float(50.0)));
+//! assert!(!jobs[1].overrides.is_given("lambda"));
 //! let err = parse_manifest("image,colour\nx.jpg,red\n", "jobs.csv", std::path::Path::new(".")).unwrap_err();
 //! assert!(err.to_string().starts_with("jobs.csv:1:"), "{err}");
 //! ```
@@ -18,9 +18,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::graph::Connectivity;
 use crate::io::Rect;
-use crate::maxflow::SolverKind;
+use crate::options::{Table, Values};
 use crate::{Error, Result};
 
 /// What a job computes.
@@ -52,35 +51,23 @@ impl JobKind {
     }
 }
 
-/// Per-job options that override the batch's defaults (empty cells keep the default).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Overrides {
-    /// `solver`.
-    pub solver: Option<SolverKind>,
-    /// `lambda` (segmentation).
-    pub lambda: Option<f64>,
-    /// `sigma` (segmentation).
-    pub sigma: Option<f64>,
-    /// `iterations` (segmentation).
-    pub iterations: Option<usize>,
-    /// `seed_weight` (segmentation).
-    pub seed_weight: Option<f64>,
-    /// `connectivity`: 4, 8, 6 or 26 (segmentation).
-    pub connectivity: Option<Connectivity>,
-    /// `disparities`: how many disparities to search (stereo).
-    pub disparities: Option<usize>,
+/// The option columns a manifest may have besides the inputs: every segmentation and stereo
+/// option ([`crate::options`]) by its snake_case name. A row's cell applies to its job's kind
+/// (max-flow jobs take `solver`, `gpu_min_nodes` and `verify`).
+pub fn option_columns() -> Vec<String> {
+    let mut cols: Vec<String> = Vec::new();
+    for t in [Table::Segment, Table::Stereo] {
+        for s in t.specs() {
+            if !cols.contains(&s.snake()) {
+                cols.push(s.snake());
+            }
+        }
+    }
+    cols
 }
 
-/// The option columns a manifest may have besides the inputs.
-pub const OPTION_COLUMNS: [&str; 7] = [
-    "solver",
-    "lambda",
-    "sigma",
-    "iterations",
-    "seed_weight",
-    "connectivity",
-    "disparities",
-];
+/// The options a max-flow job takes (from the segmentation table).
+pub const MAXFLOW_OPTIONS: [&str; 3] = ["solver", "gpu-min-nodes", "verify"];
 
 /// The input columns.
 pub const INPUT_COLUMNS: [&str; 9] = [
@@ -110,8 +97,8 @@ pub struct Job {
     /// The output path as the manifest gives it (relative to the output folder); `None` uses
     /// the batch's name template.
     pub output: Option<PathBuf>,
-    /// Options for this job only.
-    pub overrides: Overrides,
+    /// Options for this job only (of its kind's table; empty cells are not given).
+    pub overrides: Values,
     /// Where the job was defined: `manifest.csv:12`, or the input's path.
     pub origin: String,
 }
@@ -128,7 +115,10 @@ impl Job {
             right: None,
             max: None,
             output: None,
-            overrides: Overrides::default(),
+            overrides: Values::new(match kind {
+                JobKind::Stereo => Table::Stereo,
+                _ => Table::Segment,
+            }),
             origin,
         }
     }
@@ -141,176 +131,6 @@ impl Job {
             .map(|p| p.as_path())
             .collect()
     }
-}
-
-/// Splits one CSV line into cells (RFC 4180 quoting: `"a,b"`, `""` for a quote).
-pub fn parse_csv_line(line: &str, file: &str, no: u64) -> Result<Vec<String>> {
-    let mut cells = Vec::new();
-    let mut cell = String::new();
-    let mut chars = line.trim_end_matches(['\r', '\n']).chars().peekable();
-    let mut quoted = false;
-    let mut was_quoted = false;
-    while let Some(c) = chars.next() {
-        match (quoted, c) {
-            (true, '"') if chars.peek() == Some(&'"') => {
-                chars.next();
-                cell.push('"');
-            }
-            (true, '"') => quoted = false,
-            (true, c) => cell.push(c),
-            (false, '"') if cell.trim().is_empty() && !was_quoted => {
-                cell.clear();
-                quoted = true;
-                was_quoted = true;
-            }
-            (false, ',') => {
-                cells.push(if was_quoted {
-                    cell
-                } else {
-                    cell.trim().to_string()
-                });
-                cell = String::new();
-                was_quoted = false;
-            }
-            (false, c) => cell.push(c),
-        }
-    }
-    if quoted {
-        return Err(Error::Parse {
-            file: file.into(),
-            line: no,
-            msg: "a quoted cell is not closed".into(),
-        });
-    }
-    cells.push(if was_quoted {
-        cell
-    } else {
-        cell.trim().to_string()
-    });
-    Ok(cells)
-}
-
-/// Parses one JSON object whose values are strings, numbers, booleans or null (a JSON-lines
-/// manifest row or summary row) into its fields as text; null fields are left out.
-pub fn parse_json_object(line: &str, file: &str, no: u64) -> Result<BTreeMap<String, String>> {
-    let bad = |msg: String| Error::Parse {
-        file: file.into(),
-        line: no,
-        msg,
-    };
-    let s: Vec<char> = line.trim().chars().collect();
-    let mut i = 0;
-    let skip_ws = |i: &mut usize| {
-        while *i < s.len() && s[*i].is_whitespace() {
-            *i += 1;
-        }
-    };
-    let string = |i: &mut usize| -> Result<String> {
-        // s[*i] is the opening quote.
-        *i += 1;
-        let mut out = String::new();
-        while *i < s.len() {
-            match s[*i] {
-                '"' => {
-                    *i += 1;
-                    return Ok(out);
-                }
-                '\\' => {
-                    let e = *s
-                        .get(*i + 1)
-                        .ok_or_else(|| bad("a string ends in a backslash".into()))?;
-                    *i += 2;
-                    match e {
-                        'n' => out.push('\n'),
-                        't' => out.push('\t'),
-                        'r' => out.push('\r'),
-                        'b' => out.push('\u{8}'),
-                        'f' => out.push('\u{c}'),
-                        'u' => {
-                            let hex: String = s.get(*i..*i + 4).unwrap_or(&[]).iter().collect();
-                            let code = u32::from_str_radix(&hex, 16)
-                                .map_err(|_| bad(format!("bad escape \\u{hex}")))?;
-                            out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
-                            *i += 4;
-                        }
-                        c => out.push(c),
-                    }
-                }
-                c => {
-                    out.push(c);
-                    *i += 1;
-                }
-            }
-        }
-        Err(bad("a string is not closed".into()))
-    };
-    let mut fields = BTreeMap::new();
-    skip_ws(&mut i);
-    if s.get(i) != Some(&'{') {
-        return Err(bad(
-            "a JSON-lines row must be one object: {\"key\": value, ...}".into(),
-        ));
-    }
-    i += 1;
-    skip_ws(&mut i);
-    if s.get(i) == Some(&'}') {
-        i += 1;
-    } else {
-        loop {
-            skip_ws(&mut i);
-            if s.get(i) != Some(&'"') {
-                return Err(bad(format!("expected a quoted key at column {}", i + 1)));
-            }
-            let key = string(&mut i)?;
-            skip_ws(&mut i);
-            if s.get(i) != Some(&':') {
-                return Err(bad(format!("expected ':' after \"{key}\"")));
-            }
-            i += 1;
-            skip_ws(&mut i);
-            let value = match s.get(i) {
-                Some('"') => Some(string(&mut i)?),
-                Some('{') | Some('[') => {
-                    return Err(bad(format!(
-                        "\"{key}\": nested objects and arrays are not manifest values"
-                    )))
-                }
-                Some(_) => {
-                    let start = i;
-                    while i < s.len() && !matches!(s[i], ',' | '}') && !s[i].is_whitespace() {
-                        i += 1;
-                    }
-                    let word: String = s[start..i].iter().collect();
-                    match word.as_str() {
-                        "null" => None,
-                        "true" | "false" => Some(word),
-                        w if w.parse::<f64>().is_ok() => Some(word),
-                        w => return Err(bad(format!("\"{key}\": '{w}' is not a JSON value"))),
-                    }
-                }
-                None => return Err(bad(format!("\"{key}\" has no value"))),
-            };
-            if let Some(v) = value {
-                if fields.insert(key.clone(), v).is_some() {
-                    return Err(bad(format!("\"{key}\" appears twice")));
-                }
-            }
-            skip_ws(&mut i);
-            match s.get(i) {
-                Some(',') => i += 1,
-                Some('}') => {
-                    i += 1;
-                    break;
-                }
-                _ => return Err(bad(format!("expected ',' or '}}' after \"{key}\""))),
-            }
-        }
-    }
-    skip_ws(&mut i);
-    if i != s.len() {
-        return Err(bad("text after the object".into()));
-    }
-    Ok(fields)
 }
 
 /// The file stem used as a default job id: `a.max.gz` → `a`, `photo.jpg` → `photo`.
@@ -334,6 +154,39 @@ pub fn id_of(path: &Path) -> String {
     }
 }
 
+/// Refuses text that would reach file names, the summary or a terminal raw: NUL and other
+/// control characters (an ESC starts a terminal escape sequence).
+fn check_text(what: &str, text: &str) -> std::result::Result<(), String> {
+    match text.chars().find(|c| c.is_control()) {
+        Some(c) => Err(format!(
+            "{what} '{}' holds the control character U+{:04X}: ids and paths may not",
+            text.escape_debug(),
+            c as u32
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Checks a job's id and paths: no control characters, an id that can name a file. Every way of
+/// making jobs (manifest rows, folders, globs) ends here.
+pub fn check_job(job: &Job) -> Result<()> {
+    let bad = |msg: String| Error::Input {
+        file: job.origin.clone(),
+        msg,
+    };
+    check_text("id", &job.id).map_err(bad)?;
+    let id = &job.id;
+    if id.is_empty() || id.contains(['/', '\\']) || id == "." || id == ".." {
+        return Err(bad(format!(
+            "id '{id}' cannot name an output file (no slashes, not empty)"
+        )));
+    }
+    for p in job.inputs().into_iter().chain(job.output.as_deref()) {
+        check_text("path", &p.to_string_lossy()).map_err(bad)?;
+    }
+    Ok(())
+}
+
 /// One manifest row (its fields by column) as a job; `base` resolves relative input paths.
 fn job_from_fields(
     fields: &BTreeMap<String, String>,
@@ -346,14 +199,16 @@ fn job_from_fields(
         line: no,
         msg,
     };
-    for k in fields.keys() {
-        if !INPUT_COLUMNS.contains(&k.as_str()) && !OPTION_COLUMNS.contains(&k.as_str()) {
+    let options = option_columns();
+    for (k, v) in fields {
+        if !INPUT_COLUMNS.contains(&k.as_str()) && !options.contains(k) {
             return Err(bad(format!(
                 "unknown column '{k}' (inputs: {}; options: {})",
                 INPUT_COLUMNS.join(", "),
-                OPTION_COLUMNS.join(", ")
+                options.join(", ")
             )));
         }
+        check_text(k, v).map_err(bad)?;
     }
     let get = |k: &str| fields.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
     let path = |k: &str| get(k).map(|v| base.join(v));
@@ -378,11 +233,6 @@ fn job_from_fields(
     let id = get("id")
         .map(str::to_string)
         .unwrap_or_else(|| id_of(&main_path));
-    if id.is_empty() || id.contains(['/', '\\']) || id == "." || id == ".." {
-        return Err(bad(format!(
-            "id '{id}' cannot name an output file (no slashes, not empty)"
-        )));
-    }
     let mut job = Job::new(kind, id, format!("{file}:{no}"));
     job.image = path("image");
     job.seeds = path("seeds");
@@ -390,6 +240,10 @@ fn job_from_fields(
     job.right = path("right");
     job.max = path("max");
     job.output = get("output").map(PathBuf::from);
+    check_job(&job).map_err(|e| match e {
+        Error::Input { msg, .. } => bad(msg),
+        e => e,
+    })?;
     if let Some(r) = get("rect") {
         job.rect = Some(r.parse().map_err(|e| bad(format!("rect: {e}")))?);
     }
@@ -402,48 +256,183 @@ fn job_from_fields(
         }
         _ => {}
     }
-    let num = |k: &str| -> Result<Option<f64>> {
-        get(k)
-            .map(|v| {
-                v.parse::<f64>()
-                    .ok()
-                    .filter(|x| x.is_finite())
-                    .ok_or_else(|| bad(format!("{k} '{v}' is not a number")))
-            })
-            .transpose()
-    };
-    let o = &mut job.overrides;
-    o.solver = get("solver")
-        .map(|v| v.parse().map_err(|e| bad(format!("solver: {e}"))))
-        .transpose()?;
-    o.lambda = num("lambda")?;
-    o.sigma = num("sigma")?;
-    o.seed_weight = num("seed_weight")?;
-    o.iterations = get("iterations")
-        .map(|v| {
-            v.parse::<usize>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| bad(format!("iterations '{v}' is not a whole number above 0")))
-        })
-        .transpose()?;
-    o.disparities = get("disparities")
-        .map(|v| {
-            v.parse::<usize>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| bad(format!("disparities '{v}' is not a whole number above 0")))
-        })
-        .transpose()?;
-    o.connectivity = get("connectivity")
-        .map(|v| {
-            v.parse::<u32>()
-                .ok()
-                .and_then(Connectivity::from_number)
-                .ok_or_else(|| bad(format!("connectivity '{v}' is not 4, 8, 6 or 26")))
-        })
-        .transpose()?;
+    // The option cells, parsed and checked by the options model; an option of another kind's
+    // table is refused, not ignored.
+    for col in &options {
+        let Some(v) = get(col) else { continue };
+        let table = job.overrides.table();
+        let applies = table.find(col).is_some()
+            && (kind != JobKind::MaxFlow
+                || MAXFLOW_OPTIONS.contains(&col.replace('_', "-").as_str()));
+        if !applies {
+            return Err(bad(format!(
+                "{col} does not apply to a {} job (leave the cell empty)",
+                kind.name()
+            )));
+        }
+        job.overrides.set(col, v).map_err(|e| bad(e.to_string()))?;
+    }
     Ok(job)
+}
+
+/// A JSON object whose keys are unique (serde_json keeps the last of a repeated key; a manifest
+/// row that says `lambda` twice is refused instead).
+struct UniqueObject(Vec<(String, serde_json::Value)>);
+
+impl<'de> serde::Deserialize<'de> for UniqueObject {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = UniqueObject;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("one object: {\"key\": value, ...}")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<UniqueObject, A::Error> {
+                let mut out: Vec<(String, serde_json::Value)> = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, serde_json::Value>()? {
+                    if out.iter().any(|(seen, _)| *seen == k) {
+                        return Err(serde::de::Error::custom(format!("\"{k}\" appears twice")));
+                    }
+                    out.push((k, v));
+                }
+                Ok(UniqueObject(out))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
+/// Parses one JSON object whose values are strings, numbers, booleans or null (a JSON-lines
+/// manifest row or summary row) into its fields as text; null fields are left out.
+pub fn parse_json_object(line: &str, file: &str, no: u64) -> Result<BTreeMap<String, String>> {
+    let bad = |msg: String| Error::Parse {
+        file: file.into(),
+        line: no,
+        msg,
+    };
+    let obj: UniqueObject = serde_json::from_str(line)
+        .map_err(|e| bad(format!("a JSON-lines row must be one object: {e}")))?;
+    let mut fields = BTreeMap::new();
+    for (k, v) in obj.0 {
+        let text = match v {
+            serde_json::Value::Null => continue,
+            serde_json::Value::String(s) => s,
+            serde_json::Value::Bool(b) => b.to_string(),
+            serde_json::Value::Number(n) => n.to_string(),
+            _ => {
+                return Err(bad(format!(
+                    "\"{k}\": nested objects and arrays are not manifest values"
+                )))
+            }
+        };
+        fields.insert(k, text);
+    }
+    Ok(fields)
+}
+
+/// A CSV text's header (line, columns) and rows (line, fields by column).
+pub type CsvRows = (
+    Option<(u64, Vec<String>)>,
+    Vec<(u64, BTreeMap<String, String>)>,
+);
+
+/// The line of a quote that is never closed (the csv crate reads such a cell to the end of the
+/// file without complaint). Quotes pair up in valid CSV, escaped ones (`""`) included.
+fn unclosed_quote(text: &str) -> Option<u64> {
+    let (mut open, mut line, mut opened_at) = (false, 1u64, 0u64);
+    let mut at_line_start = true;
+    let mut comment = false;
+    for c in text.chars() {
+        if at_line_start && !open {
+            comment = c == '#';
+        }
+        at_line_start = false;
+        match c {
+            '"' if !comment => {
+                open = !open;
+                if open {
+                    opened_at = line;
+                }
+            }
+            '\n' => {
+                line += 1;
+                at_line_start = true;
+            }
+            _ => {}
+        }
+    }
+    open.then_some(opened_at)
+}
+
+/// The rows of a CSV text with a header row. Blank lines and lines starting with `#` are
+/// skipped; a UTF-8 byte-order mark (Excel) is ignored.
+pub fn parse_csv(text: &str, file: &str) -> Result<CsvRows> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if let Some(line) = unclosed_quote(text) {
+        return Err(Error::Parse {
+            file: file.into(),
+            line,
+            msg: "a quoted cell is not closed".into(),
+        });
+    }
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .comment(Some(b'#'))
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
+    let mut header: Option<(u64, Vec<String>)> = None;
+    let mut rows = Vec::new();
+    for rec in reader.records() {
+        let rec = rec.map_err(|e| {
+            let line = e.position().map_or(0, |p| p.line());
+            Error::Parse {
+                file: file.into(),
+                line,
+                msg: format!("not CSV: {e}"),
+            }
+        })?;
+        let no = rec.position().map_or(0, |p| p.line());
+        if rec.iter().all(|c| c.is_empty()) {
+            continue;
+        }
+        let bad = |msg: String| Error::Parse {
+            file: file.into(),
+            line: no,
+            msg,
+        };
+        match &header {
+            None => {
+                let h: Vec<String> = rec.iter().map(str::to_string).collect();
+                for (i, c) in h.iter().enumerate() {
+                    if h[..i].contains(c) {
+                        return Err(bad(format!("column '{c}' appears twice in the header")));
+                    }
+                }
+                header = Some((no, h));
+            }
+            Some((_, h)) => {
+                if rec.len() > h.len() {
+                    return Err(bad(format!(
+                        "{} cells but the header has {} columns",
+                        rec.len(),
+                        h.len()
+                    )));
+                }
+                rows.push((
+                    no,
+                    h.iter()
+                        .cloned()
+                        .zip(rec.iter().map(str::to_string))
+                        .collect(),
+                ));
+            }
+        }
+    }
+    Ok((header, rows))
 }
 
 /// Parses a manifest's text: JSON lines when the name ends in `.jsonl`/`.ndjson` or the first
@@ -451,51 +440,41 @@ fn job_from_fields(
 /// skipped. Relative paths are resolved against `base` (the manifest's folder). Ids must be
 /// unique.
 pub fn parse_manifest(text: &str, file: &str, base: &Path) -> Result<Vec<Job>> {
-    let rows = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i as u64 + 1, l))
-        .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let jsonl =
         file.ends_with(".jsonl") || file.ends_with(".ndjson") || text.trim_start().starts_with('{');
-    let mut jobs = Vec::new();
-    let mut header: Option<Vec<String>> = None;
-    let mut seen: BTreeMap<String, String> = BTreeMap::new();
-    for (no, line) in rows {
-        let fields = if jsonl {
-            parse_json_object(line, file, no)?
-        } else if let Some(h) = &header {
-            let cells = parse_csv_line(line, file, no)?;
-            if cells.len() > h.len() {
+    let rows: Vec<(u64, BTreeMap<String, String>)> = if jsonl {
+        text.lines()
+            .enumerate()
+            .map(|(i, l)| (i as u64 + 1, l))
+            .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+            .map(|(no, l)| Ok((no, parse_json_object(l, file, no)?)))
+            .collect::<Result<_>>()?
+    } else {
+        let (header, rows) = parse_csv(text, file)?;
+        // The header's columns are checked even when no row follows.
+        if let Some((no, h)) = header {
+            let options = option_columns();
+            if let Some(c) = h
+                .iter()
+                .find(|c| !INPUT_COLUMNS.contains(&c.as_str()) && !options.contains(c))
+            {
                 return Err(Error::Parse {
                     file: file.into(),
                     line: no,
                     msg: format!(
-                        "{} cells but the header has {} columns",
-                        cells.len(),
-                        h.len()
+                        "unknown column '{c}' in the header (inputs: {}; options: {})",
+                        INPUT_COLUMNS.join(", "),
+                        options.join(", ")
                     ),
                 });
             }
-            h.iter().cloned().zip(cells).collect()
-        } else {
-            let h = parse_csv_line(line, file, no)?;
-            for c in &h {
-                if !INPUT_COLUMNS.contains(&c.as_str()) && !OPTION_COLUMNS.contains(&c.as_str()) {
-                    return Err(Error::Parse {
-                        file: file.into(),
-                        line: no,
-                        msg: format!(
-                            "unknown column '{c}' in the header (inputs: {}; options: {})",
-                            INPUT_COLUMNS.join(", "),
-                            OPTION_COLUMNS.join(", ")
-                        ),
-                    });
-                }
-            }
-            header = Some(h);
-            continue;
-        };
+        }
+        rows
+    };
+    let mut jobs = Vec::new();
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    for (no, fields) in rows {
         let job = job_from_fields(&fields, file, no, base)?;
         if let Some(first) = seen.insert(job.id.clone(), job.origin.clone()) {
             return Err(Error::Parse {
@@ -610,6 +589,12 @@ pub fn is_max_file(name: &str) -> bool {
 /// - `DIR/left/NAME.*` with `DIR/right/NAME.*`: stereo;
 /// - otherwise the `.max` files and archives in `DIR`: max-flow.
 pub fn from_dir(dir: &Path, seeds: Option<&str>) -> Result<Vec<Job>> {
+    let jobs = jobs_in_dir(dir, seeds)?;
+    jobs.iter().try_for_each(check_job)?;
+    Ok(jobs)
+}
+
+fn jobs_in_dir(dir: &Path, seeds: Option<&str>) -> Result<Vec<Job>> {
     let by_stem = |d: &Path| -> Result<BTreeMap<String, PathBuf>> {
         Ok(list_files(d)?.into_iter().map(|p| (id_of(&p), p)).collect())
     };
@@ -684,7 +669,7 @@ fn seed_for(seeds: &BTreeMap<String, PathBuf>, id: &str) -> Option<PathBuf> {
 /// One max-flow job per file, named by stem; stems must be unique.
 pub fn max_jobs(files: Vec<PathBuf>) -> Result<Vec<Job>> {
     let mut seen = BTreeMap::new();
-    files
+    let jobs: Vec<Job> = files
         .into_iter()
         .map(|p| {
             let id = id_of(&p);
@@ -702,5 +687,7 @@ pub fn max_jobs(files: Vec<PathBuf>) -> Result<Vec<Job>> {
             job.max = Some(p);
             Ok(job)
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    jobs.iter().try_for_each(check_job)?;
+    Ok(jobs)
 }

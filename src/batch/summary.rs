@@ -11,14 +11,16 @@
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::manifest::{parse_csv_line, parse_json_object};
+use serde::{Deserialize, Serialize};
+
 use crate::{Error, Result};
 
 /// How a job ended.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Its output existed already (a resumed batch): not run again.
     #[default]
@@ -38,16 +40,17 @@ impl Status {
             Status::Skipped => "skipped",
         }
     }
-
-    fn parse(s: &str) -> Option<Self> {
-        [Status::Ok, Status::Failed, Status::Skipped]
-            .into_iter()
-            .find(|k| k.name() == s)
-    }
 }
 
-/// One job's line of the summary.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// Milliseconds to 3 decimals (microseconds), as the summary writes them.
+fn ms3<S: serde::Serializer>(x: &f64, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_f64((x * 1000.0).round() / 1000.0)
+}
+
+/// One job's line of the summary; the CSV columns and JSON keys are the field names, in this
+/// order.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Row {
     /// The job's id.
     pub job: String,
@@ -66,10 +69,13 @@ pub struct Row {
     /// Whether every cut's certificate was checked.
     pub verified: bool,
     /// Reading and decoding the inputs, ms.
+    #[serde(serialize_with = "ms3")]
     pub read_ms: f64,
     /// Model fitting, graph building and solving, ms.
+    #[serde(serialize_with = "ms3")]
     pub solve_ms: f64,
     /// Encoding and writing the output, ms.
+    #[serde(serialize_with = "ms3")]
     pub write_ms: f64,
     /// The output file.
     pub output: String,
@@ -79,113 +85,24 @@ pub struct Row {
 pub const CSV_HEADER: &str =
     "job,kind,status,error,solver,device,flow,verified,read_ms,solve_ms,write_ms,output";
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\"").replace(['\n', '\r'], " "))
-    } else {
-        s.to_string()
-    }
-}
-
-/// `s` as a JSON string literal.
-pub fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 impl Row {
     /// The row as a CSV line (no newline).
     pub fn csv_line(&self) -> String {
-        [
-            csv_field(&self.job),
-            csv_field(&self.kind),
-            self.status.name().into(),
-            csv_field(&self.error),
-            csv_field(&self.solver),
-            csv_field(&self.device),
-            self.flow.map(|f| f.to_string()).unwrap_or_default(),
-            self.verified.to_string(),
-            format!("{:.3}", self.read_ms),
-            format!("{:.3}", self.solve_ms),
-            format!("{:.3}", self.write_ms),
-            csv_field(&self.output),
-        ]
-        .join(",")
+        let mut w = csv::WriterBuilder::new()
+            .has_headers(false)
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_writer(Vec::new());
+        // Writing plain fields to memory cannot fail.
+        let _ = w.serialize(self);
+        let bytes = w.into_inner().unwrap_or_default();
+        String::from_utf8_lossy(&bytes)
+            .trim_end_matches('\n')
+            .to_string()
     }
 
     /// The row as one JSON object (no newline).
     pub fn json_line(&self) -> String {
-        format!(
-            "{{\"job\":{},\"kind\":{},\"status\":\"{}\",\"error\":{},\"solver\":{},\"device\":{},\
-             \"flow\":{},\"verified\":{},\"read_ms\":{:.3},\"solve_ms\":{:.3},\"write_ms\":{:.3},\
-             \"output\":{}}}",
-            json_string(&self.job),
-            json_string(&self.kind),
-            self.status.name(),
-            json_string(&self.error),
-            json_string(&self.solver),
-            json_string(&self.device),
-            self.flow.map(|f| f.to_string()).unwrap_or("null".into()),
-            self.verified,
-            self.read_ms,
-            self.solve_ms,
-            self.write_ms,
-            json_string(&self.output),
-        )
-    }
-
-    /// A row from the fields of one summary line (CSV cells or JSON values by column name).
-    fn from_fields(get: impl Fn(&str) -> Option<String>, file: &str, line: u64) -> Result<Self> {
-        let bad = |msg: String| Error::Parse {
-            file: file.into(),
-            line,
-            msg,
-        };
-        let text = |k: &str| get(k).unwrap_or_default();
-        let ms = |k: &str| -> Result<f64> {
-            let v = text(k);
-            if v.is_empty() {
-                return Ok(0.0);
-            }
-            v.parse()
-                .map_err(|_| bad(format!("{k} '{v}' is not a number")))
-        };
-        let status = text("status");
-        let flow = text("flow");
-        Ok(Row {
-            job: get("job").ok_or_else(|| bad("no job column".into()))?,
-            kind: text("kind"),
-            status: Status::parse(&status)
-                .ok_or_else(|| bad(format!("status '{status}' is not ok, failed or skipped")))?,
-            error: text("error"),
-            solver: text("solver"),
-            device: text("device"),
-            flow: match flow.as_str() {
-                "" | "null" => None,
-                f => Some(
-                    f.parse()
-                        .map_err(|_| bad(format!("flow '{f}' is not an integer")))?,
-                ),
-            },
-            verified: text("verified") == "true",
-            read_ms: ms("read_ms")?,
-            solve_ms: ms("solve_ms")?,
-            write_ms: ms("write_ms")?,
-            output: text("output"),
-        })
+        serde_json::to_string(self).unwrap_or_default()
     }
 }
 
@@ -252,46 +169,48 @@ fn with_ext(stem: &Path, ext: &str) -> PathBuf {
 /// cut short (a killed writer) is ignored; any other bad line is an error naming file and line.
 pub fn read_summary(path: &Path) -> Result<Vec<Row>> {
     let name = path.display().to_string();
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let lines: Vec<String> = BufReader::new(file)
-        .lines()
-        .collect::<std::io::Result<_>>()
-        .map_err(|e| Error::io(path, e))?;
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let bad = |line: u64, msg: String| Error::Parse {
+        file: name.clone(),
+        line,
+        msg,
+    };
     let jsonl = name.ends_with(".jsonl") || name.ends_with(".json");
-    let mut rows = Vec::new();
-    let mut header: Vec<String> = Vec::new();
-    let last = lines.len();
-    for (i, line) in lines.iter().enumerate() {
-        let no = i as u64 + 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let fields: Result<BTreeMap<String, String>> = if jsonl {
-            parse_json_object(line, &name, no)
-        } else if header.is_empty() {
-            header = parse_csv_line(line, &name, no)?;
-            continue;
-        } else {
-            parse_csv_line(line, &name, no).and_then(|cells| {
-                if cells.len() != header.len() {
-                    return Err(Error::Parse {
-                        file: name.clone(),
-                        line: no,
-                        msg: format!("{} cells, the header has {}", cells.len(), header.len()),
-                    });
-                }
-                Ok(header.iter().cloned().zip(cells).collect())
+    let rows: Vec<Result<Row>> = if jsonl {
+        text.lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| {
+                serde_json::from_str::<Row>(l).map_err(|e| bad(i as u64 + 1, e.to_string()))
             })
-        };
-        match fields.and_then(|f| Row::from_fields(|k| f.get(k).cloned(), &name, no)) {
-            Ok(r) => rows.push(r),
+            .collect()
+    } else {
+        let mut reader = csv::ReaderBuilder::new()
+            .flexible(false)
+            .from_reader(text.as_bytes());
+        reader
+            .deserialize::<Row>()
+            .map(|r| {
+                r.map_err(|e| {
+                    let line = e.position().map_or(0, |p| p.line());
+                    bad(line, e.to_string())
+                })
+            })
+            .collect()
+    };
+    let last = rows.len();
+    let mut out = Vec::with_capacity(last);
+    for (i, r) in rows.into_iter().enumerate() {
+        match r {
+            Ok(r) => out.push(r),
             // The writer appends whole lines, but a line being written when the process was
             // killed may be cut short: only the last one.
             Err(_) if i + 1 == last => {}
             Err(e) => return Err(e),
         }
     }
-    Ok(rows)
+    Ok(out)
 }
 
 /// Merges summaries (per shard, or one resumed several times): one row per job, the job's last

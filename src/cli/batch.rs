@@ -236,6 +236,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut opts = BatchOptions::new(&args.out);
     opts.template = args.name.clone();
     opts.defaults.segment = args.energy.options()?;
+    opts.defaults.seeds = args.energy.0.seed_options();
     opts.defaults.segment.verify = !args.no_verify;
     opts.defaults.solve.solver = opts.defaults.segment.solver;
     opts.defaults.solve.auto = opts.defaults.segment.auto;
@@ -271,7 +272,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             // A batch pays the GPU's start-up once, so `auto` may send smaller graphs to it:
             // down to the measured crossover with BK (16 K nodes, docs/benchmarks.md), unless
             // --gpu-min-nodes was given.
-            if opts.defaults.segment.auto.min_gpu_nodes == segcut::maxflow::AUTO_MIN_GPU_NODES {
+            // (Given, it is kept even when it equals the single-image default.)
+            if !args.energy.0.is_given("gpu-min-nodes") {
                 for auto in [
                     &mut opts.defaults.segment.auto,
                     &mut opts.defaults.solve.auto,

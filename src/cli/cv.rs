@@ -4,9 +4,9 @@
 use super::segment::EnergyArgs;
 use anyhow::{bail, Context, Result};
 use segcut::io;
+use segcut::options::Values;
 use segcut::segment::cv::{self, Case};
 use segcut::segment::eval::{score, Score};
-use segcut::segment::pipeline::InitialModels;
 use segcut::segment::post::{post_process, PostProcess};
 use segcut::segment::SegmentOptions;
 use serde_json::json;
@@ -26,87 +26,42 @@ struct Axis {
     values: Vec<String>,
 }
 
+/// One grid axis: any segmentation option (its flag's name, with or without `--`, or its
+/// snake_case name), each value checked by the options model.
 fn parse_axis(spec: &str) -> Result<Axis> {
     let Some((key, values)) = spec.split_once('=') else {
         bail!("--grid expects KEY=V1,V2,..., got '{spec}'");
     };
-    let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
+    // Values with commas of their own (colours `R,G,B`) are separated by `|` instead.
+    let sep = if values.contains('|') { '|' } else { ',' };
+    let values: Vec<String> = values.split(sep).map(|v| v.trim().to_string()).collect();
+    let key = key.trim().trim_start_matches("--");
     if values.iter().any(|v| v.is_empty()) {
         bail!("--grid {spec}: empty value");
     }
     let axis = Axis {
-        key: key.trim().to_string(),
+        key: key.to_string(),
         values,
     };
     // Check every value once, up front.
-    let mut o = SegmentOptions::default();
-    for v in &axis.values {
-        set(&mut o, &axis.key, v)?;
+    let mut v = Values::segment();
+    for value in &axis.values {
+        v.set(&axis.key, value)
+            .map_err(|e| anyhow::anyhow!("--grid {e}"))?;
     }
     Ok(axis)
 }
 
-/// Sets one grid key on `o`.
-fn set(o: &mut SegmentOptions, key: &str, value: &str) -> Result<()> {
-    let num = || -> Result<f64> {
-        let x: f64 = value
-            .parse()
-            .with_context(|| format!("--grid {key}: '{value}' is not a number"))?;
-        if !(x.is_finite() && x >= 0.0) {
-            bail!("--grid {key}: {value} must be finite and >= 0");
-        }
-        Ok(x)
-    };
-    match key {
-        "lambda" => o.lambda = num()?,
-        "iterations" => {
-            let n = num()? as usize;
-            if n == 0 {
-                bail!("--grid iterations: at least 1");
-            }
-            o.iterations = n;
-        }
-        "seed-weight" => {
-            o.seed_weight = num()?;
-            if o.seed_weight > 1.0 {
-                bail!("--grid seed-weight: {value} is above 1");
-            }
-        }
-        "prior" => o.prior.weight = num()?,
-        "prior-contrast" => o.prior.contrast = num()?,
-        "prior-softness" => o.prior.softness = num()?,
-        "initial" => {
-            o.initial = match value {
-                "seeds" => InitialModels::Seeds,
-                "nearest" => InitialModels::NearestStroke,
-                "background" => InitialModels::UnlabelledBackground,
-                _ => bail!("--grid initial: seeds, nearest or background, got '{value}'"),
-            }
-        }
-        "drop-unseeded" => o.post.drop_unseeded = num()? != 0.0,
-        "fill-holes" => o.post.max_hole = num()? as usize,
-        "outlier" => {
-            o.outlier = num()?;
-            if o.outlier >= 1.0 {
-                bail!("--grid outlier: {value} must be below 1");
-            }
-        }
-        other => bail!(
-            "--grid: unknown key '{other}' (lambda, iterations, seed-weight, prior, prior-contrast, prior-softness, outlier, initial, drop-unseeded, fill-holes)"
-        ),
-    }
-    Ok(())
-}
-
-/// Every combination of the axes' values on top of `base`, with a label each.
-fn candidates(base: &SegmentOptions, axes: &[Axis]) -> Result<Vec<(String, SegmentOptions)>> {
-    let mut out = vec![(String::new(), base.clone())];
+/// Every combination of the axes' values on top of the flags given, with a label each.
+fn candidates(given: &Values, axes: &[Axis]) -> Result<Vec<(String, SegmentOptions)>> {
+    let mut out = vec![(String::new(), given.clone())];
     for axis in axes {
         let mut next = Vec::new();
-        for (label, opts) in &out {
+        for (label, values) in &out {
             for v in &axis.values {
-                let mut o = opts.clone();
-                set(&mut o, &axis.key, v)?;
+                let mut o = values.clone();
+                o.set(&axis.key, v)
+                    .map_err(|e| anyhow::anyhow!("--grid {e}"))?;
                 let sep = if label.is_empty() { "" } else { " " };
                 next.push((format!("{label}{sep}{}={v}", axis.key), o));
             }
@@ -116,7 +71,14 @@ fn candidates(base: &SegmentOptions, axes: &[Axis]) -> Result<Vec<(String, Segme
     if out.len() == 1 && out[0].0.is_empty() {
         out[0].0 = "defaults".into();
     }
-    Ok(out)
+    out.into_iter()
+        .map(|(label, v)| {
+            let o = v
+                .segment_options(SegmentOptions::default())
+                .map_err(|e| anyhow::anyhow!("--grid {label}: {e}"))?;
+            Ok((label, o))
+        })
+        .collect()
 }
 
 /// The candidates of an earlier `--json` output, their scores in the order of `cases` (every case
@@ -220,7 +182,7 @@ pub fn run(
         .iter()
         .map(|g| parse_axis(g))
         .collect::<Result<Vec<_>>>()?;
-    let mut cands = candidates(&energy.options()?, &axes)?;
+    let mut cands = candidates(&energy.0, &axes)?;
     if grid.is_empty() && !merge.is_empty() {
         cands.clear(); // only the merged candidates
     }

@@ -43,9 +43,10 @@ pub struct Args {
     /// to the cross-validation; alone (without --grid), nothing is segmented.
     #[arg(long, value_name = "JSON")]
     merge: Vec<PathBuf>,
-    /// A grid axis as KEY=V1,V2,...; repeat for more axes (the candidates are all combinations).
-    /// Keys: lambda, iterations, seed-weight, prior, prior-contrast, prior-softness, outlier, initial
-    /// (seeds, nearest, background), drop-unseeded, fill-holes. Put the post-processing keys
+    /// A grid axis as KEY=V1,V2,... (any segmentation option; V1|V2|... for values with commas);
+    /// repeat for more axes (the candidates are all combinations).
+    /// Keys: every flag above (docs/options.md), e.g. lambda, prior-contrast, initial (seeds,
+    /// nearest, background), drop-unseeded, fill-holes. Put the post-processing keys
     /// last: consecutive candidates that differ only in them share one segmentation.
     #[arg(long, value_name = "KEY=VALUES")]
     grid: Vec<String>,

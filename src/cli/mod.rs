@@ -8,6 +8,7 @@ mod cv;
 mod eval;
 mod gen;
 mod maxflow;
+mod options;
 mod segment;
 mod startup;
 mod stereo;

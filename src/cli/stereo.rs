@@ -3,98 +3,46 @@
 //! (seed colours → label map).
 
 use anyhow::{bail, Context, Result};
-use segcut::graph::Connectivity;
 use segcut::io::{self, DisparityFormat};
 use segcut::maxflow::{SolveOptions, SolverKind};
+use segcut::options::stereo_base;
 use segcut::stereo::eval::{load_scene, score, StereoScore};
 use segcut::stereo::export::{export_first_pass, ExportOptions};
 use segcut::stereo::multilabel::{multilabel, seeds_from_colors, MultilabelOptions};
-use segcut::stereo::{
-    cost_volume, pair_weights, stereo, CostOptions, DataTerm, Smoothness, StereoOptions,
-    StereoResult,
-};
+use segcut::stereo::{cost_volume, pair_weights, stereo, StereoOptions, StereoResult};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// The energy and solver settings shared by `stereo` and `stereo-eval`; defaults are the
-/// library's (`StereoOptions::default()`, docs/stereo.md).
-#[derive(clap::Args, Debug, Clone)]
-pub struct EnergyArgs {
-    /// Data term: bt (Birchfield–Tomasi) or bt-census (BT plus a 5×5 census Hamming distance).
-    #[arg(long, value_parser = ["bt", "bt-census"], default_value = StereoOptions::default().cost.data.name())]
-    data: String,
-    /// BT truncation (8-bit intensity units).
-    #[arg(long, default_value_t = CostOptions::default().truncation)]
-    truncation: f32,
-    /// Weight of one differing census bit (with --data bt-census).
-    #[arg(long, default_value_t = CostOptions::default().census_weight)]
-    census_weight: f32,
-    /// Integer cost units per intensity unit (costs and weights are rounded after scaling).
-    #[arg(long, default_value_t = CostOptions::default().scale)]
-    cost_scale: f32,
-    /// Smoothness: potts (contrast-sensitive Potts) or linear:T (truncated linear, truncation T).
-    #[arg(long, default_value = "potts")]
-    smoothness: String,
-    /// λ: the pair weight across an intensity edge.
-    #[arg(long, default_value_t = StereoOptions::default().lambda)]
-    lambda: f32,
-    /// Neighbours closer than this (largest channel difference) get --contrast-factor × λ.
-    #[arg(long, default_value_t = StereoOptions::default().contrast_threshold)]
-    contrast_threshold: f32,
-    /// The weight factor for similar neighbours.
-    #[arg(long, default_value_t = StereoOptions::default().contrast_factor)]
-    contrast_factor: f32,
-    /// Neighbourhood: 4 or 8.
-    #[arg(long, short = 'c', value_parser = ["4", "8"], default_value = "4")]
-    connectivity: String,
-    /// Passes over all labels [default: until a pass lowers the energy no more].
-    #[arg(long)]
-    iterations: Option<usize>,
-    /// Max-flow solver for every expansion move (`auto`: cuda-grid for images of at least
-    /// 65536 pixels when a GPU is usable, else BK).
-    #[arg(long, value_parser = super::solver_parser(), default_value = "auto")]
-    solver: SolverKind,
-    /// Check every move's optimality certificate (cut capacity = flow).
-    #[arg(long)]
-    verify: bool,
-}
+/// The stereo flags of `stereo-eval`: the library's table without the disparity range (each
+/// scene has its own).
+pub use super::options::StereoEnergyFlags as EnergyArgs;
+use super::options::StereoFlags;
 
 impl EnergyArgs {
+    /// The options for a scene of `count` disparities from 0.
     fn options(&self, min: i32, count: usize) -> Result<StereoOptions> {
-        let smoothness = match self.smoothness.as_str() {
-            "potts" => Smoothness::Potts,
-            s => match s.strip_prefix("linear:").map(str::parse::<u32>) {
-                Some(Ok(t)) if t >= 1 => Smoothness::TruncatedLinear { truncation: t },
-                _ => bail!("--smoothness must be potts or linear:T with T ≥ 1, got '{s}'"),
-            },
-        };
-        let mut o = StereoOptions {
-            min_disparity: min,
-            num_disparities: count,
-            cost: CostOptions {
-                data: DataTerm::parse(&self.data).context("unknown --data")?,
-                truncation: self.truncation,
-                census_weight: self.census_weight,
-                scale: self.cost_scale,
-            },
-            smoothness,
-            lambda: self.lambda,
-            contrast_threshold: self.contrast_threshold,
-            contrast_factor: self.contrast_factor,
-            connectivity: if self.connectivity == "8" {
-                Connectivity::N8
-            } else {
-                Connectivity::N4
-            },
-            ..Default::default()
-        };
-        o.expansion.max_passes = self.iterations;
-        o.expansion.solve = SolveOptions {
-            verify: self.verify,
-            ..SolveOptions::with_solver(self.solver)
-        };
+        let mut o = self
+            .0
+            .stereo_options(stereo_base())
+            .map_err(super::segment::flag_error)?;
+        o.min_disparity = min;
+        o.num_disparities = count;
         Ok(o)
+    }
+
+    fn solver(&self) -> SolverKind {
+        self.options(0, 1)
+            .map(|o| o.expansion.solve.solver)
+            .unwrap_or_default()
+    }
+}
+
+/// A finite scale > 0 (a disparity map's PNG value per disparity).
+fn positive_scale(s: &str) -> Result<f32, String> {
+    match s.trim().parse::<f32>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("'{s}' is not a finite number > 0")),
     }
 }
 
@@ -108,23 +56,9 @@ pub struct Args {
     /// Disparity map out: .png (8-bit, or 16-bit when d × scale exceeds 255) or .pfm (float).
     #[arg(short, long, value_name = "DISP")]
     output: PathBuf,
-    /// Number of disparities (labels 0..N−1, offset by --min-disparity).
-    #[arg(
-        long,
-        short = 'n',
-        default_value_t = 16,
-        conflicts_with = "max_disparity"
-    )]
-    disparities: usize,
-    /// Smallest disparity.
-    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
-    min_disparity: i32,
-    /// Largest disparity (instead of --disparities).
-    #[arg(long, allow_hyphen_values = true)]
-    max_disparity: Option<i32>,
     /// PNG value per disparity unit [default: 255 / largest disparity, at most 16, Middlebury
     /// style: 16 for 16 labels].
-    #[arg(long)]
+    #[arg(long, value_parser = positive_scale)]
     scale: Option<f32>,
     /// Also write a colour-mapped picture of the disparities (PNG).
     #[arg(long, value_name = "VIEW.png")]
@@ -142,7 +76,7 @@ pub struct Args {
     #[arg(long)]
     tbz2: bool,
     #[command(flatten)]
-    energy: EnergyArgs,
+    energy: StereoFlags,
 }
 
 fn stats_json(r: &StereoResult, solver: SolverKind) -> serde_json::Value {
@@ -160,18 +94,23 @@ fn stats_json(r: &StereoResult, solver: SolverKind) -> serde_json::Value {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let count = match args.max_disparity {
-        Some(max) if max < args.min_disparity => bail!(
-            "--max-disparity {max} is below --min-disparity {}",
-            args.min_disparity
-        ),
-        Some(max) => (max - args.min_disparity + 1) as usize,
-        None => args.disparities,
-    };
-    if count == 0 {
-        bail!("--disparities must be at least 1");
+    let opts = args
+        .energy
+        .0
+        .stereo_options(stereo_base())
+        .map_err(super::segment::flag_error)?;
+    let count = opts.num_disparities;
+    let pfm = args
+        .output
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("pfm"));
+    if opts.min_disparity < 0 && !pfm {
+        bail!(
+            "--min-disparity {} searches negative disparities, which a PNG map cannot hold: \
+             write -o NAME.pfm",
+            opts.min_disparity
+        );
     }
-    let opts = args.energy.options(args.min_disparity, count)?;
     let mut plan = io::OutputPlan::default();
     plan.input(&args.left, "left view")?;
     plan.input(&args.right, "right view")?;
@@ -186,7 +125,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let right = io::load_image(&args.right)?;
     let res = stereo(&left, &right, &opts)
         .with_context(|| format!("{} and {}", args.left.display(), args.right.display()))?;
-    let max_d = (args.min_disparity + count as i32 - 1).max(1) as f32;
+    let max_d = (opts.min_disparity + count as i32 - 1).max(1) as f32;
     let scale = args
         .scale
         .unwrap_or((255.0 / max_d).floor().clamp(1.0, 16.0));
@@ -204,7 +143,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         )?);
     }
     if let Some(p) = &args.stats_json {
-        let s = stats_json(&res, args.energy.solver);
+        let s = stats_json(&res, opts.expansion.solve.solver);
         staged.push(io::stage(p, serde_json::to_string_pretty(&s)?.as_bytes())?);
     }
     io::commit_all(staged)?;
@@ -373,7 +312,7 @@ pub fn run_eval(args: EvalArgs) -> Result<ExitCode> {
             }
             rows.push(
                 json!({ "scene": scene.name, "score": s, "median_ms": median, "times_ms": times,
-                "run": stats_json(&r, args.energy.solver) }),
+                "run": stats_json(&r, args.energy.solver()) }),
             );
         }
     }

@@ -107,6 +107,21 @@ pub fn encode_disparity(disp: &[f32], w: usize, h: usize, fmt: DisparityFormat) 
             0.0
         }
     };
+    // A PNG holds no negative values: clamping them to 0 would write a map of zeros.
+    if matches!(
+        fmt,
+        DisparityFormat::Png8 { .. } | DisparityFormat::Png16 { .. }
+    ) {
+        if let Some(i) = disp.iter().position(|&d| d < 0.0) {
+            return Err(Error::Unsupported(format!(
+                "disparity {} at (x={}, y={}) is negative, which a PNG cannot hold: write a \
+                 .pfm map (or search from disparity 0)",
+                disp[i],
+                i % w,
+                i / w
+            )));
+        }
+    }
     match fmt {
         DisparityFormat::Png8 { scale } => {
             let data: Vec<u8> = disp.iter().map(|&d| q(d, scale, 255.0) as u8).collect();

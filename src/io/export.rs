@@ -143,7 +143,7 @@ pub fn encode_mask_as(
 }
 
 /// One closed border of the mask, as imageproc traces it: pixel centres in order.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Contour {
     /// `"outer"` (a component's outline) or `"hole"` (a hole's outline, inside its parent).
     pub kind: &'static str,
@@ -182,28 +182,21 @@ pub fn contours(mask: &[bool], dims: [usize; 3]) -> Result<Vec<Contour>> {
 /// [`contours`] as JSON: `{"width": W, "height": H, "contours": [{"kind": "outer"|"hole",
 /// "parent": index|null, "points": [[x, y], ...]}]}`.
 pub fn encode_contours(mask: &[bool], dims: [usize; 3]) -> Result<Vec<u8>> {
-    let list = contours(mask, dims)?;
-    let mut out = format!(
-        "{{\"width\":{},\"height\":{},\"contours\":[",
-        dims[0], dims[1]
-    );
-    for (i, c) in list.iter().enumerate() {
-        let parent = c.parent.map_or("null".to_string(), |p| p.to_string());
-        let sep = if i > 0 { "," } else { "" };
-        out += &format!(
-            "{sep}{{\"kind\":\"{}\",\"parent\":{parent},\"points\":[",
-            c.kind
-        );
-        let pts: Vec<String> = c
-            .points
-            .iter()
-            .map(|p| format!("[{},{}]", p[0], p[1]))
-            .collect();
-        out += &pts.join(",");
-        out += "]}";
+    #[derive(serde::Serialize)]
+    struct Doc<'a> {
+        width: usize,
+        height: usize,
+        contours: &'a [Contour],
     }
-    out += "]}\n";
-    Ok(out.into_bytes())
+    let list = contours(mask, dims)?;
+    let doc = Doc {
+        width: dims[0],
+        height: dims[1],
+        contours: &list,
+    };
+    let mut out = serde_json::to_vec(&doc).map_err(|e| Error::Unsupported(e.to_string()))?;
+    out.push(b'\n');
+    Ok(out)
 }
 
 /// Writes [`encode_contours`] to `path`, atomically.

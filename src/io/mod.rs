@@ -58,8 +58,8 @@ pub use mask::{check_mask_path, encode_mask, encode_volume, save_mask, save_volu
 pub use nifti::{encode_nifti, save_nifti, NiftiOptions, NiftiType, Orientation};
 pub use probability::load_probability;
 pub use seeds::{
-    load_seeds, rect_seeds, rect_with_seeds, Rect, SeedFormat, SeedOptions, DEFAULT_BG_COLOR,
-    DEFAULT_FG_COLOR,
+    load_seeds, rect_seeds, rect_with_seeds, seeds_from_values, Rect, SeedFormat, SeedOptions,
+    DEFAULT_BG_COLOR, DEFAULT_FG_COLOR,
 };
 pub use tiff_stack::{encode_tiff, save_tiff};
 

@@ -438,6 +438,49 @@ fn grey_labels(path: &Path, dims: [usize; 3], values: &[f32], conv: Grey) -> Res
         .collect()
 }
 
+/// Seeds from values handed over in memory (a Python array) in one of the grey conventions:
+/// [`SeedFormat::Labels`], [`SeedFormat::OpenCv`] (2 is *probably* background, 3 probably
+/// foreground) or [`SeedFormat::Trimap`]. `what` names the values in errors. The other formats
+/// describe files (palettes, colours, auto-detection) and are refused.
+///
+/// ```
+/// use segcut::io::{seeds_from_values, Seed, SeedFormat};
+/// let s = seeds_from_values([4, 1, 1], &[0.0, 1.0, 2.0, 3.0], SeedFormat::OpenCv, "seeds").unwrap();
+/// assert_eq!(s.labels, [Seed::Background, Seed::Foreground, Seed::ProbablyBackground, Seed::ProbablyForeground]);
+/// ```
+pub fn seeds_from_values(
+    dims: [usize; 3],
+    values: &[f32],
+    format: SeedFormat,
+    what: &str,
+) -> Result<Seeds> {
+    let conv = match format {
+        SeedFormat::Labels => Grey::Labels,
+        SeedFormat::OpenCv => Grey::OpenCv,
+        SeedFormat::Trimap => Grey::Trimap,
+        f => {
+            return Err(Error::Input {
+                file: what.into(),
+                msg: format!(
+                    "seed format {} describes files; values in memory are labels, opencv or \
+                     trimap",
+                    f.name()
+                ),
+            })
+        }
+    };
+    if values.len() != dims.iter().product::<usize>() {
+        return Err(Error::Input {
+            file: what.into(),
+            msg: format!("{} values for {dims:?}", values.len()),
+        });
+    }
+    Ok(Seeds {
+        dims,
+        labels: grey_labels(Path::new(what), dims, values, conv)?,
+    })
+}
+
 /// Auto-detection among the grey conventions; see [`SeedFormat`].
 fn auto_grey(path: &Path, dims: [usize; 3], values: &[f32]) -> Result<Vec<Seed>> {
     // Distinct values: at most 5 can fit any convention, so stop collecting after 6.

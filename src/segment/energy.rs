@@ -590,9 +590,58 @@ pub fn set_tlinks_with_prior(
     })
 }
 
-/// Writes the t-links of `energy` from a foreground probability per pixel (replacing any
-/// earlier ones): hard seeds as in [`set_tlinks`], every other pixel
-/// `D_fg = −ln max(p, floor)`, `D_bg = −ln max(1 − p, floor)` (see [`super::unary`]).
+/// The smallest probability a data cost is computed from: a pixel the map is certain about
+/// (`P = 0` or `1`) costs at most `−ln ε ≈ 13.8` nats, so its neighbours and seeds can still
+/// correct it (see [`super::unary`]).
+pub const PROBABILITY_FLOOR: f64 = 1e-6;
+
+/// The t-links of a probability data term, `(source, sink, constant)`, at the given scale
+/// (capacity units per nat) and hard-seed capacity `K`: hard seeds `(K, 0)` / `(0, K)`, other
+/// pixels `D(fg) = −ln max(P, floor)`, `D(bg) = −ln max(1 − P, floor)` in net form. The CPU
+/// graph ([`set_tlinks_probability`]) and the GPU build take them from here.
+pub fn probability_terminals(
+    seeds: &Seeds,
+    prob: &[f32],
+    floor: f64,
+    scale: f64,
+    hard: Cap,
+) -> Result<(Vec<Cap>, Vec<Cap>, f64)> {
+    if prob.len() != seeds.labels.len() {
+        return Err(Error::Graph(format!(
+            "seeds {:?}, probability map {} values",
+            seeds.dims,
+            prob.len()
+        )));
+    }
+    let kf = hard as f64;
+    let caps: Vec<(Cap, Cap, f64)> = prob
+        .par_iter()
+        .zip(seeds.labels.par_iter())
+        .map(|(&p, l)| match l {
+            Seed::Foreground => (hard, 0, 0.0),
+            Seed::Background => (0, hard, 0.0),
+            _ => {
+                let p = p as f64;
+                let (dfg, dbg) = (-p.max(floor).ln(), -(1.0 - p).max(floor).ln());
+                let net = (dbg - dfg) * scale;
+                // Non-negative: truncating c + ½ rounds to nearest.
+                let c = (net.abs().min(kf) + 0.5) as Cap;
+                let m = dfg.min(dbg);
+                if net > 0.0 {
+                    (c, 0, m)
+                } else {
+                    (0, c, m)
+                }
+            }
+        })
+        .collect();
+    let constant = caps.iter().map(|c| c.2).sum();
+    let (source, sink) = caps.iter().map(|c| (c.0, c.1)).unzip();
+    Ok((source, sink, constant))
+}
+
+/// Sets the t-links of a probability data term (see [`probability_terminals`]) on a graph
+/// built by [`build_nlinks`].
 pub fn set_tlinks_probability(
     energy: &mut Energy,
     seeds: &Seeds,
@@ -607,18 +656,13 @@ pub fn set_tlinks_probability(
             prob.len()
         )));
     }
-    // The probabilities as a one-channel image, for the common t-link loop.
-    let map = Image {
-        dims,
-        channels: 1,
-        data: prob.to_vec(),
-        spacing: [1.0; 3],
-        meta: Default::default(),
-    };
-    write_tlinks(energy, &map, seeds, None, |px| {
-        let p = px[0] as f64;
-        (-p.max(floor).ln(), -(1.0 - p).max(floor).ln())
-    })
+    let (src, snk, constant) =
+        probability_terminals(seeds, prob, floor, energy.scale, energy.hard)?;
+    let (source, sink) = energy.graph.terminal_caps_mut();
+    source.copy_from_slice(&src);
+    sink.copy_from_slice(&snk);
+    energy.unary_constant = constant;
+    Ok(())
 }
 
 /// Grey images: both models tabulated over the image's value range, so a volume of millions of

@@ -402,6 +402,24 @@ impl GpuEnergy {
         Ok(())
     }
 
+    /// Sets the t-links from capacities computed on the host (a probability data term:
+    /// [`energy::probability_terminals`] at this graph's `scale` and `hard`), with their
+    /// data-cost constant.
+    pub fn set_terminals(&mut self, source: &[i32], sink: &[i32], constant: f64) -> Result<()> {
+        let n = self.shape.num_nodes();
+        if source.len() != n || sink.len() != n {
+            return Err(Error::Graph(format!(
+                "{} / {} terminal capacities for {n} pixels",
+                source.len(),
+                sink.len()
+            )));
+        }
+        self.source = cuda::upload(&self.stream, source, "t-links")?;
+        self.sink = cuda::upload(&self.stream, sink, "t-links")?;
+        self.unary_constant = constant;
+        Ok(())
+    }
+
     /// The shape and the current terminal capacities on the device (t-links of the last
     /// [`set_tlinks`](GpuEnergy::set_tlinks)), for a warm-started solve.
     pub(crate) fn terminals(&self) -> ([usize; 3], Connectivity, &CudaSlice<i32>, &CudaSlice<i32>) {

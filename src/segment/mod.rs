@@ -15,6 +15,7 @@ pub mod model;
 pub mod pipeline;
 pub mod post;
 pub mod prior;
+pub mod report;
 pub mod unary;
 
 pub use crate::io::{Image, Seed, Seeds};

@@ -19,7 +19,7 @@
 
 pub use super::color::ColorSpace;
 use super::color::{to_color_space, WorkSpace};
-use super::energy::{self, Energy, EnergyOptions};
+use super::energy::{self, Energy, EnergyOptions, PROBABILITY_FLOOR};
 use super::gpu::{GpuEnergy, GpuTimes};
 use super::model::{Blend, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
 use super::post::{post_process, PostProcess};
@@ -452,12 +452,17 @@ pub fn build_graph(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Resul
 
 /// The solver that runs on `image`'s graph, and whether the graph is built on the GPU: only
 /// when that solver is `cuda-grid` and the GPU builder covers the input.
-fn plan_solve(image: &Image, opts: &SegmentOptions) -> (Choice, bool) {
+fn plan_solve(image: &Image, opts: &SegmentOptions, data: DataTerm) -> (Choice, bool) {
+    // A probability map needs no models on the device: any model the builder covers will do.
+    let model = match data {
+        DataTerm::ColourModels => opts.model,
+        DataTerm::Probability(_) => ModelKind::Gmm { components: 1 },
+    };
     let size = GraphSize::of_grid(image.dims, opts.connectivity_for(image).degree());
     let choice = plan(opts.solver, size, &opts.auto, opts.device);
     let on_gpu = opts.gpu_build
         && choice.solver == SolverKind::CudaGrid
-        && super::gpu::supported(image, opts.model).is_ok();
+        && super::gpu::supported(image, model).is_ok();
     (choice, on_gpu)
 }
 
@@ -488,6 +493,14 @@ struct Rounds<'a> {
     geometry: Option<Vec<f32>>,
     /// The prior the t-links add (`None`: off).
     prior: Option<Vec<f32>>,
+}
+
+/// What one round's t-links are made of.
+enum TLinks<'b> {
+    /// The two classes' models.
+    Models(&'b Blend<'b>, &'b Blend<'b>),
+    /// A foreground probability per pixel.
+    Probability(&'b [f32]),
 }
 
 /// One round's cut and the solver that made it.
@@ -535,14 +548,78 @@ fn check_options(image: &Image, opts: &SegmentOptions) -> Result<()> {
     opts.prior.check()
 }
 
-/// Segments `image` given `seeds`.
+/// What the t-links are made of.
+#[derive(Clone, Copy, Debug)]
+pub enum DataTerm<'a> {
+    /// Colour models fitted on the seeds (and refitted on the mask: GrabCut).
+    ColourModels,
+    /// A foreground probability per pixel, in `[0, 1]` ([`super::unary`]): one cut, the seeds
+    /// (optional) as hard constraints.
+    Probability(&'a [f32]),
+}
+
+/// Segments `image` given `seeds`, with colour models.
 pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Segmentation> {
-    let seed_counts = check_seeds(image, seeds)?;
+    segment_with(image, seeds, DataTerm::ColourModels, opts)
+}
+
+/// Checks a probability map against the image: one value per pixel, each in `[0, 1]`.
+fn check_probability(image: &Image, prob: &[f32]) -> Result<()> {
+    let n = image.num_pixels();
+    let bad = |msg: String| Error::Input {
+        file: "probability map".into(),
+        msg,
+    };
+    if prob.len() != n {
+        return Err(bad(format!(
+            "{} values for an image of {n} pixels",
+            prob.len()
+        )));
+    }
+    if let Some(i) = prob.iter().position(|p| !(0.0..=1.0).contains(p)) {
+        let [w, h, _] = image.dims;
+        return Err(bad(format!(
+            "pixel (x={}, y={}, z={}) has {}, not a probability in [0, 1]",
+            i % w,
+            (i / w) % h,
+            i / (w * h),
+            prob[i]
+        )));
+    }
+    Ok(())
+}
+
+/// Segments `image` given `seeds` and a data term: the one entry point of every segmentation
+/// (the same graph build, on the GPU when it runs there, warm starts and statistics).
+pub fn segment_with(
+    image: &Image,
+    seeds: &Seeds,
+    data: DataTerm,
+    opts: &SegmentOptions,
+) -> Result<Segmentation> {
+    let seed_counts = match data {
+        DataTerm::ColourModels => check_seeds(image, seeds)?,
+        DataTerm::Probability(p) => {
+            energy::check_seeds(image, seeds)?;
+            check_probability(image, p)?;
+            seeds.counts()
+        }
+    };
     check_options(image, opts)?;
+    if matches!(data, DataTerm::Probability(_)) && opts.iterations > 1 {
+        return Err(Error::Input {
+            file: "segment options".into(),
+            msg: format!(
+                "iterations {}: a probability map is cut once (there are no colour models to \
+                 refit)",
+                opts.iterations
+            ),
+        });
+    }
     // Asked first: creating the GPU context is process start-up, not preparation.
-    let (choice, on_gpu) = plan_solve(image, opts);
+    let (choice, on_gpu) = plan_solve(image, opts, data);
     let t = Instant::now();
-    let (mut r, gpu_build_declined) = Rounds::prepare(image, seeds, opts, choice, on_gpu)?;
+    let (mut r, gpu_build_declined) = Rounds::prepare(image, seeds, opts, data, choice, on_gpu)?;
     let gpu_times = match &r.graph {
         Some(Graph::Device(d)) => Some(d.times.clone()),
         _ => None,
@@ -556,21 +633,26 @@ pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Se
     let (mut flow, mut value, mut ran) = (0, 0.0, r.choice.clone());
     for round in 0..opts.iterations {
         let t0 = Instant::now();
-        let (fg, bg) = r.fit(round, &mask)?;
-        let (fg, bg) = if round == 0 {
-            seed_models = Some((fg.clone(), bg.clone()));
-            r.initial_models()?.unwrap_or((fg, bg))
-        } else {
-            (fg, bg)
+        let (cut, models) = match data {
+            DataTerm::Probability(p) => (r.cut(TLinks::Probability(p))?, Duration::ZERO),
+            DataTerm::ColourModels => {
+                let (fg, bg) = r.fit(round, &mask)?;
+                let (fg, bg) = if round == 0 {
+                    seed_models = Some((fg.clone(), bg.clone()));
+                    r.initial_models()?.unwrap_or((fg, bg))
+                } else {
+                    (fg, bg)
+                };
+                let (sf, sb) = seed_models.as_ref().expect("set in round 0");
+                let w = if round > 0 { opts.seed_weight } else { 0.0 };
+                let (fg, bg) = (
+                    Blend::new(fg, sf, w).with_outlier(opts.outlier, &r.params),
+                    Blend::new(bg, sb, w).with_outlier(opts.outlier, &r.params),
+                );
+                let models = t0.elapsed();
+                (r.cut(TLinks::Models(&fg, &bg))?, models)
+            }
         };
-        let (sf, sb) = seed_models.as_ref().expect("set in round 0");
-        let w = if round > 0 { opts.seed_weight } else { 0.0 };
-        let (fg, bg) = (
-            Blend::new(fg, sf, w).with_outlier(opts.outlier, &r.params),
-            Blend::new(bg, sb, w).with_outlier(opts.outlier, &r.params),
-        );
-        let models = t0.elapsed();
-        let cut = r.cut(&fg, &bg)?;
         let (changed, foreground) = apply_cut(&mut mask, &cut.solved.cut.sink_side);
         flow = cut.solved.cut.flow;
         value = r.energy_of_flow(flow);
@@ -640,6 +722,7 @@ impl<'a> Rounds<'a> {
         image: &'a Image,
         seeds: &'a Seeds,
         opts: &'a SegmentOptions,
+        data: DataTerm,
         choice: Choice,
         on_gpu: bool,
     ) -> Result<(Self, Option<String>)> {
@@ -665,8 +748,11 @@ impl<'a> Rounds<'a> {
         };
         // From the input image (checked by now), not the working space: the GPU build never
         // converts the whole image on the host.
-        let geometry = initial_geometry(image, seeds, opts)?;
-        let prior = if opts.prior.weight > 0.0 {
+        let geometry = match data {
+            DataTerm::ColourModels => initial_geometry(image, seeds, opts)?,
+            DataTerm::Probability(_) => None,
+        };
+        let prior = if opts.prior.weight > 0.0 && geometry.is_some() {
             geometry.clone()
         } else {
             None
@@ -727,7 +813,7 @@ impl<'a> Rounds<'a> {
     }
 
     /// Sets the t-links from the models (building the n-links on first use) and cuts.
-    fn cut(&mut self, fg: &Blend, bg: &Blend) -> Result<RoundCut> {
+    fn cut(&mut self, tlinks: TLinks) -> Result<RoundCut> {
         let t1 = Instant::now();
         // The n-links do not depend on the models: build them once, redo only the t-links.
         let g = match self.graph.as_mut() {
@@ -740,7 +826,19 @@ impl<'a> Rounds<'a> {
         let (solved, warm, t2, t3) = match g {
             Graph::Host(e) => {
                 let prior = self.prior.as_deref();
-                energy::set_tlinks_with_prior(e, self.work.image(), self.seeds, fg, bg, prior)?;
+                match tlinks {
+                    TLinks::Models(fg, bg) => energy::set_tlinks_with_prior(
+                        e,
+                        self.work.image(),
+                        self.seeds,
+                        fg,
+                        bg,
+                        prior,
+                    )?,
+                    TLinks::Probability(p) => {
+                        energy::set_tlinks_probability(e, self.seeds, p, PROBABILITY_FLOOR)?
+                    }
+                }
                 let t2 = Instant::now();
                 // BK, or cuda-grid when named (under `auto` a GPU solver that declines falls
                 // back to BK through `host`, which a kept GPU state cannot).
@@ -770,7 +868,20 @@ impl<'a> Rounds<'a> {
                 (solved, warm, t2, t3)
             }
             Graph::Device(d) => {
-                d.set_tlinks(self.image, fg, bg)?;
+                match tlinks {
+                    TLinks::Models(fg, bg) => d.set_tlinks(self.image, fg, bg)?,
+                    TLinks::Probability(p) => {
+                        // The same capacities as the CPU graph's, made on the host.
+                        let (source, sink, constant) = energy::probability_terminals(
+                            self.seeds,
+                            p,
+                            PROBABILITY_FLOOR,
+                            d.scale,
+                            d.hard,
+                        )?;
+                        d.set_terminals(&source, &sink, constant)?;
+                    }
+                }
                 let t2 = Instant::now();
                 // Warm: rounds 2.. continue from the preflow kept on the device; the first
                 // round (or one after an overflow) solves from scratch and keeps it.

@@ -61,7 +61,7 @@ use crate::io::{Image, Seed, Seeds};
 use crate::{Error, Result};
 
 /// The stroke-geometry prior's settings (see the module docs).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct SpatialPrior {
     /// `γ`: the prior's log-odds on a stroke, in nats (0: no prior).
     pub weight: f64,

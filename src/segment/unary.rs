@@ -18,58 +18,52 @@
 //! // A flat 6×1 image; the map says foreground on the left, with one noisy pixel.
 //! let image = Image::new([6, 1, 1], 1, vec![80.0; 6]);
 //! let prob = [0.9, 0.9, 0.45, 0.9, 0.1, 0.1];
-//! let opts = SegmentOptions { lambda: UNARY_LAMBDA, ..SegmentOptions::default() };
+//! let opts = SegmentOptions::default().for_probability();
+//! assert_eq!(opts.lambda, UNARY_LAMBDA);
 //! let seg = segment_probability(&image, &prob, None, &opts).unwrap();
 //! assert_eq!(seg.mask, [true, true, true, true, false, false]); // the dip is smoothed over
 //! assert!(seg.verified);
 //! ```
 
-use super::color::to_color_space;
-use super::energy::{self, EnergyOptions};
-use super::pipeline::{IterationStats, SegmentOptions, SegmentStats, Segmentation};
-use super::post::post_process;
+use super::pipeline::{segment_with, DataTerm, SegmentOptions, Segmentation};
 use crate::io::{Image, Seeds};
-use crate::maxflow::{solve, SolveOptions};
-use crate::{Error, Result};
-use std::time::Instant;
+use crate::Result;
 
-/// The smallest probability a data cost is computed from (see the module docs).
-pub const PROBABILITY_FLOOR: f64 = 1e-6;
+pub use super::energy::PROBABILITY_FLOOR;
 
-/// The `λ` to use with a probability data term (`segcut --unary` uses it unless `--lambda` is
+/// The `λ` to use with a probability data term (the default of
+/// [`SegmentOptions::for_probability`], which every front end starts from unless `lambda` is
 /// given): the default [`SegmentOptions::lambda`] is calibrated against colour mixtures' costs
 /// (tens of nats per pixel), a probability's are a few nats.
 pub const UNARY_LAMBDA: f64 = 2.0;
 
+impl SegmentOptions {
+    /// These options as the defaults of a probability data term: `λ` [`UNARY_LAMBDA`], one cut
+    /// (there are no colour models to refit) and no stroke prior (it leans on the colour
+    /// models' seeds). Front ends apply what the user gave on top of this.
+    pub fn for_probability(self) -> Self {
+        SegmentOptions {
+            lambda: UNARY_LAMBDA,
+            iterations: 1,
+            prior: crate::segment::prior::SpatialPrior {
+                weight: 0.0,
+                ..self.prior
+            },
+            ..self
+        }
+    }
+}
+
 /// Segments `image` with `prob` (foreground probability per pixel, in `[0, 1]`) as the data term
-/// and `seeds`, if given, as hard constraints (soft seeds are ignored: there is no model to feed).
+/// and `seeds`, if given, as hard constraints (soft seeds are ignored: there is no model to feed),
+/// through the one segmentation pipeline ([`segment_with`]): the same GPU build, solver choice
+/// and statistics as colour models. `opts.iterations` must be 1.
 pub fn segment_probability(
     image: &Image,
     prob: &[f32],
     seeds: Option<&Seeds>,
     opts: &SegmentOptions,
 ) -> Result<Segmentation> {
-    energy::check_image(image)?;
-    let n = image.num_pixels();
-    if prob.len() != n {
-        return Err(Error::Input {
-            file: "probability map".into(),
-            msg: format!("{} values for an image of {n} pixels", prob.len()),
-        });
-    }
-    if let Some(i) = prob.iter().position(|p| !(0.0..=1.0).contains(p)) {
-        let [w, h, _] = image.dims;
-        return Err(Error::Input {
-            file: "probability map".into(),
-            msg: format!(
-                "pixel (x={}, y={}, z={}) has {}, not a probability in [0, 1]",
-                i % w,
-                (i / w) % h,
-                i / (w * h),
-                prob[i]
-            ),
-        });
-    }
     let unknown;
     let seeds = match seeds {
         Some(s) => s,
@@ -78,70 +72,5 @@ pub fn segment_probability(
             &unknown
         }
     };
-    energy::check_seeds(image, seeds)?;
-    let t0 = Instant::now();
-    let work = to_color_space(image, opts.color_space);
-    let eopts = EnergyOptions {
-        connectivity: opts.connectivity_for(image),
-        lambda: opts.lambda,
-        sigma: opts.sigma,
-        scale: None,
-    };
-    let mut e = energy::build_nlinks(&work, &eopts)?;
-    let prepare = t0.elapsed();
-    let t1 = Instant::now();
-    energy::set_tlinks_probability(&mut e, seeds, prob, PROBABILITY_FLOOR)?;
-    let t2 = Instant::now();
-    // The one solver entry point; it checks the certificate when asked.
-    let solved = solve(
-        &e.graph,
-        &SolveOptions {
-            solver: opts.solver,
-            auto: opts.auto,
-            flows: false,
-            verify: opts.verify,
-            device: opts.device,
-        },
-    )?;
-    let (cut, ran) = (solved.cut, solved.ran);
-    let t3 = Instant::now();
-    let t4 = t3;
-    let cut_mask: Vec<bool> = cut.sink_side.iter().map(|&s| !s).collect();
-    let foreground = cut_mask.iter().filter(|&&m| m).count();
-    let energy = e.energy_of_flow(cut.flow);
-    let (mask, post_changed) = post_process(&cut_mask, seeds, &opts.post)?;
-    let stats = SegmentStats {
-        dims: image.dims,
-        connectivity: e.graph.connectivity(),
-        nodes: n,
-        edges: e.graph.num_edges(),
-        seed_counts: seeds.counts(),
-        beta: e.beta,
-        scale: e.scale,
-        hard: e.hard,
-        prepare,
-        gpu: None,
-        gpu_build_declined: None,
-        solver: ran,
-        iterations: vec![IterationStats {
-            models: std::time::Duration::ZERO,
-            graph: t2 - t1,
-            solve: t3 - t2,
-            verify: t4 - t3,
-            flow: cut.flow,
-            energy,
-            foreground,
-            changed: foreground,
-            warm: false,
-        }],
-        post_changed,
-    };
-    Ok(Segmentation {
-        mask,
-        flow: cut.flow,
-        energy,
-        verified: opts.verify,
-        graph: opts.keep_graph.then_some(e.graph),
-        stats,
-    })
+    segment_with(image, seeds, DataTerm::Probability(prob), opts)
 }
