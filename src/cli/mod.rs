@@ -162,7 +162,12 @@ pub fn main() -> ExitCode {
 fn exit_on_stdout_errors() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let msg = info.payload_as_str().unwrap_or_default();
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
         if msg.starts_with("failed printing to stdout") {
             eprintln!("segcut: error: {msg}");
             std::process::exit(2);

@@ -309,7 +309,7 @@ fn plan_outputs(args: &Args) -> Result<()> {
         overlay::format_of(p)?;
     }
     if let Some(p) = &args.contours {
-        plan.output(p, "--contours")?;
+        plan.output_as(p, "--contours", &io::output_format::JSON)?;
     }
     if let Some(p) = &args.unary {
         plan.input(p, "--unary")?;
