@@ -248,17 +248,17 @@ impl Format {
         if self.text && other.is_none() {
             return Ok(());
         }
-        let says = match other {
-            Some(e) => format!("its name ends in {e}, another format"),
-            None => "its name does not say that format".to_string(),
+        let endings = self.endings.join(", ");
+        let msg = match other {
+            Some(e) => format!(
+                "this output is {}, but its name ends in {e}, another format; name it {endings}",
+                self.name
+            ),
+            None => format!("unknown output format for {}: name it {endings}", self.name),
         };
         Err(Error::Input {
             file: path.display().to_string(),
-            msg: format!(
-                "this output is {}, but {says}; name it {}",
-                self.name,
-                self.endings.join(", ")
-            ),
+            msg,
         })
     }
 }
@@ -479,14 +479,21 @@ impl OutputPlan {
             } else {
                 format!(" ({})", e.given.display())
             };
-            let what = if e.output {
-                format!("also the {} output{other}", e.role)
+            let msg = if e.output {
+                format!(
+                    "the {role} output is also the {} output{other}: one file would be written \
+                     twice",
+                    e.role
+                )
             } else {
-                format!("the {} input{other}", e.role)
+                format!(
+                    "the {role} output is the {} input{other}; refusing to overwrite it",
+                    e.role
+                )
             };
             return Err(Error::Input {
                 file: path.display().to_string(),
-                msg: format!("the {role} output is {what}; refusing to overwrite it"),
+                msg,
             });
         }
         if id.path.is_dir() {
