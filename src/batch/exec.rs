@@ -12,8 +12,13 @@
 //! [`Observer`]. A job's failure (an unreadable file, bad seeds, a GPU out of memory, even a
 //! panic) is recorded in its row and the batch goes on, unless `fail_fast`.
 //!
+//! Before the first job: every job's output is planned ([`crate::io::OutputPlan`]: inside the
+//! output folder, no input, no other output, a name of the format written) and a GPU solver
+//! without a GPU is refused; both are errors of the batch, not of its jobs.
+//!
 //! Resume: outputs are written atomically (a temporary file renamed into place), so an output
-//! that exists is complete; a job whose output exists is skipped unless `force`.
+//! that exists is complete; a job whose output exists is skipped unless `force`. The summary
+//! keeps one row per job across reruns ([`SummaryWriter::resume`]).
 
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
