@@ -12,8 +12,13 @@
 //! [`Observer`]. A job's failure (an unreadable file, bad seeds, a GPU out of memory, even a
 //! panic) is recorded in its row and the batch goes on, unless `fail_fast`.
 //!
+//! Before the first job: every job's output is planned ([`crate::io::OutputPlan`]: inside the
+//! output folder, no input, no other output, a name of the format written) and a GPU solver
+//! without a GPU is refused; both are errors of the batch, not of its jobs.
+//!
 //! Resume: outputs are written atomically (a temporary file renamed into place), so an output
-//! that exists is complete; a job whose output exists is skipped unless `force`.
+//! that exists is complete; a job whose output exists is skipped unless `force`. The summary
+//! keeps one row per job across reruns ([`SummaryWriter::resume`]).
 
 use std::collections::HashSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -29,7 +34,7 @@ use super::jobs::{
 };
 use super::manifest::{Job, JobKind};
 use super::shard::Shard;
-use super::summary::{Row, Status, SummaryWriter};
+use super::summary::{summary_paths, Row, Status, SummaryWriter};
 use crate::maxflow::MaxFlow;
 use crate::{Error, Result};
 
@@ -85,6 +90,8 @@ pub struct BatchOptions {
     /// The summary's path without extension; `None`: `OUT/summary` (`OUT/summary.I-of-N` for a
     /// shard).
     pub summary: Option<PathBuf>,
+    /// Files the batch reads besides its jobs' inputs (the manifests): no output may be one.
+    pub inputs: Vec<PathBuf>,
 }
 
 impl BatchOptions {
@@ -104,6 +111,7 @@ impl BatchOptions {
             fail_fast: false,
             shard: Shard::default(),
             summary: None,
+            inputs: Vec::new(),
         }
     }
 
@@ -114,19 +122,79 @@ impl BatchOptions {
             .unwrap_or_else(|| self.out_dir.join(format!("summary{}", self.shard.suffix())))
     }
 
-    /// Where `job` writes its output.
-    pub fn output_of(&self, job: &Job) -> PathBuf {
-        match &job.output {
-            Some(p) => self.out_dir.join(p),
+    /// Where `job` writes its output: the manifest's `output` or the name template, inside the
+    /// output folder. A name that leaves the folder (an absolute path, `..` above it) is an
+    /// error naming the job; `sub/../x.png` is `x.png`.
+    ///
+    /// ```
+    /// use segcut::batch::{manifest::parse_manifest, BatchOptions};
+    /// let jobs = parse_manifest("max,output\na.max,sub/../a.cut\nb.max,../../b.cut\n", "m.csv", ".".as_ref()).unwrap();
+    /// let opts = BatchOptions::new("out");
+    /// assert_eq!(opts.output_of(&jobs[0]).unwrap(), std::path::Path::new("out/a.cut"));
+    /// assert!(opts.output_of(&jobs[1]).unwrap_err().to_string().contains("outside"));
+    /// ```
+    pub fn output_of(&self, job: &Job) -> Result<PathBuf> {
+        let rel = match &job.output {
+            Some(p) => p.clone(),
             None => {
                 let t = self
                     .template
                     .as_deref()
                     .unwrap_or(default_template(job.kind));
-                self.out_dir.join(fill_template(t, &job.id, job.kind))
+                PathBuf::from(fill_template(t, &job.id, job.kind))
             }
+        };
+        match within(&rel) {
+            Some(inside) => Ok(self.out_dir.join(inside)),
+            None => Err(Error::Input {
+                file: job.origin.clone(),
+                msg: format!(
+                    "job '{}' writes {}, which is outside the output folder {}; outputs are \
+                     named relative to it",
+                    job.id,
+                    rel.display(),
+                    self.out_dir.display()
+                ),
+            }),
         }
     }
+}
+
+/// `rel` with `.` and `..` taken out, when it names a file inside the folder it is relative to
+/// (no root, no `..` above the start); `None` otherwise.
+fn within(rel: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(p) => parts.push(p),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                parts.pop()?;
+            }
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    (!parts.is_empty()).then(|| parts.iter().collect())
+}
+
+/// Checks that the existing part of `out_dir/rel` stays in the output folder (`root`, resolved)
+/// once links are followed, before any folder of it is made: a link inside the folder must not
+/// lead a job's output elsewhere.
+fn stays_inside(root: &Path, out_dir: &Path, rel: &Path) -> std::result::Result<(), PathBuf> {
+    let mut p = out_dir.to_path_buf();
+    for c in rel.components() {
+        p.push(c);
+        match std::fs::canonicalize(&p) {
+            Ok(real) if !real.starts_with(root) => return Err(real),
+            Ok(_) => {}
+            // Not made yet: what follows is made inside.
+            Err(_) if std::fs::symlink_metadata(&p).is_err() => break,
+            // A link to nowhere: where it would lead cannot be told.
+            Err(_) => return Err(p),
+        }
+    }
+    Ok(())
 }
 
 /// What the caller is told as the batch runs (a progress bar, log lines, a test's counter).
@@ -209,42 +277,12 @@ pub fn run_batch(
             "a batch needs at least one device".into(),
         ));
     }
-    std::fs::create_dir_all(&opts.out_dir).map_err(|e| Error::io(&opts.out_dir, e))?;
-    let mine: Vec<Job> = jobs
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| opts.shard.contains(*i))
-        .map(|(_, j)| j)
-        .collect();
-    // Every output once, and its folder made before any work starts.
-    let mut outputs = HashSet::new();
+    let mine: Vec<bool> = (0..jobs.len()).map(|i| opts.shard.contains(i)).collect();
+    check_devices(&jobs, &mine, opts)?;
+    let plan = plan_outputs(&jobs, &mine, opts)?;
     let mut todo = Vec::new();
     let mut skipped_rows = Vec::new();
-    for job in mine {
-        let output = opts.output_of(&job);
-        if !outputs.insert(output.clone()) {
-            return Err(Error::Input {
-                file: job.origin.clone(),
-                msg: format!(
-                    "job '{}' writes {}, which another job writes too",
-                    job.id,
-                    output.display()
-                ),
-            });
-        }
-        if job.inputs().iter().any(|p| same_file(p, &output)) {
-            return Err(Error::Input {
-                file: job.origin.clone(),
-                msg: format!(
-                    "job '{}' would overwrite its own input {}",
-                    job.id,
-                    output.display()
-                ),
-            });
-        }
-        if let Some(dir) = output.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        }
+    for ((job, output), _) in jobs.into_iter().zip(plan).zip(&mine).filter(|(_, m)| **m) {
         let row = Row {
             job: job.id.clone(),
             kind: job.kind.name().into(),
@@ -252,12 +290,17 @@ pub fn run_batch(
             ..Row::default()
         };
         if !opts.force && output.is_file() {
-            skipped_rows.push(row);
+            skipped_rows.push((row, job.kind));
         } else {
             todo.push(Item { job, output, row });
         }
     }
-    let mut summary = SummaryWriter::open(&opts.summary_stem())?;
+    // A rerun keeps one row per job: the earlier rows of the jobs that run again are dropped
+    // (they get new ones), and a skipped job keeps its earlier row.
+    let redo: HashSet<&str> = todo.iter().map(|i| i.job.id.as_str()).collect();
+    let (mut summary, earlier) =
+        SummaryWriter::resume(&opts.summary_stem(), |job| redo.contains(job))?;
+    drop(redo);
     let mut report = BatchReport {
         total: todo.len() + skipped_rows.len(),
         skipped: skipped_rows.len(),
@@ -265,8 +308,11 @@ pub fn run_batch(
         ..BatchReport::default()
     };
     observer.start(report.total, report.skipped);
-    for row in &skipped_rows {
-        summary.append(row)?;
+    for (row, kind) in &skipped_rows {
+        // A job killed between its output and its row has none: it gets one from its output.
+        if !earlier.contains(&row.job) {
+            summary.append(&recovered_row(row, *kind))?;
+        }
         observer.finished(row);
     }
 
@@ -341,11 +387,117 @@ pub fn run_batch(
     Ok(report)
 }
 
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => a == b,
+/// A set-up error before any job: a job that asks for a GPU solver in a batch without a GPU
+/// would fail (each job, with exit status 1) where the batch as a whole cannot run as asked.
+fn check_devices(jobs: &[Job], mine: &[bool], opts: &BatchOptions) -> Result<()> {
+    if opts.devices.iter().any(|d| matches!(d, Device::Cuda(_))) {
+        return Ok(());
     }
+    let d = &opts.defaults;
+    for job in jobs.iter().zip(mine).filter(|(_, m)| **m).map(|(j, _)| j) {
+        // A job whose options do not parse fails on its own with its own message.
+        let solver = match job.kind {
+            JobKind::Segment => d.segment_for(&job.overrides).map(|o| o.solver),
+            JobKind::Stereo => d
+                .stereo_for(&job.overrides)
+                .map(|o| o.expansion.solve.solver),
+            JobKind::MaxFlow => d.solve_for(&job.overrides).map(|o| o.solver),
+        };
+        let Ok(solver) = solver else { continue };
+        if solver.is_gpu() {
+            let why = crate::cuda::gpu_unavailable_reason()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default();
+            let devices: Vec<String> = opts.devices.iter().map(|d| d.to_string()).collect();
+            return Err(Error::Unsupported(format!(
+                "job '{}' ({}) asks for the {solver} solver, but this batch runs on {} with no \
+                 GPU{why}; choose a CPU solver or auto",
+                job.id,
+                job.origin,
+                devices.first().map_or("no device".into(), |d| d.clone())
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Every job's output, checked before the first job starts, across the whole run: inside the
+/// output folder (links followed), not any job's input or a manifest, not another job's output
+/// (`x.png` and `sub/../x.png` are one file), not the summary, and of a format the job writes.
+/// Folders are made for this shard's jobs; other shards' outputs are checked but left to them.
+fn plan_outputs(jobs: &[Job], mine: &[bool], opts: &BatchOptions) -> Result<Vec<PathBuf>> {
+    use crate::io::output_format;
+    let mut plan = crate::io::OutputPlan::default();
+    for p in &opts.inputs {
+        plan.input(p, "manifest")?;
+    }
+    for job in jobs {
+        for p in job.inputs() {
+            plan.input(p, &format!("job '{}'", job.id))?;
+        }
+    }
+    let [csv, jsonl] = summary_paths(&opts.summary_stem());
+    let outputs = jobs
+        .iter()
+        .map(|job| opts.output_of(job))
+        .collect::<Result<Vec<_>>>()?;
+    std::fs::create_dir_all(&opts.out_dir).map_err(|e| Error::io(&opts.out_dir, e))?;
+    let root = opts
+        .out_dir
+        .canonicalize()
+        .map_err(|e| Error::io(&opts.out_dir, e))?;
+    for p in [&csv, &jsonl] {
+        plan.output_as(p, "summary", &output_format::SUMMARY)?;
+    }
+    for ((job, output), mine) in jobs.iter().zip(&outputs).zip(mine) {
+        let role = format!("job '{}'", job.id);
+        if !mine {
+            plan.claim(output, &role)?;
+            continue;
+        }
+        let rel = output.strip_prefix(&opts.out_dir).unwrap_or(output);
+        if let Err(real) = stays_inside(&root, &opts.out_dir, rel) {
+            return Err(Error::Input {
+                file: job.origin.clone(),
+                msg: format!(
+                    "job '{}' writes {}, which leads to {} outside the output folder (a link)",
+                    job.id,
+                    output.display(),
+                    real.display()
+                ),
+            });
+        }
+        if let Some(dir) = output.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        match job.kind {
+            JobKind::Segment => {
+                // The mask's shape is known once decoded; the name's format is checked now.
+                crate::io::check_mask_path(output, [1, 1, 1])?;
+                plan.output(output, &role)?;
+            }
+            JobKind::Stereo => plan.output_as(output, &role, &output_format::DISPARITY)?,
+            JobKind::MaxFlow => plan.output_as(output, &role, &output_format::CUT)?,
+        }
+    }
+    Ok(outputs)
+}
+
+/// The summary row of a job skipped because its output exists but which no earlier row
+/// records (a run killed between the output and its row): `skipped`, with what the output tells
+/// (a max-flow job's flow, the sum of its `s` lines).
+fn recovered_row(row: &Row, kind: JobKind) -> Row {
+    let mut row = row.clone();
+    if kind == JobKind::MaxFlow {
+        let text = std::fs::read_to_string(&row.output).unwrap_or_default();
+        let flows: Option<Vec<i64>> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("s "))
+            .map(|v| v.trim().parse().ok())
+            .collect();
+        row.flow = flows.filter(|f| !f.is_empty()).map(|f| f.iter().sum());
+    }
+    row
 }
 
 fn decode_worker(rx: Stage<Item>, tx: SyncSender<(Item, Result<Decoded>)>, defaults: &Defaults) {

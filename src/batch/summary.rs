@@ -9,7 +9,7 @@
 //! assert!(row.json_line().contains(r#""error":"bad \"seeds\"""#));
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -139,6 +139,26 @@ impl SummaryWriter {
         })
     }
 
+    /// Opens the summary of a run that may be a rerun: the rows earlier runs left are rewritten
+    /// (atomically) as one row per job, as [`merge`] keeps them, without those of the jobs
+    /// `redo` names (the run writes their new rows), and then appended to. Returns the writer
+    /// and the jobs that kept a row, so that a rerun adds no second row for a job it skips.
+    pub fn resume(stem: &Path, redo: impl Fn(&str) -> bool) -> Result<(Self, HashSet<String>)> {
+        let [csv, jsonl] = summary_paths(stem);
+        // The CSV half, or the JSON-lines half where only that one is left.
+        let earlier = match [&csv, &jsonl].into_iter().find(|p| p.is_file()) {
+            Some(p) => read_summary(p)?,
+            None => return Ok((Self::open(stem)?, HashSet::new())),
+        };
+        let kept: Vec<Row> = merge(vec![earlier])
+            .into_iter()
+            .filter(|r| !redo(&r.job))
+            .collect();
+        write_summary(stem, &kept)?;
+        let jobs = kept.into_iter().map(|r| r.job).collect();
+        Ok((Self::open(stem)?, jobs))
+    }
+
     /// The CSV and JSON-lines paths.
     pub fn paths(&self) -> &[PathBuf; 2] {
         &self.paths
@@ -156,6 +176,11 @@ impl SummaryWriter {
             .write_all(j.as_bytes())
             .map_err(|e| Error::io(&self.paths[1], e))
     }
+}
+
+/// The CSV and JSON-lines paths of the summary `stem` (a path without extension).
+pub fn summary_paths(stem: &Path) -> [PathBuf; 2] {
+    [with_ext(stem, "csv"), with_ext(stem, "jsonl")]
 }
 
 fn with_ext(stem: &Path, ext: &str) -> PathBuf {
@@ -236,25 +261,36 @@ pub fn merge(summaries: Vec<Vec<Row>>) -> Vec<Row> {
     by_job.into_values().collect()
 }
 
-/// Reads `inputs`, merges them and writes `STEM.csv` and `STEM.jsonl` atomically. Returns the
-/// merged rows.
+/// Reads `inputs`, merges them and writes `STEM.csv` and `STEM.jsonl` atomically; neither may
+/// be one of the inputs (checked first, as [`OutputPlan`](crate::io::OutputPlan) does). Returns
+/// the merged rows.
 pub fn merge_files(inputs: &[PathBuf], stem: &Path) -> Result<Vec<Row>> {
+    let mut plan = crate::io::OutputPlan::default();
+    for p in inputs {
+        plan.input(p, "summary")?;
+    }
+    for p in summary_paths(stem) {
+        plan.output_as(&p, "merged summary", &crate::io::output_format::SUMMARY)?;
+    }
     let all = inputs
         .iter()
         .map(|p| read_summary(p))
         .collect::<Result<Vec<_>>>()?;
     let rows = merge(all);
+    write_summary(stem, &rows)?;
+    Ok(rows)
+}
+
+/// Writes `rows` as `STEM.csv` and `STEM.jsonl`, atomically, both or neither.
+fn write_summary(stem: &Path, rows: &[Row]) -> Result<()> {
     let mut csv = format!("{CSV_HEADER}\n");
     let mut jsonl = String::new();
-    for r in &rows {
+    for r in rows {
         csv.push_str(&r.csv_line());
         csv.push('\n');
         jsonl.push_str(&r.json_line());
         jsonl.push('\n');
     }
-    crate::io::write_all_atomic(vec![
-        (with_ext(stem, "csv"), csv.into_bytes()),
-        (with_ext(stem, "jsonl"), jsonl.into_bytes()),
-    ])?;
-    Ok(rows)
+    let [c, j] = summary_paths(stem);
+    crate::io::write_all_atomic(vec![(c, csv.into_bytes()), (j, jsonl.into_bytes())])
 }

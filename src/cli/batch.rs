@@ -234,6 +234,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let jobs = collect_jobs(&args)?;
     let mut opts = BatchOptions::new(&args.out);
+    // The manifests are read too: no output may replace one.
+    opts.inputs = args
+        .inputs
+        .iter()
+        .filter(|p| p.is_file())
+        .cloned()
+        .collect();
     opts.template = args.name.clone();
     opts.defaults.segment = args.energy.options()?;
     opts.defaults.seeds = args.energy.0.seed_options();

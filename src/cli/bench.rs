@@ -78,6 +78,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.startup_child {
         return super::startup::child();
     }
+    // Checked before the (long) runs, not after them.
+    if let Some(p) = &args.json {
+        segcut::io::OutputPlan::default().output_as(
+            p,
+            "--json",
+            &segcut::io::output_format::JSON,
+        )?;
+    }
     if args.startup {
         return super::startup::run(args.runs, args.json.as_deref());
     }

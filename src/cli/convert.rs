@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use segcut::io::dimacs::{self, MaxInstance, ReadOptions};
-use segcut::io::AtomicFile;
+use segcut::io::{output_format, AtomicFile, OutputPlan};
+use std::io::Write;
 
 #[derive(Parser, Debug)]
 pub struct Args {
@@ -24,28 +25,11 @@ fn is_sgb(p: &Path) -> bool {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let ext_ok = {
-        let name = args.output.to_string_lossy().to_ascii_lowercase();
-        [".sgb", ".max", ".max.gz", ".max.bz2"]
-            .iter()
-            .any(|e| name.ends_with(e))
-    };
-    if !ext_ok {
-        bail!(
-            "{}: unknown output format: name it .sgb, .max, .max.gz or .max.bz2",
-            args.output.display()
-        );
-    }
-    let same = match (args.input.canonicalize(), args.output.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
-    if same {
-        bail!(
-            "{}: the output is the input; write to another file",
-            args.output.display()
-        );
-    }
+    // The output is checked before reading: its name says the format written, and it is
+    // not the input under any name (a link, a hard link, `dir/../g.max`).
+    let mut plan = OutputPlan::default();
+    plan.input(&args.input, "graph")?;
+    plan.output_as(&args.output, "converted graph", &output_format::GRAPH)?;
     let mut instances: Vec<MaxInstance> = Vec::new();
     dimacs::read_instances(&args.input, &ReadOptions::default(), |inst| {
         instances.push(inst);
@@ -68,6 +52,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let from = format!("converted by segcut from {}", args.input.display());
         dimacs::write_max_file(&args.output, &inst.network, &[&from])?;
     }
-    println!("wrote {} ({})", args.output.display(), inst.layout);
+    writeln!(
+        std::io::stdout(),
+        "wrote {} ({})",
+        args.output.display(),
+        inst.layout
+    )?;
     Ok(ExitCode::SUCCESS)
 }

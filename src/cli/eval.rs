@@ -65,6 +65,14 @@ struct Row {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    // Checked before the (long) evaluation, not after it; the merged files are inputs.
+    if let Some(p) = &args.json {
+        let mut plan = segcut::io::OutputPlan::default();
+        for m in &args.merge {
+            plan.input(m, "--merge")?;
+        }
+        plan.output_as(p, "--json", &segcut::io::output_format::JSON)?;
+    }
     if !args.cv.is_empty() {
         return super::cv::run(
             &args.cv,

@@ -68,6 +68,18 @@ pub struct Output {
 }
 
 pub fn run(cmd: Command) -> Result<ExitCode> {
+    // The output is checked before generating: a name of the format written, a folder that
+    // takes a new file.
+    let out = match &cmd {
+        Command::Grid { out, .. }
+        | Command::Genrmf { out, .. }
+        | Command::Washington { out, .. } => out.path.clone(),
+    };
+    segcut::io::OutputPlan::default().output_as(
+        &out,
+        "generated graph",
+        &segcut::io::output_format::DIMACS,
+    )?;
     let (net, out, what) = match cmd {
         Command::Grid { spec, out } => {
             let what = format!("segcut gen grid {spec}");

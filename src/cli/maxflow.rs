@@ -82,58 +82,76 @@ struct Row {
 /// Where one instance's output goes: `arg` itself, or `<key>.EXT` in it when it is a
 /// directory, where the key keeps an archive member's directories (`DIR/a/dup.cut` and
 /// `DIR/b/dup.cut` for `a/dup.max` and `b/dup.max`; the directories are made). A plain file
-/// takes one instance only; a file that an earlier instance of this run wrote is refused.
+/// takes one instance only. The target is checked against the run's plan (no input, no other
+/// output, a name of the format written) before it is written.
 fn output_path(
     arg: &Path,
     inst: &MaxInstance,
-    ext: &str,
+    (ext, role, format): (&str, &str, &segcut::io::Format),
     written: usize,
-    targets: &std::collections::HashSet<PathBuf>,
+    plan: &mut segcut::io::OutputPlan,
 ) -> segcut::Result<PathBuf> {
-    let target = if arg.is_dir() {
-        // Only plain components of the member's path: an archive must not write outside DIR
-        // (`..`, absolute paths).
-        let mut target = arg.to_path_buf();
-        let key = Path::new(inst.key());
-        let parts: Vec<_> = key
-            .components()
-            .filter_map(|c| match c {
-                std::path::Component::Normal(p) => Some(p),
-                _ => None,
-            })
-            .collect();
-        let Some((file, dirs)) = parts.split_last() else {
-            return Err(segcut::Error::Unsupported(format!(
-                "{}: no usable output name",
-                inst.name
-            )));
+    if !arg.is_dir() {
+        // Planned before the first instance was read.
+        return if written == 0 {
+            Ok(arg.to_path_buf())
+        } else {
+            Err(segcut::Error::Unsupported(format!(
+                "{} names a file but there is more than one instance; pass an existing directory",
+                arg.display()
+            )))
         };
-        for d in dirs {
-            target.push(d);
-        }
-        if !dirs.is_empty() {
-            std::fs::create_dir_all(&target).map_err(|e| segcut::Error::io(&target, e))?;
-        }
-        let mut name = file.to_os_string();
-        name.push(format!(".{ext}"));
-        target.push(name);
-        target
-    } else if written == 0 {
-        arg.to_path_buf()
-    } else {
+    }
+    // Only plain components of the member's path: an archive must not write outside DIR
+    // (`..`, absolute paths).
+    let mut target = arg.to_path_buf();
+    let key = Path::new(inst.key());
+    let parts: Vec<_> = key
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    let Some((file, dirs)) = parts.split_last() else {
         return Err(segcut::Error::Unsupported(format!(
-            "{} names a file but there is more than one instance; pass an existing directory",
-            arg.display()
+            "{}: no usable output name",
+            inst.name
         )));
     };
-    if targets.contains(&target) {
-        return Err(segcut::Error::Unsupported(format!(
-            "{} would be written twice (by two instances of the same name); solve them \
-             separately or give each its own output directory",
-            segcut::io::escape_text(&target.display().to_string())
-        )));
+    for d in dirs {
+        target.push(d);
     }
+    if !dirs.is_empty() {
+        std::fs::create_dir_all(&target).map_err(|e| segcut::Error::io(&target, e))?;
+    }
+    let mut name = file.to_os_string();
+    name.push(format!(".{ext}"));
+    target.push(name);
+    // Two instances of one name would write one file: the plan refuses the second.
+    plan.output_as(&target, role, format)?;
     Ok(target)
+}
+
+/// Checks every output known before reading (a `--cut` or `--flows` file, not a folder)
+/// against the inputs (the graph files and the `.sol` files read beside them) and each other.
+fn plan_outputs(args: &Args) -> segcut::Result<segcut::io::OutputPlan> {
+    use segcut::io::output_format::{CUT, FLOWS};
+    let mut plan = segcut::io::OutputPlan::default();
+    for f in &args.files {
+        plan.input(f, "graph")?;
+        let stem = dimacs::stem_of(&f.to_string_lossy()).to_string();
+        let sol = f.with_file_name(format!("{stem}.sol"));
+        if sol.is_file() {
+            plan.input(&sol, "solution (.sol)")?;
+        }
+    }
+    for (out, role, format) in [(&args.cut, "--cut", &CUT), (&args.flows, "--flows", &FLOWS)] {
+        if let Some(p) = out.as_deref().filter(|p| !p.is_dir()) {
+            plan.output_as(p, role, format)?;
+        }
+    }
+    Ok(plan)
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -148,7 +166,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         verify: false,
         ..SolveOptions::default()
     });
-    let mut written = Written::default();
+    let mut written = Written {
+        plan: plan_outputs(&args)?,
+        ..Written::default()
+    };
     let mut all_ok = true;
     let mut printed_header = false;
     let stdout = std::io::stdout();
@@ -255,8 +276,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
 struct Written {
     cuts: usize,
     flows: usize,
-    /// Every file written so far: two instances must never write the same file.
-    targets: std::collections::HashSet<PathBuf>,
+    /// The inputs and every output so far: no output may be an input or written twice.
+    plan: segcut::io::OutputPlan,
 }
 
 fn solve_one(
@@ -280,19 +301,20 @@ fn solve_one(
     };
     let mut cut_file = None;
     if let Some(out) = &args.cut {
-        let target = output_path(out, inst, "cut", written.cuts, &written.targets)?;
-        write_cut(&target, inst, &timed.cut).map_err(|e| segcut::Error::io(&target, e))?;
+        let what = ("cut", "--cut", &segcut::io::output_format::CUT);
+        let target = output_path(out, inst, what, written.cuts, &mut written.plan)?;
+        segcut::io::write_atomic(&target, |w| write_cut(w, inst, &timed.cut))?;
         written.cuts += 1;
-        written.targets.insert(target.clone());
         cut_file = Some(target.display().to_string());
     }
     let mut flows_file = None;
     if let (Some(out), Some(flows)) = (&args.flows, &flows) {
-        let target = output_path(out, inst, "flow", written.flows, &written.targets)?;
-        write_flows(&target, inst, flows, choice.solver.name())
-            .map_err(|e| segcut::Error::io(&target, e))?;
+        let what = ("flow", "--flows", &segcut::io::output_format::FLOWS);
+        let target = output_path(out, inst, what, written.flows, &mut written.plan)?;
+        segcut::io::write_atomic(&target, |w| {
+            write_flows(w, inst, flows, choice.solver.name())
+        })?;
         written.flows += 1;
-        written.targets.insert(target.clone());
         flows_file = Some(target.display().to_string());
     }
     Ok(Row {
@@ -324,12 +346,11 @@ fn solve_one(
 /// then `f FROM TO FLOW` for every arc that carries flow (source arcs, arcs between nodes, sink
 /// arcs, and the direct source → sink arcs as one line).
 fn write_flows(
-    path: &Path,
+    w: &mut dyn Write,
     inst: &MaxInstance,
     f: &maxflow::Flows,
     solver: &str,
 ) -> std::io::Result<()> {
-    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
     writeln!(w, "c arc flows of {} (segcut, solver {solver})", inst.name)?;
     writeln!(w, "s {}", f.value)?;
     let (s, t) = (inst.source_id, inst.sink_id);
@@ -374,15 +395,14 @@ fn write_flows(
 }
 
 /// Source-side ids in the file's own numbering, ascending, the source terminal included.
-fn write_cut(path: &Path, inst: &MaxInstance, cut: &maxflow::Cut) -> std::io::Result<()> {
+fn write_cut(w: &mut dyn Write, inst: &MaxInstance, cut: &maxflow::Cut) -> std::io::Result<()> {
     let mut ids: Vec<u64> = cut.source_side().map(|v| inst.dimacs_id(v)).collect();
     ids.push(inst.source_id);
     ids.sort_unstable();
-    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
     for id in ids {
         writeln!(w, "{id}")?;
     }
-    w.flush()
+    Ok(())
 }
 
 /// Distinct solver reasons printed under a file's rows.

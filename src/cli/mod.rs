@@ -13,6 +13,7 @@ mod segment;
 mod startup;
 mod stereo;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -121,6 +122,7 @@ fn started() -> std::time::Instant {
 
 pub fn main() -> ExitCode {
     started();
+    exit_on_stdout_errors();
     let args = match with_default_subcommand(std::env::args_os().collect()) {
         Ok(args) => args,
         Err(msg) => {
@@ -141,6 +143,12 @@ pub fn main() -> ExitCode {
         Command::Multilabel(args) => stereo::run_multilabel(args),
         Command::Convert(args) => convert::run(args),
     };
+    // Printed results still in the buffer: a full disk or a closed pipe is a failure too.
+    let result = result.and_then(|code| {
+        std::io::Write::flush(&mut std::io::stdout())
+            .context("cannot write the standard output")?;
+        Ok(code)
+    });
     match result {
         Ok(code) => code,
         Err(e) => {
@@ -148,6 +156,25 @@ pub fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// `println!` panics when the standard output fails (a full disk, `> /dev/full`): that is an
+/// error of the run, exit status 2 with the message, not a panic.
+fn exit_on_stdout_errors() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if msg.starts_with("failed printing to stdout") {
+            eprintln!("segcut: error: {msg}");
+            std::process::exit(2);
+        }
+        default(info)
+    }));
 }
 
 /// The error and its causes, `: `-separated, leaving out a cause whose text the message already

@@ -133,16 +133,16 @@ fn plan_outputs(args: &Args) -> Result<()> {
         overlay::format_of(p)?;
     }
     if let Some(p) = &args.contours {
-        plan.output(p, "--contours")?;
+        plan.output_as(p, "--contours", &io::output_format::JSON)?;
     }
     if let Some(p) = &args.unary {
         plan.input(p, "--unary")?;
     }
     if let Some(p) = &args.stats_json {
-        plan.output(p, "--stats-json")?;
+        plan.output_as(p, "--stats-json", &io::output_format::JSON)?;
     }
     if let Some(p) = &args.export_graph {
-        plan.output(p, "--export-graph")?;
+        plan.output_as(p, "--export-graph", &io::output_format::DIMACS)?;
     }
     Ok(())
 }

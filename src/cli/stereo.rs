@@ -3,7 +3,7 @@
 //! (seed colours → label map).
 
 use anyhow::{bail, Context, Result};
-use segcut::io::{self, DisparityFormat};
+use segcut::io::{self, output_format, DisparityFormat};
 use segcut::maxflow::{SolveOptions, SolverKind};
 use segcut::options::stereo_base;
 use segcut::stereo::eval::{load_scene, score, StereoScore};
@@ -114,12 +114,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut plan = io::OutputPlan::default();
     plan.input(&args.left, "left view")?;
     plan.input(&args.right, "right view")?;
-    plan.output(&args.output, "disparity (-o)")?;
+    plan.output_as(&args.output, "disparity (-o)", &output_format::DISPARITY)?;
     if let Some(p) = &args.color {
-        plan.output(p, "--color")?;
+        plan.output_as(p, "--color", &output_format::PNG)?;
     }
     if let Some(p) = &args.stats_json {
-        plan.output(p, "--stats-json")?;
+        plan.output_as(p, "--stats-json", &output_format::JSON)?;
     }
     let left = io::load_image(&args.left)?;
     let right = io::load_image(&args.right)?;
@@ -242,10 +242,59 @@ fn print_score(name: &str, s: &StereoScore, extra: &str) {
     );
 }
 
+/// The files of a scene folder that `stereo-eval` reads (see `load_scene`).
+const SCENE_FILES: [&str; 6] = [
+    "imL.png",
+    "imR.png",
+    "gt.png",
+    "nonocc.png",
+    "all.png",
+    "disc.png",
+];
+
+/// Checks `stereo-eval`'s outputs before any work: `--json` and the maps `--save` writes may be
+/// none of the maps scored nor any scene file, nor each other. Returns the scene folders run
+/// (none with --gt).
+fn plan_eval(args: &EvalArgs) -> Result<Vec<PathBuf>> {
+    let mut plan = io::OutputPlan::default();
+    let scenes = match &args.gt {
+        Some(gt) => {
+            for p in &args.paths {
+                plan.input(p, "disparity map")?;
+            }
+            vec![gt.clone()]
+        }
+        None => scene_dirs(&args.paths)?,
+    };
+    for dir in &scenes {
+        for f in SCENE_FILES {
+            plan.input(&dir.join(f), &format!("scene's {f}"))?;
+        }
+    }
+    if let Some(p) = &args.json {
+        plan.output_as(p, "--json", &output_format::JSON)?;
+    }
+    if let (Some(d), None) = (&args.save, &args.gt) {
+        std::fs::create_dir_all(d).with_context(|| d.display().to_string())?;
+        for dir in &scenes {
+            let name = dir.file_name().unwrap_or_default().to_string_lossy();
+            for file in [format!("{name}.png"), format!("{name}-color.png")] {
+                plan.output_as(&d.join(file), "--save", &output_format::PNG)?;
+            }
+        }
+    }
+    Ok(if args.gt.is_some() {
+        Vec::new()
+    } else {
+        scenes
+    })
+}
+
 pub fn run_eval(args: EvalArgs) -> Result<ExitCode> {
     if args.runs == 0 {
         bail!("--runs must be at least 1");
     }
+    let scenes = plan_eval(&args)?;
     let mut rows = Vec::new();
     if let Some(gt) = &args.gt {
         let scene = load_scene(gt, args.gt_scale)?;
@@ -263,10 +312,7 @@ pub fn run_eval(args: EvalArgs) -> Result<ExitCode> {
             rows.push(json!({ "map": p, "scene": scene.name, "score": s }));
         }
     } else {
-        if let Some(d) = &args.save {
-            std::fs::create_dir_all(d).with_context(|| d.display().to_string())?;
-        }
-        for dir in scene_dirs(&args.paths)? {
+        for dir in scenes {
             let scene = load_scene(&dir, args.gt_scale)?;
             let opts = args.energy.options(0, scene.num_disparities)?;
             let mut times = Vec::new();
@@ -371,7 +417,7 @@ pub fn run_multilabel(args: MultilabelArgs) -> Result<ExitCode> {
     let mut plan = io::OutputPlan::default();
     plan.input(&args.image, "image")?;
     plan.input(&args.seeds, "seeds")?;
-    plan.output(&args.output, "label map (-o)")?;
+    plan.output_as(&args.output, "label map (-o)", &output_format::PNG)?;
     let img = io::load_image(&args.image)?;
     let scrib = io::load_image(&args.seeds)?;
     if scrib.dims != img.dims {

@@ -68,7 +68,10 @@ use crate::{Error, Result};
 pub use image::{Image, ImageFormat, ImageMeta, Seed, Seeds};
 use memory::bytes_text;
 pub use memory::{budget_from, memory_budget, Budget};
-pub use output::{commit_all, stage, write_all_atomic, write_atomic, AtomicFile, OutputPlan};
+pub use output::{
+    commit_all, output_format, stage, write_all_atomic, write_atomic, AtomicFile, Format,
+    OutputPlan,
+};
 use std::io::Read;
 use std::path::Path;
 

@@ -229,6 +229,9 @@ pub fn write_max_file(path: &Path, net: &Network, comments: &[&str]) -> Result<(
 /// run's other outputs) puts it in place.
 pub fn stage_max_file(path: &Path, net: &Network, comments: &[&str]) -> Result<AtomicFile> {
     let io_err = |e| Error::io(path, e);
+    // The name says the format (`.max`, `.max.gz`, `.max.bz2`): a `.sgb` or `.png` name would
+    // hold DIMACS text.
+    crate::io::output_format::DIMACS.check(path)?;
     let mut file = AtomicFile::create(path)?;
     match compression_of_name(&path.to_string_lossy()) {
         Compression::Gzip => {
