@@ -206,18 +206,21 @@ pub fn load_seeds(path: &Path, dims: [usize; 3], opts: &SeedOptions) -> Result<S
     let raw = read_raw(path, dims, opts)?;
     let labels =
         match (opts.format, raw) {
-            (SeedFormat::Auto, Raw::Indexed { idx, .. })
-            | (SeedFormat::Palette, Raw::Indexed { idx, .. }) => palette_labels(path, dims, &idx)?,
+            (SeedFormat::Auto, Raw::Indexed { idx, palette }) => {
+                palette_or_colours(path, &idx, &palette, opts)?;
+                palette_labels(path, dims, &idx)?
+            }
+            (SeedFormat::Palette, Raw::Indexed { idx, .. }) => palette_labels(path, dims, &idx)?,
             (SeedFormat::Palette, _) => return Err(input_err(
                 path,
                 "the palette seed format needs a palette (indexed) PNG, and this file is not one; \
                  try the seed formats auto, labels, trimap, opencv or rgb",
             )),
             (SeedFormat::Auto, Raw::Rgba(px)) => match grey_of(&px) {
-                Some(values) => auto_grey(path, dims, &values)?,
+                Some(values) => auto_grey(path, dims, &values, opts)?,
                 None => rgb_labels(path, dims, &px, opts)?,
             },
-            (SeedFormat::Auto, Raw::Grey(values)) => auto_grey(path, dims, &values)?,
+            (SeedFormat::Auto, Raw::Grey(values)) => auto_grey(path, dims, &values, opts)?,
             (SeedFormat::Rgb, raw) => {
                 let px = colours(path, dims, raw)?;
                 rgb_labels(path, dims, &px, opts)?
@@ -438,8 +441,71 @@ fn grey_labels(path: &Path, dims: [usize; 3], values: &[f32], conv: Grey) -> Res
         .collect()
 }
 
+/// A palette PNG whose stroke colours say the opposite of its indices reads two ways: index 1
+/// is foreground as a palette, but drawn in the background scribble colour (or index 2 in the
+/// foreground colour) it is background as coloured scribbles. Auto-detection refuses it.
+fn palette_or_colours(
+    path: &Path,
+    idx: &[u8],
+    palette: &[[u8; 3]],
+    opts: &SeedOptions,
+) -> Result<()> {
+    let used = |k: u8| idx.contains(&k);
+    let colour = |k: usize| palette.get(k).copied();
+    let crossed = (colour(1) == Some(opts.bg_color) && used(1))
+        || (colour(2) == Some(opts.fg_color) && used(2));
+    if !crossed {
+        return Ok(());
+    }
+    let c = |k: usize| {
+        colour(k).map_or("none".to_string(), |c| {
+            format!("({}, {}, {})", c[0], c[1], c[2])
+        })
+    };
+    Err(input_err(
+        path,
+        format!(
+            "ambiguous seeds: this palette PNG reads two ways. As the palette seed format, index 1 \
+             {} is foreground and index 2 {} background; as the rgb seed format (coloured \
+             scribbles, foreground ({}, {}, {}), background ({}, {}, {})) the same strokes mean \
+             the opposite. Name the seed format",
+            c(1),
+            c(2),
+            opts.fg_color[0],
+            opts.fg_color[1],
+            opts.fg_color[2],
+            opts.bg_color[0],
+            opts.bg_color[1],
+            opts.bg_color[2]
+        ),
+    ))
+}
+
+/// The rgb seed format's reading of grey value `v` when both scribble colours are grey (R = G =
+/// B: never the defaults, so the user chose them): the colours are seeds, every other 8-bit
+/// value unmarked. `None` where the colours are not grey or `v` is no 8-bit value.
+fn grey_scribble(v: f32, opts: &SeedOptions) -> Option<Seed> {
+    let grey = |c: [u8; 3]| (c[0] == c[1] && c[1] == c[2]).then_some(c[0] as f32);
+    let (fg, bg) = (grey(opts.fg_color)?, grey(opts.bg_color)?);
+    if v.fract() != 0.0 || !(0.0..=255.0).contains(&v) {
+        return None;
+    }
+    Some(if v == fg {
+        Seed::Foreground
+    } else if v == bg {
+        Seed::Background
+    } else {
+        Seed::Unknown
+    })
+}
+
 /// Auto-detection among the grey conventions; see [`SeedFormat`].
-fn auto_grey(path: &Path, dims: [usize; 3], values: &[f32]) -> Result<Vec<Seed>> {
+fn auto_grey(
+    path: &Path,
+    dims: [usize; 3],
+    values: &[f32],
+    opts: &SeedOptions,
+) -> Result<Vec<Seed>> {
     // Distinct values: at most 5 can fit any convention, so stop collecting after 6.
     let mut present: Vec<f32> = Vec::new();
     for &v in values {
@@ -455,6 +521,41 @@ fn auto_grey(path: &Path, dims: [usize; 3], values: &[f32]) -> Result<Vec<Seed>>
         .into_iter()
         .filter(|c| present.iter().all(|&v| c.map(v).is_some()))
         .collect();
+    // Grey scribble colours the user chose make the rgb format a reading too.
+    let scribbles = present
+        .iter()
+        .all(|&v| grey_scribble(v, opts).is_some())
+        .then(|| {
+            present
+                .iter()
+                .any(|&v| grey_scribble(v, opts) != Some(Seed::Unknown))
+        })
+        .unwrap_or(false);
+    if scribbles {
+        let differs = fits
+            .iter()
+            .find(|c| present.iter().any(|&v| c.map(v) != grey_scribble(v, opts)));
+        if let Some(c) = differs {
+            let shown: Vec<String> = present.iter().map(|v| v.to_string()).collect();
+            return Err(input_err(
+                path,
+                format!(
+                    "ambiguous seeds: the values {{{}}} read two ways, as {} and as the rgb seed \
+                     format with the grey scribble colours {} (foreground) and {} \
+                     (background), everything else unmarked; name the seed format: {} or rgb",
+                    shown.join(", "),
+                    c.describe(),
+                    opts.fg_color[0],
+                    opts.bg_color[0],
+                    c.format()
+                ),
+            ));
+        }
+        return values
+            .iter()
+            .map(|&v| grey_scribble(v, opts).ok_or_else(|| input_err(path, "not 8-bit")))
+            .collect();
+    }
     let Some(&first) = fits.first() else {
         let why: Vec<String> = Grey::ALL
             .iter()
@@ -481,6 +582,24 @@ fn auto_grey(path: &Path, dims: [usize; 3], values: &[f32]) -> Result<Vec<Seed>>
     let agree = fits
         .iter()
         .all(|c| present.iter().all(|&v| c.map(v) == first.map(v)));
+    // A trimap without its unknown value 128 makes every pixel a hard seed, leaving nothing to
+    // segment: far more likely the file is strokes (255, perhaps 64) drawn on an unmarked black
+    // background, which a trimap reading would turn into a hard background everywhere.
+    if agree && first == Grey::Trimap && !present.contains(&128.0) {
+        let shown: Vec<String> = present.iter().map(|v| v.to_string()).collect();
+        return Err(input_err(
+            path,
+            format!(
+                "ambiguous seeds: the values {{{}}} read two ways. As a {} every pixel is a hard \
+                 seed (the unknown value 128 is absent) and nothing is left to segment; as \
+                 strokes on an unmarked background (the rgb seed format with the scribble \
+                 colours (255, 255, 255) and, if the background strokes are 64, (64, 64, 64)) \
+                 the value 0 is unmarked. Name the seed format: trimap or rgb",
+                shown.join(", "),
+                Grey::Trimap.describe(),
+            ),
+        ));
+    }
     if !agree {
         let shown: Vec<String> = present.iter().map(|v| v.to_string()).collect();
         let cands: Vec<&str> = fits.iter().map(|c| c.describe()).collect();

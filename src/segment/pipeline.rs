@@ -532,6 +532,7 @@ fn check_options(image: &Image, opts: &SegmentOptions) -> Result<()> {
     if opts.iterations == 0 {
         return bad("iterations must be at least 1".into());
     }
+    opts.model.check()?;
     if !(0.0..1.0).contains(&opts.outlier) {
         return bad(format!("outlier must be in [0, 1), got {}", opts.outlier));
     }
@@ -542,6 +543,7 @@ fn check_options(image: &Image, opts: &SegmentOptions) -> Result<()> {
 pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Segmentation> {
     let seed_counts = check_seeds(image, seeds)?;
     check_options(image, opts)?;
+    super::budget::check(image, opts)?;
     // Asked first: creating the GPU context is process start-up, not preparation.
     let (choice, on_gpu) = plan_solve(image, opts);
     let t = Instant::now();
