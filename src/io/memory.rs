@@ -146,10 +146,14 @@ fn over_budget(what: &str, need: u64, b: Budget, advice: &str) -> String {
     } else {
         format!("; {advice}")
     };
+    let (mut need_text, mut budget_text) = (bytes_text(need), bytes_text(b.bytes));
+    if need_text == budget_text {
+        // Close enough to round alike: say by how much.
+        need_text = format!("{:.3} GB", need as f64 / 1e9);
+        budget_text = format!("{:.3} GB", b.bytes as f64 / 1e9);
+    }
     format!(
-        "{what} needs about {}, more than the {} of {}{advice}",
-        bytes_text(need),
-        bytes_text(b.bytes),
+        "{what} needs about {need_text}, more than the {budget_text} of {}{advice}",
         b.source
     )
 }

@@ -28,16 +28,25 @@ pub const DEFAULT_BG_COLOR: [u8; 3] = [0, 0, 255];
 /// "Probably" values become the soft seeds [`Seed::ProbablyBackground`] /
 /// [`Seed::ProbablyForeground`].
 ///
-/// [`SeedFormat::Auto`] decides as follows:
-/// 1. a palette PNG → `palette` (an index above 2 is an error that suggests `rgb`);
+/// [`SeedFormat::Auto`] decides as follows, and refuses every file that reads two plausible
+/// ways, naming both readings (the caller then names the format):
+/// 1. a palette PNG → `palette` (an index above 2 is an error that suggests `rgb`); refused when
+///    index 1 is drawn in the background scribble colour or index 2 in the foreground one (as
+///    coloured scribbles the strokes would mean the opposite);
 /// 2. a colour image with any pixel whose R, G, B differ → `rgb`;
 /// 3. otherwise (grey, or colour with R = G = B everywhere) the set of values present decides:
 ///    every convention among `labels`, `opencv`, `trimap` that gives all of them a meaning is a
 ///    candidate; if the candidates agree on what every present value means, that meaning is used
 ///    (e.g. {0, 128, 255} → trimap; {0, 1, 2, 3} → opencv), if they disagree (e.g. {0, 1, 2}:
 ///    0 is unlabelled for `labels` but background for `opencv`) the error names the candidates
-///    and asks for `--seed-format`; if none fits, the error names, for each convention, the
-///    first pixel and value it cannot read.
+///    and asks for the format; if none fits, the error names, for each convention, the
+///    first pixel and value it cannot read;
+/// 4. a trimap without its unknown value 128 is refused: every pixel would be a hard seed, and
+///    such a file (white strokes, perhaps 64-grey ones, on black) is far more likely strokes on
+///    an unmarked background, which the trimap reading turns into hard background everywhere;
+/// 5. scribble colours that are grey (R = G = B: chosen by the caller, the defaults are not)
+///    make `rgb` a reading of grey files too; where it and a grey convention give a present
+///    value different meanings the file is refused, where they agree it is read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SeedFormat {
     /// Decide from the file (see the type's doc).

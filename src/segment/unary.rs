@@ -79,6 +79,16 @@ pub fn segment_probability(
         }
     };
     energy::check_seeds(image, seeds)?;
+    // No colour models, no prior and no warm start here: the rest of the estimate applies.
+    let lean = SegmentOptions {
+        warm_start: false,
+        prior: super::prior::SpatialPrior {
+            weight: 0.0,
+            ..opts.prior
+        },
+        ..opts.clone()
+    };
+    super::budget::check(image, &lean)?;
     let t0 = Instant::now();
     let work = to_color_space(image, opts.color_space);
     let eopts = EnergyOptions {
