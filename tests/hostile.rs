@@ -345,6 +345,7 @@ fn white_strokes_on_black_are_not_taken_for_a_trimap() {
             "{}",
             stderr(&o)
         );
+        let _ = std::fs::remove_file(dir.path().join("m.png"));
     }
 }
 
@@ -579,8 +580,7 @@ fn stereo_eval_refuses_a_threshold_that_is_not_a_number() {
                 "--gt",
                 scene.to_str().unwrap(),
                 gt.to_str().unwrap(),
-                "--threshold",
-                t,
+                &format!("--threshold={t}"),
             ],
         );
         refused(&o, &["threshold"]);
