@@ -173,11 +173,14 @@ fn trimap_values() {
         let s = seeds_of(&p, [5, 1, 1], fmt).unwrap();
         assert_eq!(s.labels, [B, B, U, F, U]);
     }
-    // A binary mask {0, 255} is a trimap without unknowns.
+    // A binary {0, 255} file is a trimap without unknowns only when named so: auto-detection
+    // refuses it, as it also reads as white strokes on an unmarked background (issue 21 D1).
     let q = dir.path().join("binary.png");
     grey8(&q, 2, 1, &[255, 0]);
+    let msg = err_text(seeds_of(&q, [2, 1, 1], SeedFormat::Auto));
+    assert_has(&msg, &["ambiguous", "trimap", "rgb seed format", "128"]);
     assert_eq!(
-        seeds_of(&q, [2, 1, 1], SeedFormat::Auto).unwrap().labels,
+        seeds_of(&q, [2, 1, 1], SeedFormat::Trimap).unwrap().labels,
         [F, B]
     );
 }
