@@ -134,11 +134,19 @@ fn palette_seeds_read_indices_not_colours() {
     ] {
         let p = dir.path().join(format!("pal{}.png", bits as u8));
         indexed(&p, 6, 2, bits, &idx);
-        for fmt in [SeedFormat::Auto, SeedFormat::Palette, SeedFormat::Labels] {
+        for fmt in [SeedFormat::Palette, SeedFormat::Labels] {
             let s = seeds_of(&p, [6, 2, 1], fmt).unwrap();
             assert_eq!(s.labels, expect, "{bits:?} {fmt}");
             assert_eq!(s.dims, [6, 2, 1]);
         }
+        // Index 1 is drawn blue and index 2 red, the default background and foreground scribble
+        // colours: as coloured scribbles the file means the opposite, so auto-detection refuses
+        // it and names both readings (issue 21 D1).
+        let msg = err_text(seeds_of(&p, [6, 2, 1], SeedFormat::Auto));
+        assert_has(
+            &msg,
+            &["ambiguous", "palette seed format", "rgb seed format"],
+        );
     }
 }
 

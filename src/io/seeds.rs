@@ -216,8 +216,10 @@ pub fn load_seeds(path: &Path, dims: [usize; 3], opts: &SeedOptions) -> Result<S
     let labels =
         match (opts.format, raw) {
             (SeedFormat::Auto, Raw::Indexed { idx, palette }) => {
+                // An index above 2 is its own error (which suggests rgb) first.
+                let labels = palette_labels(path, dims, &idx)?;
                 palette_or_colours(path, &idx, &palette, opts)?;
-                palette_labels(path, dims, &idx)?
+                labels
             }
             (SeedFormat::Palette, Raw::Indexed { idx, .. }) => palette_labels(path, dims, &idx)?,
             (SeedFormat::Palette, _) => return Err(input_err(
