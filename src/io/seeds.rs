@@ -533,15 +533,10 @@ fn auto_grey(
         .filter(|c| present.iter().all(|&v| c.map(v).is_some()))
         .collect();
     // Grey scribble colours the user chose make the rgb format a reading too.
-    let scribbles = present
-        .iter()
-        .all(|&v| grey_scribble(v, opts).is_some())
-        .then(|| {
-            present
-                .iter()
-                .any(|&v| grey_scribble(v, opts) != Some(Seed::Unknown))
-        })
-        .unwrap_or(false);
+    let scribbles = present.iter().all(|&v| grey_scribble(v, opts).is_some())
+        && present
+            .iter()
+            .any(|&v| grey_scribble(v, opts) != Some(Seed::Unknown));
     if scribbles {
         let differs = fits
             .iter()
