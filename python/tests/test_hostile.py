@@ -28,19 +28,19 @@ CASES = {
 
 
 def run_limited(body: str) -> subprocess.CompletedProcess:
-    code = textwrap.dedent(
-        f"""
-        import resource
-        resource.setrlimit(resource.RLIMIT_AS, ({LIMIT}, {LIMIT}))
-        import numpy as np
-        import segcut
-        try:
-        {textwrap.indent(body.strip(), "    ")}
-        except MemoryError as e:
-            print("MemoryError:", e)
-            raise SystemExit(3)
-        print("fitted")
-        """
+    code = "\n".join(
+        [
+            "import resource",
+            f"resource.setrlimit(resource.RLIMIT_AS, ({LIMIT}, {LIMIT}))",
+            "import numpy as np",
+            "import segcut",
+            "try:",
+            textwrap.indent(textwrap.dedent(body).strip(), "    "),
+            "except MemoryError as e:",
+            "    print('MemoryError:', e)",
+            "    raise SystemExit(3)",
+            "print('fitted')",
+        ]
     )
     return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=600
