@@ -839,7 +839,7 @@ impl Bk {
 /// not included. Saturates instead of overflowing.
 ///
 /// ```
-/// assert_eq!(segcut::maxflow::bk::memory_needed(10, 40), 10 * 37 + 40 * 12);
+/// assert_eq!(segcut::maxflow::bk::memory_needed(10, 40), (10 + 1) * 37 + 40 * 12);
 /// ```
 pub fn memory_needed(nodes: u64, arcs: u64) -> u64 {
     nodes

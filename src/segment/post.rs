@@ -57,18 +57,18 @@ impl PostProcess {
 /// use segcut::segment::post::{post_process, PostProcess};
 /// use segcut::segment::{Seed, Seeds};
 /// // A 3×3×3 cube of foreground with a hollow centre, and one stray voxel in a corner of a
-/// // 5×5×5 volume; the seed is on the cube.
-/// let idx = |x: usize, y: usize, z: usize| x + 5 * (y + 5 * z);
-/// let mut mask = vec![false; 125];
+/// // 7×7×7 volume; the seed is on the cube.
+/// let idx = |x: usize, y: usize, z: usize| x + 7 * (y + 7 * z);
+/// let mut mask = vec![false; 343];
 /// for z in 1..4 { for y in 1..4 { for x in 1..4 { mask[idx(x, y, z)] = true; } } }
 /// mask[idx(2, 2, 2)] = false;
-/// mask[idx(4, 4, 4)] = true;
-/// let mut seeds = Seeds::unknown([5, 5, 5]);
+/// mask[idx(6, 6, 6)] = true;
+/// let mut seeds = Seeds::unknown([7, 7, 7]);
 /// seeds.labels[idx(1, 1, 1)] = Seed::Foreground;
 /// let post = PostProcess { drop_unseeded: true, max_hole: 2 };
 /// let (out, changed) = post_process(&mask, &seeds, &post).unwrap();
 /// assert_eq!(changed, 2);
-/// assert!(out[idx(2, 2, 2)] && !out[idx(4, 4, 4)]);
+/// assert!(out[idx(2, 2, 2)] && !out[idx(6, 6, 6)]);
 /// ```
 pub fn post_process(
     mask: &[bool],
