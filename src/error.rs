@@ -55,6 +55,11 @@ pub enum Error {
     /// A request that this build or this machine cannot serve.
     #[error("{0}")]
     Unsupported(String),
+    /// A job that needs more memory than this process may use (see
+    /// [`memory_budget`](crate::io::memory_budget)), refused before the allocation: what it was,
+    /// what it needed, the budget, and what to change.
+    #[error("{0}")]
+    Memory(String),
 }
 
 impl Error {

@@ -134,11 +134,19 @@ fn palette_seeds_read_indices_not_colours() {
     ] {
         let p = dir.path().join(format!("pal{}.png", bits as u8));
         indexed(&p, 6, 2, bits, &idx);
-        for fmt in [SeedFormat::Auto, SeedFormat::Palette, SeedFormat::Labels] {
+        for fmt in [SeedFormat::Palette, SeedFormat::Labels] {
             let s = seeds_of(&p, [6, 2, 1], fmt).unwrap();
             assert_eq!(s.labels, expect, "{bits:?} {fmt}");
             assert_eq!(s.dims, [6, 2, 1]);
         }
+        // Index 1 is drawn blue and index 2 red, the default background and foreground scribble
+        // colours: as coloured scribbles the file means the opposite, so auto-detection refuses
+        // it and names both readings (issue 21 D1).
+        let msg = err_text(seeds_of(&p, [6, 2, 1], SeedFormat::Auto));
+        assert_has(
+            &msg,
+            &["ambiguous", "palette seed format", "rgb seed format"],
+        );
     }
 }
 
@@ -173,11 +181,14 @@ fn trimap_values() {
         let s = seeds_of(&p, [5, 1, 1], fmt).unwrap();
         assert_eq!(s.labels, [B, B, U, F, U]);
     }
-    // A binary mask {0, 255} is a trimap without unknowns.
+    // A binary {0, 255} file is a trimap without unknowns only when named so: auto-detection
+    // refuses it, as it also reads as white strokes on an unmarked background (issue 21 D1).
     let q = dir.path().join("binary.png");
     grey8(&q, 2, 1, &[255, 0]);
+    let msg = err_text(seeds_of(&q, [2, 1, 1], SeedFormat::Auto));
+    assert_has(&msg, &["ambiguous", "trimap", "rgb seed format", "128"]);
     assert_eq!(
-        seeds_of(&q, [2, 1, 1], SeedFormat::Auto).unwrap().labels,
+        seeds_of(&q, [2, 1, 1], SeedFormat::Trimap).unwrap().labels,
         [F, B]
     );
 }

@@ -91,17 +91,51 @@ fn arcs_of_pairs(g: &CsrGraph, tail: &[u32], head: &[u32]) -> segcut::Result<Vec
     Ok(out)
 }
 
+/// Bytes per node of a graph solved from Python besides the solver's: the kept terminal excess
+/// (`i64`), the builder's and the CSR graph's terminal capacities and offsets.
+const BYTES_PER_NODE: u64 = 8 + 8 + 12;
+
+/// Bytes per added pair besides the solver's: the pair as kept here (16), in the builder (16)
+/// and in the CSR graph (two arcs of head, reverse and capacity: 24).
+const BYTES_PER_PAIR: u64 = 16 + 16 + 24;
+
+/// Refuses a node count beyond what the graph supports, or one whose solve could never fit in
+/// memory (`MemoryError`, before anything is allocated).
+fn check_nodes(nodes: usize) -> PyResult<()> {
+    if nodes > segcut::graph::MAX_NODES {
+        return Err(PyValueError::new_err(format!(
+            "{nodes} nodes is more than the {} supported",
+            segcut::graph::MAX_NODES
+        )));
+    }
+    check_solve(nodes, 0)
+}
+
+/// `MemoryError` when solving `nodes` nodes and `pairs` pairs would not fit.
+fn check_solve(nodes: usize, pairs: usize) -> PyResult<()> {
+    let (n, p) = (nodes as u64, pairs as u64);
+    let need = segcut::maxflow::bk::memory_needed(n, p.saturating_mul(2))
+        .saturating_add(n.saturating_mul(BYTES_PER_NODE))
+        .saturating_add(p.saturating_mul(BYTES_PER_PAIR));
+    segcut::io::check_budget(
+        &format!("a graph of {nodes} nodes and {pairs} edges"),
+        need,
+        "use a smaller graph",
+    )
+    .map_err(py_err)
+}
+
 #[pymethods]
 impl Graph {
     #[new]
     fn new(nodes: usize) -> PyResult<Self> {
-        CsrBuilder::new(nodes).map_err(py_err)?;
+        check_nodes(nodes)?;
         Ok(Graph {
             tail: Vec::new(),
             head: Vec::new(),
             cap: Vec::new(),
             rev: Vec::new(),
-            terminals: Terminals::new(nodes),
+            terminals: Terminals::new(nodes)?,
             construct: Duration::ZERO,
             last: None,
             arc_of_pair: Vec::new(),
@@ -123,8 +157,13 @@ impl Graph {
     /// Adds `count` nodes; returns the first new index.
     fn add_nodes(&mut self, count: usize) -> PyResult<usize> {
         let first = self.n();
-        CsrBuilder::new(first + count).map_err(py_err)?;
-        self.terminals.excess.resize(first + count, 0);
+        let total = first.checked_add(count).ok_or_else(|| {
+            PyValueError::new_err(format!("{first} + {count} nodes overflow the node count"))
+        })?;
+        check_nodes(total)?;
+        segcut::io::try_reserve(&mut self.terminals.excess, count, "the terminal capacities")
+            .map_err(py_err)?;
+        self.terminals.excess.resize(total, 0);
         self.last = None;
         Ok(first)
     }
@@ -235,6 +274,7 @@ impl Graph {
         opts.auto.min_gpu_nodes = gpu_min_nodes;
         py.check_signals()?;
         let t = Instant::now();
+        check_solve(self.n(), self.head.len())?;
         let this = &*self;
         let g = py.detach(|| this.build(false)).map_err(py_err)?;
         let build = t.elapsed();

@@ -37,11 +37,11 @@ pub(crate) struct Terminals {
 const TERMINAL_LIMIT: i64 = 1 << 60;
 
 impl Terminals {
-    pub fn new(n: usize) -> Self {
-        Terminals {
-            excess: vec![0; n],
+    pub fn new(n: usize) -> PyResult<Self> {
+        Ok(Terminals {
+            excess: segcut::io::try_vec(n, 0, "the terminal capacities").map_err(py_err)?,
             constant: 0,
-        }
+        })
     }
 
     /// Adds `s` to node `v`'s source arc and `t` to its sink arc.
@@ -211,7 +211,7 @@ impl Grid {
         reserve_check(n.saturating_mul(4 * conn.degree() as u64 + 16), "the grid")?;
         let g = GridGraph::new(w, h, d, conn).map_err(py_err)?;
         Ok(Grid {
-            terminals: Terminals::new(g.num_nodes()),
+            terminals: Terminals::new(g.num_nodes())?,
             shape,
             g,
             construct: Duration::ZERO,
@@ -374,6 +374,15 @@ impl Grid {
         let t = Instant::now();
         self.with_terminals()?;
         let g = &self.g;
+        // The solver's own arrays (BK's; the others need no more host memory) and the cut.
+        let nodes = g.num_nodes() as u64;
+        let arcs = nodes.saturating_mul(g.connectivity().degree() as u64);
+        segcut::io::check_budget(
+            &format!("solving a grid of {nodes} nodes"),
+            segcut::maxflow::bk::memory_needed(nodes, arcs).saturating_add(nodes),
+            "use a smaller grid",
+        )
+        .map_err(py_err)?;
         let (prepare, solved) = py
             .detach(|| -> segcut::Result<(Duration, Solved)> {
                 // Every solver checks the grid itself (capacities, pair sums) before solving.

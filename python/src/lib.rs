@@ -34,6 +34,7 @@ pub(crate) fn py_err(e: segcut::Error) -> PyErr {
             PyMemoryError::new_err(msg)
         }
         E::Io { .. } => PyOSError::new_err(msg),
+        E::Memory(_) => PyMemoryError::new_err(msg),
         E::Parse { .. } | E::Input { .. } | E::Graph(_) | E::Overflow(_) => {
             PyValueError::new_err(msg)
         }
@@ -52,6 +53,9 @@ pub(crate) fn parse_solver(name: &str) -> PyResult<SolverKind> {
 /// Fails with `MemoryError` when `bytes` cannot be reserved, before a large graph is allocated
 /// (a failed allocation inside Rust would abort the interpreter instead).
 pub(crate) fn reserve_check(bytes: u64, what: &str) -> PyResult<()> {
+    // The process's budget first (ulimit -v, cgroup, available memory): with overcommit, the
+    // probe below succeeds for sizes the process could never fill.
+    segcut::io::check_budget(what, bytes, "").map_err(py_err)?;
     let mut probe: Vec<u8> = Vec::new();
     usize::try_from(bytes)
         .ok()

@@ -294,6 +294,7 @@ pub fn run_eval(args: EvalArgs) -> Result<ExitCode> {
     if args.runs == 0 {
         bail!("--runs must be at least 1");
     }
+    segcut::stereo::eval::check_threshold(args.threshold).context("--threshold")?;
     let scenes = plan_eval(&args)?;
     let mut rows = Vec::new();
     if let Some(gt) = &args.gt {

@@ -272,8 +272,8 @@ impl CsrBuilder {
             head: Vec::with_capacity(pairs),
             cap: Vec::with_capacity(pairs),
             rev: Vec::with_capacity(pairs),
-            source: vec![0; n],
-            sink: vec![0; n],
+            source: crate::io::try_vec(n, 0, "the graph's source capacities")?,
+            sink: crate::io::try_vec(n, 0, "the graph's sink capacities")?,
             constant: 0,
             dropped: 0,
         })

@@ -111,3 +111,88 @@ pub(crate) fn bytes_text(b: u64) -> String {
         format!("{:.0} kB", b / 1e3)
     }
 }
+
+/// Refuses a job that needs `need` bytes when the process's [`memory_budget`] is smaller: the
+/// one up-front check of a pipeline (segmentation, stereo, a Python graph), made before its
+/// first large allocation. `what` names the job ("segmenting a 4100×4100 image"), `advice` what
+/// to change. No budget readable: no check (the fallible reservations still catch a failure).
+///
+/// ```
+/// use segcut::io::check_budget;
+/// assert!(check_budget("a tiny job", 1, "").is_ok());
+/// let e = check_budget("an impossible job", u64::MAX, "ask for less").unwrap_err();
+/// assert!(matches!(e, segcut::Error::Memory(_)));
+/// assert!(e.to_string().contains("an impossible job needs about"));
+/// ```
+pub fn check_budget(what: &str, need: u64, advice: &str) -> crate::Result<()> {
+    // Beyond any address space: refused even where no budget can be read.
+    let budget = memory_budget().or((need > MAX_ADDRESSABLE).then_some(Budget {
+        bytes: MAX_ADDRESSABLE,
+        source: "the address space of this machine",
+    }));
+    match budget {
+        Some(b) if need > b.bytes => Err(crate::Error::Memory(over_budget(what, need, b, advice))),
+        _ => Ok(()),
+    }
+}
+
+/// 2⁴⁷ bytes: the user address space of x86-64 and AArch64 Linux; no allocation can be larger.
+const MAX_ADDRESSABLE: u64 = 1 << 47;
+
+/// The message of a refused job.
+fn over_budget(what: &str, need: u64, b: Budget, advice: &str) -> String {
+    let advice = if advice.is_empty() {
+        String::new()
+    } else {
+        format!("; {advice}")
+    };
+    let (mut need_text, mut budget_text) = (bytes_text(need), bytes_text(b.bytes));
+    if need_text == budget_text {
+        // Close enough to round alike: say by how much.
+        need_text = format!("{:.3} GB", need as f64 / 1e9);
+        budget_text = format!("{:.3} GB", b.bytes as f64 / 1e9);
+    }
+    format!(
+        "{what} needs about {need_text}, more than the {budget_text} of {}{advice}",
+        b.source
+    )
+}
+
+/// Reserves room for `additional` more values in `v`, or returns [`Error::Memory`] naming
+/// `what` instead of aborting the process (the allocator's failure, say under `ulimit -v`, is
+/// otherwise fatal in Rust).
+///
+/// [`Error::Memory`]: crate::Error::Memory
+///
+/// ```
+/// let mut v: Vec<u64> = Vec::new();
+/// segcut::io::try_reserve(&mut v, 1000, "the test's values").unwrap();
+/// assert!(v.capacity() >= 1000);
+/// assert!(segcut::io::try_reserve(&mut v, usize::MAX / 2, "too many").is_err());
+/// ```
+pub fn try_reserve<T>(v: &mut Vec<T>, additional: usize, what: &str) -> crate::Result<()> {
+    v.try_reserve_exact(additional).map_err(|_| {
+        let bytes = (additional as u64).saturating_mul(std::mem::size_of::<T>() as u64);
+        crate::Error::Memory(format!(
+            "cannot allocate {} for {what}: out of memory (the memory limit of this process is \
+             reached)",
+            bytes_text(bytes)
+        ))
+    })
+}
+
+/// `vec![value; n]`, but an allocation failure is [`Error::Memory`] naming `what`.
+///
+/// [`Error::Memory`]: crate::Error::Memory
+///
+/// ```
+/// let v = segcut::io::try_vec(3, 7u8, "three bytes").unwrap();
+/// assert_eq!(v, [7, 7, 7]);
+/// assert!(segcut::io::try_vec(usize::MAX / 4, 0u64, "far too many").is_err());
+/// ```
+pub fn try_vec<T: Clone>(n: usize, value: T, what: &str) -> crate::Result<Vec<T>> {
+    let mut v = Vec::new();
+    try_reserve(&mut v, n, what)?;
+    v.resize(n, value);
+    Ok(v)
+}

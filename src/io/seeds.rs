@@ -28,16 +28,25 @@ pub const DEFAULT_BG_COLOR: [u8; 3] = [0, 0, 255];
 /// "Probably" values become the soft seeds [`Seed::ProbablyBackground`] /
 /// [`Seed::ProbablyForeground`].
 ///
-/// [`SeedFormat::Auto`] decides as follows:
-/// 1. a palette PNG → `palette` (an index above 2 is an error that suggests `rgb`);
+/// [`SeedFormat::Auto`] decides as follows, and refuses every file that reads two plausible
+/// ways, naming both readings (the caller then names the format):
+/// 1. a palette PNG → `palette` (an index above 2 is an error that suggests `rgb`); refused when
+///    index 1 is drawn in the background scribble colour or index 2 in the foreground one (as
+///    coloured scribbles the strokes would mean the opposite);
 /// 2. a colour image with any pixel whose R, G, B differ → `rgb`;
 /// 3. otherwise (grey, or colour with R = G = B everywhere) the set of values present decides:
 ///    every convention among `labels`, `opencv`, `trimap` that gives all of them a meaning is a
 ///    candidate; if the candidates agree on what every present value means, that meaning is used
 ///    (e.g. {0, 128, 255} → trimap; {0, 1, 2, 3} → opencv), if they disagree (e.g. {0, 1, 2}:
 ///    0 is unlabelled for `labels` but background for `opencv`) the error names the candidates
-///    and asks for `--seed-format`; if none fits, the error names, for each convention, the
-///    first pixel and value it cannot read.
+///    and asks for the format; if none fits, the error names, for each convention, the
+///    first pixel and value it cannot read;
+/// 4. a trimap without its unknown value 128 is refused: every pixel would be a hard seed, and
+///    such a file (white strokes, perhaps 64-grey ones, on black) is far more likely strokes on
+///    an unmarked background, which the trimap reading turns into hard background everywhere;
+/// 5. scribble colours that are grey (R = G = B: chosen by the caller, the defaults are not)
+///    make `rgb` a reading of grey files too; where it and a grey convention give a present
+///    value different meanings the file is refused, where they agree it is read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SeedFormat {
     /// Decide from the file (see the type's doc).
@@ -206,18 +215,23 @@ pub fn load_seeds(path: &Path, dims: [usize; 3], opts: &SeedOptions) -> Result<S
     let raw = read_raw(path, dims, opts)?;
     let labels =
         match (opts.format, raw) {
-            (SeedFormat::Auto, Raw::Indexed { idx, .. })
-            | (SeedFormat::Palette, Raw::Indexed { idx, .. }) => palette_labels(path, dims, &idx)?,
+            (SeedFormat::Auto, Raw::Indexed { idx, palette }) => {
+                // An index above 2 is its own error (which suggests rgb) first.
+                let labels = palette_labels(path, dims, &idx)?;
+                palette_or_colours(path, &idx, &palette, opts)?;
+                labels
+            }
+            (SeedFormat::Palette, Raw::Indexed { idx, .. }) => palette_labels(path, dims, &idx)?,
             (SeedFormat::Palette, _) => return Err(input_err(
                 path,
                 "the palette seed format needs a palette (indexed) PNG, and this file is not one; \
                  try the seed formats auto, labels, trimap, opencv or rgb",
             )),
             (SeedFormat::Auto, Raw::Rgba(px)) => match grey_of(&px) {
-                Some(values) => auto_grey(path, dims, &values)?,
+                Some(values) => auto_grey(path, dims, &values, opts)?,
                 None => rgb_labels(path, dims, &px, opts)?,
             },
-            (SeedFormat::Auto, Raw::Grey(values)) => auto_grey(path, dims, &values)?,
+            (SeedFormat::Auto, Raw::Grey(values)) => auto_grey(path, dims, &values, opts)?,
             (SeedFormat::Rgb, raw) => {
                 let px = colours(path, dims, raw)?;
                 rgb_labels(path, dims, &px, opts)?
@@ -481,8 +495,71 @@ pub fn seeds_from_values(
     })
 }
 
+/// A palette PNG whose stroke colours say the opposite of its indices reads two ways: index 1
+/// is foreground as a palette, but drawn in the background scribble colour (or index 2 in the
+/// foreground colour) it is background as coloured scribbles. Auto-detection refuses it.
+fn palette_or_colours(
+    path: &Path,
+    idx: &[u8],
+    palette: &[[u8; 3]],
+    opts: &SeedOptions,
+) -> Result<()> {
+    let used = |k: u8| idx.contains(&k);
+    let colour = |k: usize| palette.get(k).copied();
+    let crossed = (colour(1) == Some(opts.bg_color) && used(1))
+        || (colour(2) == Some(opts.fg_color) && used(2));
+    if !crossed {
+        return Ok(());
+    }
+    let c = |k: usize| {
+        colour(k).map_or("none".to_string(), |c| {
+            format!("({}, {}, {})", c[0], c[1], c[2])
+        })
+    };
+    Err(input_err(
+        path,
+        format!(
+            "ambiguous seeds: this palette PNG reads two ways. As the palette seed format, index 1 \
+             {} is foreground and index 2 {} background; as the rgb seed format (coloured \
+             scribbles, foreground ({}, {}, {}), background ({}, {}, {})) the same strokes mean \
+             the opposite. Name the seed format",
+            c(1),
+            c(2),
+            opts.fg_color[0],
+            opts.fg_color[1],
+            opts.fg_color[2],
+            opts.bg_color[0],
+            opts.bg_color[1],
+            opts.bg_color[2]
+        ),
+    ))
+}
+
+/// The rgb seed format's reading of grey value `v` when both scribble colours are grey (R = G =
+/// B: never the defaults, so the user chose them): the colours are seeds, every other 8-bit
+/// value unmarked. `None` where the colours are not grey or `v` is no 8-bit value.
+fn grey_scribble(v: f32, opts: &SeedOptions) -> Option<Seed> {
+    let grey = |c: [u8; 3]| (c[0] == c[1] && c[1] == c[2]).then_some(c[0] as f32);
+    let (fg, bg) = (grey(opts.fg_color)?, grey(opts.bg_color)?);
+    if v.fract() != 0.0 || !(0.0..=255.0).contains(&v) {
+        return None;
+    }
+    Some(if v == fg {
+        Seed::Foreground
+    } else if v == bg {
+        Seed::Background
+    } else {
+        Seed::Unknown
+    })
+}
+
 /// Auto-detection among the grey conventions; see [`SeedFormat`].
-fn auto_grey(path: &Path, dims: [usize; 3], values: &[f32]) -> Result<Vec<Seed>> {
+fn auto_grey(
+    path: &Path,
+    dims: [usize; 3],
+    values: &[f32],
+    opts: &SeedOptions,
+) -> Result<Vec<Seed>> {
     // Distinct values: at most 5 can fit any convention, so stop collecting after 6.
     let mut present: Vec<f32> = Vec::new();
     for &v in values {
@@ -498,6 +575,36 @@ fn auto_grey(path: &Path, dims: [usize; 3], values: &[f32]) -> Result<Vec<Seed>>
         .into_iter()
         .filter(|c| present.iter().all(|&v| c.map(v).is_some()))
         .collect();
+    // Grey scribble colours the user chose make the rgb format a reading too.
+    let scribbles = present.iter().all(|&v| grey_scribble(v, opts).is_some())
+        && present
+            .iter()
+            .any(|&v| grey_scribble(v, opts) != Some(Seed::Unknown));
+    if scribbles {
+        let differs = fits
+            .iter()
+            .find(|c| present.iter().any(|&v| c.map(v) != grey_scribble(v, opts)));
+        if let Some(c) = differs {
+            let shown: Vec<String> = present.iter().map(|v| v.to_string()).collect();
+            return Err(input_err(
+                path,
+                format!(
+                    "ambiguous seeds: the values {{{}}} read two ways, as {} and as the rgb seed \
+                     format with the grey scribble colours {} (foreground) and {} \
+                     (background), everything else unmarked; name the seed format: {} or rgb",
+                    shown.join(", "),
+                    c.describe(),
+                    opts.fg_color[0],
+                    opts.bg_color[0],
+                    c.format()
+                ),
+            ));
+        }
+        return values
+            .iter()
+            .map(|&v| grey_scribble(v, opts).ok_or_else(|| input_err(path, "not 8-bit")))
+            .collect();
+    }
     let Some(&first) = fits.first() else {
         let why: Vec<String> = Grey::ALL
             .iter()
@@ -524,6 +631,24 @@ fn auto_grey(path: &Path, dims: [usize; 3], values: &[f32]) -> Result<Vec<Seed>>
     let agree = fits
         .iter()
         .all(|c| present.iter().all(|&v| c.map(v) == first.map(v)));
+    // A trimap without its unknown value 128 makes every pixel a hard seed, leaving nothing to
+    // segment: far more likely the file is strokes (255, perhaps 64) drawn on an unmarked black
+    // background, which a trimap reading would turn into a hard background everywhere.
+    if agree && first == Grey::Trimap && !present.contains(&128.0) {
+        let shown: Vec<String> = present.iter().map(|v| v.to_string()).collect();
+        return Err(input_err(
+            path,
+            format!(
+                "ambiguous seeds: the values {{{}}} read two ways. As a {} every pixel is a hard \
+                 seed (the unknown value 128 is absent) and nothing is left to segment; as \
+                 strokes on an unmarked background (the rgb seed format with the scribble \
+                 colours (255, 255, 255) and, if the background strokes are 64, (64, 64, 64)) \
+                 the value 0 is unmarked. Name the seed format: trimap or rgb",
+                shown.join(", "),
+                Grey::Trimap.describe(),
+            ),
+        ));
+    }
     if !agree {
         let shown: Vec<String> = present.iter().map(|v| v.to_string()).collect();
         let cands: Vec<&str> = fits.iter().map(|c| c.describe()).collect();

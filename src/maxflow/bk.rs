@@ -160,17 +160,20 @@ impl Bk {
     }
 
     /// Copies the arcs of a CSR graph, then sets up the trees.
-    fn init_csr(&mut self, g: &CsrGraph) {
+    fn init_csr(&mut self, g: &CsrGraph) -> Result<()> {
         self.arcs.clear();
+        self.nodes.clear();
+        reserve_exact(&mut self.arcs, g.heads().len(), "BK's arcs")?;
+        reserve_exact(&mut self.nodes, g.first().len(), "BK's nodes")?;
         let arcs = g.heads().iter().zip(g.sisters()).zip(g.caps());
         self.arcs
             .extend(arcs.map(|((&head, &sister), &rcap)| Arc { head, sister, rcap }));
-        self.nodes.clear();
         self.nodes.extend(g.first().iter().map(|&first| Node {
             first,
             ..Node::FREE
         }));
         self.init_trees(g.source_caps(), g.sink_caps());
+        Ok(())
     }
 
     /// Lays out the arcs of a grid directly, exactly as [`GridGraph::to_csr`] would (same
@@ -211,6 +214,7 @@ impl Bk {
         // left out). Then where each node's arcs start.
         let stride: Vec<isize> = (0..degree).map(|d| g.stride(d)).collect();
         self.grid_masks.clear();
+        reserve_exact(&mut self.grid_masks, n, "BK's arc masks")?;
         self.grid_masks.resize(n, 0);
         for (r, &d) in order.iter().enumerate() {
             let [dx, dy, dz] = conn.offsets()[d];
@@ -246,6 +250,9 @@ impl Bk {
             }
         }
         self.nodes.clear();
+        // Exactly n + 1: grown by pushes, the array would double past the next power of two
+        // (4100² nodes would take 940 MB instead of 470 MB).
+        reserve_exact(&mut self.nodes, n + 1, "BK's nodes")?;
         let mut first: u64 = 0;
         for &mask in &self.grid_masks {
             self.nodes.push(Node {
@@ -271,7 +278,7 @@ impl Bk {
             .map(|&d| (g.caps(d), stride[d], (1u32 << rank[d ^ 1]) - 1))
             .collect();
         self.arcs.clear();
-        self.arcs.reserve(first as usize);
+        reserve_exact(&mut self.arcs, first as usize, "BK's arcs")?;
         for v in 0..n {
             let mut mask = self.grid_masks[v];
             while mask != 0 {
@@ -811,7 +818,7 @@ impl Bk {
     fn run_flows(&mut self, g: GraphRef<'_>) -> Result<Solved> {
         let t = Instant::now();
         let csr = g.to_csr()?;
-        self.init_csr(&csr);
+        self.init_csr(&csr)?;
         let build = t.elapsed();
         self.search();
         let cut = self.cut(csr.constant_flow())?;
@@ -824,6 +831,27 @@ impl Bk {
         s.stats.build = build;
         Ok(s)
     }
+}
+
+/// Bytes [`Bk`] needs to solve a graph of `nodes` nodes and `arcs` arcs (each direction of a
+/// pair counted): 28 per node record, 4 per node for a grid's arc masks, up to 4 per node in the
+/// orphan queue and 1 for the cut; 12 per arc (head, reverse arc, residual). The graph itself is
+/// not included. Saturates instead of overflowing.
+///
+/// ```
+/// assert_eq!(segcut::maxflow::bk::memory_needed(10, 40), (10 + 1) * 37 + 40 * 12);
+/// ```
+pub fn memory_needed(nodes: u64, arcs: u64) -> u64 {
+    nodes
+        .saturating_add(1)
+        .saturating_mul(37)
+        .saturating_add(arcs.saturating_mul(12))
+}
+
+/// Room for exactly `n` values in the (cleared) `v`, reserved fallibly: BK's arrays are the
+/// largest allocations of a segmentation, sized by the input, and a failure must be an error.
+fn reserve_exact<T>(v: &mut Vec<T>, n: usize, what: &str) -> Result<()> {
+    crate::io::try_reserve(v, n.saturating_sub(v.len()), what)
 }
 
 impl Solver for Bk {
@@ -845,7 +873,7 @@ impl Solver for Bk {
                     0
                 }
                 GraphRef::Csr(csr) => {
-                    self.init_csr(csr);
+                    self.init_csr(csr)?;
                     csr.constant_flow()
                 }
             };
@@ -926,7 +954,7 @@ mod tests {
             let expected = Bk::default().solve_csr(&g).unwrap();
             // Start the clock just before it wraps: tick() must restamp, not overflow.
             let mut bk = Bk::default();
-            bk.init_csr(&g);
+            bk.init_csr(&g).unwrap();
             bk.time = u32::MAX - 3;
             bk.search();
             if bk.time < 100 {
@@ -967,7 +995,7 @@ mod tests {
             }
             let (mut from_grid, mut from_csr) = (Bk::default(), Bk::default());
             from_grid.init_grid(&g).unwrap();
-            from_csr.init_csr(&g.to_csr().unwrap());
+            from_csr.init_csr(&g.to_csr().unwrap()).unwrap();
             let firsts = |bk: &Bk| bk.nodes.iter().map(|n| n.first).collect::<Vec<_>>();
             let arcs = |bk: &Bk| {
                 bk.arcs

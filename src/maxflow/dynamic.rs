@@ -103,7 +103,7 @@ impl Dynamic {
         } else {
             self.bk.run(g.into(), false)?
         };
-        self.keep(g);
+        self.keep(g)?;
         self.certify(g, &mut solved)?;
         Ok(solved)
     }
@@ -119,7 +119,7 @@ impl Dynamic {
         if self.kind == SolverKind::CudaGrid {
             return match self.gpu.resolve(g).inspect_err(|_| self.reset())? {
                 Some(mut solved) => {
-                    self.keep(g);
+                    self.keep(g)?;
                     self.warm = true;
                     self.certify(g, &mut solved)?;
                     Ok(solved)
@@ -176,12 +176,18 @@ impl Dynamic {
     }
 
     /// Remembers what the kept state belongs to.
-    fn keep(&mut self, g: &GridGraph) {
-        self.source.clear();
-        self.source.extend_from_slice(g.source_caps());
-        self.sink.clear();
-        self.sink.extend_from_slice(g.sink_caps());
+    fn keep(&mut self, g: &GridGraph) -> Result<()> {
+        let n = g.num_nodes();
+        for (kept, caps) in [
+            (&mut self.source, g.source_caps()),
+            (&mut self.sink, g.sink_caps()),
+        ] {
+            kept.clear();
+            crate::io::try_reserve(kept, n, "the warm start's terminal capacities")?;
+            kept.extend_from_slice(caps);
+        }
         self.shape = Some((g.dims(), g.connectivity()));
+        Ok(())
     }
 
     fn certify(&self, g: &GridGraph, solved: &mut Solved) -> Result<()> {

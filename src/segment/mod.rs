@@ -6,6 +6,7 @@
 //! back out through [`crate::io`]. [`eval`] scores masks against ground truth. With a GPU solver and a
 //! usable GPU, [`gpu`] builds the graph where it is solved.
 
+pub mod budget;
 pub mod color;
 pub mod cv;
 pub mod energy;

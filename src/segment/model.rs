@@ -43,6 +43,11 @@ pub const HISTOGRAM_PRIOR: f64 = 0.5;
 /// Histograms with more bins than this in total are refused (memory, and hopelessly sparse fits).
 pub const MAX_HISTOGRAM_BINS: usize = 1 << 24;
 
+/// The most Gaussian components a mixture may have. GrabCut uses 5 and more than a few dozen
+/// only overfit the at most [`MAX_FIT_SAMPLES`] samples, while every component costs time per
+/// pixel in each round's t-links and `MAX_FIT_SAMPLES × components` responsibilities in the fit.
+pub const MAX_GMM_COMPONENTS: usize = 64;
+
 /// Which colour model to fit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModelKind {
@@ -56,6 +61,34 @@ pub enum ModelKind {
         /// Bins per channel (16 gives 4096 bins for RGB).
         bins: usize,
     },
+}
+
+impl ModelKind {
+    /// Refuses a GMM of 0 or more than [`MAX_GMM_COMPONENTS`] components and a histogram of 0
+    /// bins, before any work.
+    ///
+    /// ```
+    /// use segcut::segment::model::ModelKind;
+    /// assert!(ModelKind::Gmm { components: 5 }.check().is_ok());
+    /// assert!(ModelKind::Gmm { components: 1_000_000_000 }.check().is_err());
+    /// ```
+    pub fn check(self) -> Result<()> {
+        let bad = |msg: String| {
+            Err(Error::Input {
+                file: "colour model".into(),
+                msg,
+            })
+        };
+        match self {
+            ModelKind::Gmm { components } if components == 0 || components > MAX_GMM_COMPONENTS => {
+                bad(format!(
+                    "a GMM has 1 to {MAX_GMM_COMPONENTS} components, not {components}"
+                ))
+            }
+            ModelKind::Histogram { bins: 0 } => bad("a histogram needs at least 1 bin".into()),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl Default for ModelKind {
@@ -174,10 +207,10 @@ impl Model {
         }
         match kind {
             ModelKind::Gmm { components } => {
-                if components == 0 {
+                if components == 0 || components > MAX_GMM_COMPONENTS {
                     return Err(model_error(
                         class,
-                        "a GMM needs at least 1 component".into(),
+                        format!("a GMM has 1 to {MAX_GMM_COMPONENTS} components, not {components}"),
                     ));
                 }
                 Ok(Model::Gmm(Gmm::fit(
@@ -240,6 +273,12 @@ impl Gmm {
         } else {
             1.0
         };
+        if k == 0 || k > MAX_GMM_COMPONENTS {
+            return Err(Error::Input {
+                file: "GMM".into(),
+                msg: format!("a GMM has 1 to {MAX_GMM_COMPONENTS} components, not {k}"),
+            });
+        }
         let n_all = samples.len() / dim;
         let step = n_all.div_ceil(MAX_FIT_SAMPLES).max(1);
         let xs: Vec<f64> = samples
@@ -499,7 +538,8 @@ fn inverse_cholesky(a: &[f64], d: usize, floor: f64) -> (Vec<f64>, f64) {
 
 /// How many distinct samples there are, counting no further than `limit`.
 fn count_distinct(xs: &[f64], d: usize, limit: usize) -> usize {
-    let mut seen: Vec<&[f64]> = Vec::with_capacity(limit);
+    // `limit` comes from the caller's options: never reserve more than there are samples.
+    let mut seen: Vec<&[f64]> = Vec::with_capacity(limit.min(xs.len() / d.max(1)));
     for x in xs.chunks_exact(d) {
         if !seen.contains(&x) {
             seen.push(x);

@@ -542,6 +542,7 @@ fn check_options(image: &Image, opts: &SegmentOptions) -> Result<()> {
     if opts.iterations == 0 {
         return bad("iterations must be at least 1".into());
     }
+    opts.model.check()?;
     if !(0.0..1.0).contains(&opts.outlier) {
         return bad(format!("outlier must be in [0, 1), got {}", opts.outlier));
     }
@@ -616,6 +617,23 @@ pub fn segment_with(
             ),
         });
     }
+    // A probability map has no colour models, prior or warm start: the rest of the estimate applies.
+    let lean;
+    let budgeted = match data {
+        DataTerm::ColourModels => opts,
+        DataTerm::Probability(_) => {
+            lean = SegmentOptions {
+                warm_start: false,
+                prior: super::prior::SpatialPrior {
+                    weight: 0.0,
+                    ..opts.prior
+                },
+                ..opts.clone()
+            };
+            &lean
+        }
+    };
+    super::budget::check(image, budgeted)?;
     // Asked first: creating the GPU context is process start-up, not preparation.
     let (choice, on_gpu) = plan_solve(image, opts, data);
     let t = Instant::now();

@@ -229,7 +229,7 @@ pub fn cost_volume(
         DataTerm::Bt => None,
     };
     let n = w * h;
-    let mut data = vec![0i32; n * count];
+    let mut data = crate::io::try_vec(n.saturating_mul(count), 0i32, "the cost volume")?;
     use rayon::prelude::*;
     data.par_chunks_mut(n).enumerate().for_each(|(k, plane)| {
         let d = min_disparity as i64 + k as i64;

@@ -86,8 +86,33 @@ pub struct Masks {
     pub disc: Vec<bool>,
 }
 
-/// Scores `est` against ground truth and masks.
+/// Refuses a bad-pixel threshold that is not a finite number ≥ 0: with NaN no pixel compares as
+/// bad (a perfect 0 %), with a negative one every pixel does.
+///
+/// ```
+/// use segcut::stereo::eval::check_threshold;
+/// assert!(check_threshold(1.0).is_ok() && check_threshold(0.0).is_ok());
+/// assert!(check_threshold(f32::NAN).is_err());
+/// assert!(check_threshold(f32::INFINITY).is_err());
+/// assert!(check_threshold(-0.5).is_err());
+/// ```
+pub fn check_threshold(threshold: f32) -> Result<()> {
+    // Written so that NaN fails the test.
+    if threshold.is_finite() && threshold >= 0.0 {
+        return Ok(());
+    }
+    Err(crate::Error::Input {
+        file: "stereo evaluation".into(),
+        msg: format!(
+            "the bad-pixel threshold must be a finite number of disparity units ≥ 0, got \
+             {threshold}"
+        ),
+    })
+}
+
+/// Scores `est` against ground truth and masks; the threshold must pass [`check_threshold`].
 pub fn score(est: &[f32], gt: &[f32], masks: &Masks, threshold: f32) -> Result<StereoScore> {
+    check_threshold(threshold)?;
     let rate = |(b, n): (usize, usize)| {
         if n == 0 {
             0.0

@@ -20,6 +20,7 @@
 //! assert_eq!(res.disparity()[10 + 24 * 4], 3.0);
 //! ```
 
+pub mod budget;
 pub mod cost;
 pub mod eval;
 pub mod expansion;
@@ -160,6 +161,7 @@ pub fn pair_weights(left: &Image, opts: &StereoOptions) -> Result<PairwiseModel>
 /// weights ([`pair_weights`]), then α-expansion ([`expand`]).
 pub fn stereo(left: &Image, right: &Image, opts: &StereoOptions) -> Result<StereoResult> {
     let t = Instant::now();
+    budget::check(left.dims, left.channels, opts)?;
     let cost = cost_volume(
         left,
         right,
