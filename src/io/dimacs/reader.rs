@@ -1082,12 +1082,52 @@ fn parse_max_in_batches<R: Read>(
     stream: &str,
     batch: usize,
 ) -> Result<MaxInstance> {
+    if rayon::current_thread_index().is_some() {
+        // Called from a pool task: a thread of ours waiting on the pool could deadlock it if
+        // every pool thread were such a caller, so read and parse in turn on this thread.
+        let spare = std::cell::RefCell::new(None);
+        let mut parser = BatchParser::new(name, stream);
+        let mut failed = None;
+        read_batches(
+            src,
+            batch.max(1),
+            |msg| match parser.handle(msg) {
+                Ok(buf) => {
+                    *spare.borrow_mut() = buf;
+                    true
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
+            },
+            || spare.borrow_mut().take(),
+        );
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        return parser.p.finish();
+    }
     std::thread::scope(|scope| {
         // One batch queued while one is parsed and one is read: memory stays at three batches.
         let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(1);
         let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<u8>>();
-        let parser = scope.spawn(move || parse_batches(rx, back_tx, name, stream));
-        read_batches(src, batch.max(1), tx, back_rx);
+        let parser = scope.spawn(move || {
+            let mut parser = BatchParser::new(name, stream);
+            for msg in rx {
+                if let Some(buf) = parser.handle(msg)? {
+                    let _ = back_tx.send(buf);
+                }
+            }
+            parser.p.finish()
+        });
+        read_batches(
+            src,
+            batch.max(1),
+            |msg| tx.send(msg).is_ok(),
+            || back_rx.try_recv().ok(),
+        );
+        drop(tx);
         parser
             .join()
             .unwrap_or_else(|e| std::panic::resume_unwind(e))
@@ -1095,16 +1135,17 @@ fn parse_max_in_batches<R: Read>(
 }
 
 /// Reads `src` into batches of whole lines and sends them until the end, an error, or the
-/// parser hangs up (it found an error). Buffers come back through `back` to be reused.
+/// parser hangs up (`send` says false: it found an error). Used buffers come back through
+/// `back` to be reused.
 fn read_batches<R: Read>(
     mut src: R,
     batch: usize,
-    tx: std::sync::mpsc::SyncSender<Msg>,
-    back: std::sync::mpsc::Receiver<Vec<u8>>,
+    mut send: impl FnMut(Msg) -> bool,
+    mut back: impl FnMut() -> Option<Vec<u8>>,
 ) {
     let mut carry: Vec<u8> = Vec::new();
     loop {
-        let mut buf = back.try_recv().unwrap_or_default();
+        let mut buf = back().unwrap_or_default();
         let mut len = carry.len();
         if buf.len() < len {
             buf.resize(len, 0);
@@ -1128,26 +1169,26 @@ fn read_batches<R: Read>(
                     Err(e) => {
                         // Reported at the line being read, as a serial reader would.
                         let lines = memchr::memchr_iter(b'\n', &buf[..len]).count() as u64;
-                        let _ = tx.send(Msg::ReadError(e, lines));
+                        send(Msg::ReadError(e, lines));
                         return;
                     }
                 }
             }
             if eof {
-                let _ = tx.send(Msg::Text(buf, len));
+                send(Msg::Text(buf, len));
                 return;
             }
             match memchr::memrchr(b'\n', &buf[..len]) {
                 Some(i) => {
                     carry.clear();
                     carry.extend_from_slice(&buf[i + 1..len]);
-                    if tx.send(Msg::Text(buf, i + 1)).is_err() {
+                    if !send(Msg::Text(buf, i + 1)) {
                         return;
                     }
                     break;
                 }
                 None if len > MAX_LINE => {
-                    let _ = tx.send(Msg::TooLong);
+                    send(Msg::TooLong);
                     return;
                 }
                 // One long partial line: read more into the same buffer.
@@ -1157,33 +1198,42 @@ fn read_batches<R: Read>(
     }
 }
 
-/// The parser's side of [`parse_max_in_batches`].
-fn parse_batches(
-    rx: std::sync::mpsc::Receiver<Msg>,
-    back: std::sync::mpsc::Sender<Vec<u8>>,
-    name: &str,
-    stream: &str,
-) -> Result<MaxInstance> {
-    use rayon::prelude::*;
-    let mut p = MaxParser {
-        file: name,
-        line: 0,
-        problem: None,
-        builder: None,
-        source: None,
-        sink: None,
-        arcs_seen: 0,
-        held: None,
-        early: Vec::new(),
-        hint: None,
-        paired: 0,
-    };
-    let parts = 4 * rayon::current_num_threads().max(1);
-    for msg in rx {
+/// The parser's side of [`parse_max_in_batches`]: batches in, applied in order.
+struct BatchParser<'a> {
+    p: MaxParser<'a>,
+    stream: &'a str,
+    parts: usize,
+}
+
+impl<'a> BatchParser<'a> {
+    fn new(name: &'a str, stream: &'a str) -> Self {
+        BatchParser {
+            p: MaxParser {
+                file: name,
+                line: 0,
+                problem: None,
+                builder: None,
+                source: None,
+                sink: None,
+                arcs_seen: 0,
+                held: None,
+                early: Vec::new(),
+                hint: None,
+                paired: 0,
+            },
+            stream,
+            parts: 4 * rayon::current_num_threads().max(1),
+        }
+    }
+
+    /// Parses one message; gives back the text's buffer for reuse.
+    fn handle(&mut self, msg: Msg) -> Result<Option<Vec<u8>>> {
+        use rayon::prelude::*;
+        let (p, stream) = (&mut self.p, self.stream);
         match msg {
             Msg::Text(buf, len) => {
                 let text = &buf[..len];
-                let pieces: Vec<Piece> = split_at_lines(text, parts)
+                let pieces: Vec<Piece> = split_at_lines(text, self.parts)
                     .into_par_iter()
                     .map(|(a, b)| preparse(text, a, b))
                     .collect();
@@ -1191,22 +1241,17 @@ fn parse_batches(
                     p.apply_piece(text, piece, stream)?;
                 }
                 drop(pieces);
-                let _ = back.send(buf);
+                Ok(Some(buf))
             }
-            Msg::ReadError(e, lines) => {
-                return Err(line_error(
-                    name,
-                    p.line + 1 + lines,
-                    LineError::Io(e),
-                    stream,
-                ));
-            }
-            Msg::TooLong => {
-                return Err(line_error(name, p.line + 1, LineError::TooLong, stream));
-            }
+            Msg::ReadError(e, lines) => Err(line_error(
+                p.file,
+                p.line + 1 + lines,
+                LineError::Io(e),
+                stream,
+            )),
+            Msg::TooLong => Err(line_error(p.file, p.line + 1, LineError::TooLong, stream)),
         }
     }
-    p.finish()
 }
 
 impl MaxParser<'_> {
@@ -1425,6 +1470,16 @@ mod tests {
             for batch in [1, 2, 3, 5, 17, 64, 1000] {
                 assert_eq!(parse(&t, batch), whole, "case {case}, batch {batch}");
             }
+            // From inside a pool task, where it reads and parses on the one thread.
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap();
+            assert_eq!(
+                pool.install(|| parse(&t, 7)),
+                whole,
+                "case {case}, in a pool"
+            );
         }
         // Both kinds of input were exercised.
         assert!(ok > 5 && errors > 5, "{ok} read, {errors} refused");
