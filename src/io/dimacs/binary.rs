@@ -246,6 +246,16 @@ pub fn read_sgb<R: Read>(mut r: R, name: &str) -> Result<MaxInstance> {
             a.iter_mut().for_each(|x| *x = i32::from_le(*x));
         }
     }
+    // A flow must fit 64 bits: the constant and every source capacity together bound it (a
+    // file from the text reader always passes; a crafted constant near 2^63 would make the
+    // solvers fail on an accepted graph).
+    let most = source.iter().map(|&c| i128::from(c)).sum::<i128>() + i128::from(c[2] as i64);
+    if most > i128::from(i64::MAX) {
+        return Err(err(format!(
+            "the constant flow {} and the source capacities add up to more than a 64-bit flow",
+            c[2] as i64
+        )));
+    }
     let parts = CsrParts {
         first,
         head: head_,
