@@ -65,7 +65,7 @@ pub struct Args {
     #[arg(long, value_name = "WIDTH", requires = "warm")]
     upscale: Option<usize>,
     /// With --suite load: also time the large graph, an 8-connected grid of a 3840×2560
-    /// photo's size (about 2 GB of DIMACS text; its files take about 3.5 GB of disk).
+    /// photo's size (about 2 GB of DIMACS text; its files take about 5 GB of disk).
     #[arg(long)]
     large: bool,
     /// With --suite load: write the files into this folder and keep them (default: a temporary
