@@ -11,6 +11,7 @@
 //! assert!(records.iter().all(|r| r.verified && r.agrees));
 //! ```
 
+pub mod load;
 pub mod warm;
 
 use crate::cuda::Device;
@@ -37,6 +38,7 @@ pub const SUITES: &[&str] = &[
     "photo",
     "product",
     "crossover",
+    "load",
 ];
 
 /// Where the `photo` suite (and the photo part of `standard`) finds the GrabCut-BSDS dev set
@@ -195,6 +197,7 @@ pub struct Suite {
 /// - `crossover`: 2D N4 grids and 3D N6 grids of about 4^5 … 4^11 nodes (1 K to 4 M) and
 ///   random sparse graphs of 4^5 … 4^9 nodes, to find where the GPU, fixed costs included, overtakes BK (the `total_ms`
 ///   column; see [`crate::maxflow::AUTO_MIN_GPU_NODES`]).
+/// - `load`: graphs to time file loading on, per format ([`load`]), rather than solving.
 pub fn suite(name: &str, opts: &SuiteOptions) -> Result<Suite> {
     let mut notes = Vec::new();
     let gen = |specs: Vec<String>| -> Result<Vec<BenchInstance>> {
@@ -289,6 +292,7 @@ pub fn suite(name: &str, opts: &SuiteOptions) -> Result<Suite> {
             }
             gen(v)?
         }
+        "load" => gen(LOAD.iter().map(|s| s.to_string()).collect())?,
         _ => {
             return Err(Error::Unsupported(format!(
                 "unknown suite '{name}' (available: {})",
@@ -298,6 +302,14 @@ pub fn suite(name: &str, opts: &SuiteOptions) -> Result<Suite> {
     };
     Ok(Suite { instances, notes })
 }
+
+/// The `load` suite's graphs (see [`load`]): a 1024² 4-connected grid (90 MB of text) and a
+/// random sparse graph of 2^20 nodes (a general graph); [`LOAD_LARGE`] adds a 4K photo's.
+const LOAD: &[&str] = &["2d:1024x1024:n4:c10:s1", "sparse:1048576:d4:s1"];
+
+/// The large graph of the `load` suite: an 8-connected grid of a 3840×2560 photo's size, about
+/// 2 GB of DIMACS text (the size of a default-energy 4K photo graph).
+pub const LOAD_LARGE: &str = "2d:3840x2560:n8:c100:s1";
 
 /// The `generic` suite. BK's single-threaded time per run, measured on the 2-core AMD EPYC VM
 /// with other work running: 2–4 s for each GENRMF graph and RLG long, 0.3 s for RLG wide (at

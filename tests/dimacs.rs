@@ -1561,3 +1561,53 @@ fn two_grids_linked_pixel_to_pixel_are_a_two_plane_volume() {
     }
     assert_volume_inferred(&g);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Memory of blank and comment lines (issue 21, C1)
+
+/// A 40 KB `.max.gz` of a four-node problem, 40 Mi blank lines and its two arcs is read and
+/// solved under a 1 GB address-space limit: blank and comment lines cost the reader no memory
+/// per line (it once needed 1.6 GB for them and aborted).
+#[test]
+fn forty_million_blank_lines_read_under_a_one_gigabyte_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = b"p max 4 2\nn 1 s\nn 2 t\n".to_vec();
+    for k in 0..40 {
+        text.resize(text.len() + (1 << 20), b'\n');
+        // Comments too, which the reader also only counts.
+        if k % 8 == 0 {
+            text.extend_from_slice(&b"c a comment\n".repeat(1 << 16));
+        }
+    }
+    text.extend_from_slice(b"a 1 3 5\na 3 2 4\n");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&text).unwrap();
+    // bzip2 too: a block of blank lines expands to tens of MB, and blocks decode in parallel.
+    let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::best());
+    bz.write_all(&text).unwrap();
+    for (name, bytes) in [
+        ("blank.max.gz", gz.finish().unwrap()),
+        ("blank.max.bz2", bz.finish().unwrap()),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(bytes.len() < 200_000, "{name}: {} bytes", bytes.len());
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 1000000 && exec \"$0\" maxflow --solver bk --json \"$1\"")
+            .arg(common::segcut_bin())
+            .arg(&path)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{name}: {err}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["flow"].as_i64(), Some(4), "{name}: {v}");
+    }
+    // An error after them still names its line.
+    let mut text = b"p max 4 2\nn 1 s\nn 2 t\n".to_vec();
+    text.extend(std::iter::repeat_n(b'\n', 3 << 20));
+    text.extend_from_slice(b"a 1 3 5\na 3 9 4\n");
+    let e = read_max(&text[..], "t.max").unwrap_err().to_string();
+    assert!(e.contains(&format!("t.max:{}:", 3 + (3 << 20) + 2)), "{e}");
+}

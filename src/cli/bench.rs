@@ -69,6 +69,14 @@ pub struct Args {
     /// --grid-tune's, and for both with the local warm relabel switched.
     #[arg(long, requires = "warm")]
     gpu_rounds: bool,
+    /// With --suite load: also time the large graph, an 8-connected grid of a 3840×2560
+    /// photo's size (about 2 GB of DIMACS text; its files take about 5 GB of disk).
+    #[arg(long)]
+    large: bool,
+    /// With --suite load: write the files into this folder and keep them (default: a temporary
+    /// folder, removed at the end).
+    #[arg(long, value_name = "DIR")]
+    load_dir: Option<PathBuf>,
     /// One process of --startup (internal).
     #[arg(long, hide = true)]
     startup_child: bool,
@@ -94,6 +102,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     if args.warm {
         return run_warm(&args);
+    }
+    if args.suite == "load" {
+        return run_load(&args);
     }
     let instances = if args.instances.is_empty() {
         let suite = bench::suite(
@@ -442,4 +453,79 @@ fn run_warm(args: &Args) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--suite load`: MB/s of loading each file format (see `segcut::bench::load`).
+fn run_load(args: &Args) -> Result<ExitCode> {
+    use segcut::bench::load::{self, LoadEvent};
+    let mut instances = if args.instances.is_empty() {
+        bench::suite("load", &SuiteOptions::default())?.instances
+    } else {
+        args.instances.clone()
+    };
+    if args.large {
+        instances.push(bench::LOAD_LARGE.parse()?);
+    }
+    instances.retain(|i| {
+        let name = i.to_string();
+        args.only.is_empty() || args.only.iter().any(|o| name.contains(o.as_str()))
+    });
+    anyhow::ensure!(
+        !instances.is_empty(),
+        "no instance left to run (see --only and --suite)"
+    );
+    // A folder of our own under the temporary directory unless told where.
+    let (dir, remove) = match &args.load_dir {
+        Some(d) => (d.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("segcut-load-{}", std::process::id())),
+            true,
+        ),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let pb = super::bar(0, "{spinner} {msg}");
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "| instance | input | file MB | text MB | s | file MB/s | text MB/s | same graph |"
+    )?;
+    writeln!(out, "|---|---|---:|---:|---:|---:|---:|---|")?;
+    let result = load::run(&instances, &dir, args.runs, |ev| match ev {
+        LoadEvent::Writing(p) => pb.set_message(format!("writing {}", p.display())),
+        LoadEvent::Timing(i, what) => pb.set_message(format!("{what} of {i}")),
+        LoadEvent::Done(r) => pb.suspend(|| {
+            println!(
+                "| {} | {} | {:.0} | {:.0} | {:.3} | {:.0} | {:.0} | {} |",
+                r.instance,
+                r.what,
+                r.file_bytes as f64 / 1e6,
+                r.text_bytes as f64 / 1e6,
+                r.seconds,
+                r.file_mb_s,
+                r.text_mb_s,
+                if r.same_graph { "yes" } else { "DIFFERS" }
+            )
+        }),
+    });
+    pb.finish_and_clear();
+    if remove {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let records = result?;
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&records)?;
+        segcut::io::write_atomic(path, |w| w.write_all(text.as_bytes()))?;
+    }
+    writeln!(
+        out,
+        "median of {} runs from the page cache; machine: {}",
+        args.runs.max(1),
+        machine()
+    )?;
+    Ok(if records.iter().all(|r| r.same_graph) {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("segcut: a format loaded a different graph than the .max file");
+        ExitCode::from(1)
+    })
 }

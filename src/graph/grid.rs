@@ -271,6 +271,12 @@ impl GridGraph {
         &mut self.caps[d]
     }
 
+    /// The capacities of every direction at once, mutable (direction `d` at index `d`), for
+    /// filling them in parallel; slots pointing outside the grid must stay zero.
+    pub fn all_caps_mut(&mut self) -> Vec<&mut [Cap]> {
+        self.caps.iter_mut().map(|c| &mut c[..]).collect()
+    }
+
     /// Source capacities (arc s → v), one per node.
     pub fn source_caps(&self) -> &[Cap] {
         &self.source

@@ -32,12 +32,12 @@ impl Compression {
     }
 
     /// `r`, decompressed. Multi-stream decoders, since parallel compressors (pigz, pbzip2)
-    /// write one stream per block.
+    /// write one stream per block; bzip2 blocks are decoded on every core.
     fn decode<'a, R: Read + 'a>(self, r: R) -> Box<dyn Read + 'a> {
         match self {
             Compression::None => Box::new(r),
             Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(r)),
-            Compression::Bzip2 => Box::new(bzip2::read::MultiBzDecoder::new(r)),
+            Compression::Bzip2 => Box::new(super::bz2::ParBzDecoder::new(r)),
         }
     }
 }

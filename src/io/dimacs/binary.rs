@@ -142,6 +142,7 @@ pub fn read_sgb<R: Read>(mut r: R, name: &str) -> Result<MaxInstance> {
     let dims = [u64_at(16), u64_at(24), u64_at(32)];
     let c: Vec<u64> = (0..9).map(|k| u64_at(40 + 8 * k)).collect();
     let (n, m) = (c[0], c[1]);
+    let grid = grid_header(flags, dims, n).map_err(err)?;
     // The body's size follows from n and m: check it against memory before reading it.
     let body = n
         .checked_add(1)
@@ -154,7 +155,15 @@ pub fn read_sgb<R: Read>(mut r: R, name: &str) -> Result<MaxInstance> {
                 "the header declares {n} nodes and {m} arcs: too many"
             ))
         })?;
-    let need = body.saturating_mul(2);
+    // The bytes read and their arrays, then for a grid the CSR graph, the grid and a byte per
+    // arc while one is made from the other.
+    let grid_bytes = grid.map_or(0, |(_, is_3d)| {
+        let words = 2 + if is_3d { 26 } else { 8 };
+        n.saturating_mul(4 * words)
+            .saturating_add(m)
+            .saturating_add(body)
+    });
+    let need = body.saturating_mul(2).saturating_add(grid_bytes);
     if let Some(budget) = crate::io::memory_budget() {
         if need > budget.bytes {
             return Err(err(format!(
@@ -165,60 +174,99 @@ pub fn read_sgb<R: Read>(mut r: R, name: &str) -> Result<MaxInstance> {
             )));
         }
     }
-    let mut data = Vec::new();
-    data.try_reserve_exact(body as usize + 4)
-        .map_err(|_| err("not enough memory for the graph".into()))?;
-    r.take(body + 5)
-        .read_to_end(&mut data)
-        .map_err(|e| err(format!("read error: {e}")))?;
-    if data.len() as u64 != body + 4 {
-        return Err(err(format!(
+    // Each array is read straight into its own vector (the file's layout is the arrays' in
+    // memory on a little-endian machine), then the checksum of all of them is computed on every
+    // core: loading is a read and a checksum.
+    let (nu, mu) = (n as usize, m as usize);
+    fn alloc<T: bytemuck::Pod>(len: usize) -> Option<Vec<T>> {
+        let mut v = Vec::new();
+        v.try_reserve_exact(len).ok()?;
+        v.resize(len, T::zeroed());
+        Some(v)
+    }
+    let oom = || err("not enough memory for the graph".into());
+    let mut first: Vec<u32> = alloc(nu + 1).ok_or_else(oom)?;
+    let mut head_: Vec<u32> = alloc(mu).ok_or_else(oom)?;
+    let mut sister: Vec<u32> = alloc(mu).ok_or_else(oom)?;
+    let mut cap: Vec<i32> = alloc(mu).ok_or_else(oom)?;
+    let mut source: Vec<i32> = alloc(nu).ok_or_else(oom)?;
+    let mut sink: Vec<i32> = alloc(nu).ok_or_else(oom)?;
+    let mut tail = [0u8; 5];
+    let short = |got: u64| {
+        err(format!(
             "the file is {} bytes long where its header implies {}: truncated or padded",
-            HEADER as u64 + data.len() as u64,
+            HEADER as u64 + got,
             HEADER as u64 + body + 4
-        )));
+        ))
+    };
+    let mut got = 0u64;
+    {
+        let views: [&mut [u8]; 7] = [
+            bytemuck::cast_slice_mut(&mut first),
+            bytemuck::cast_slice_mut(&mut head_),
+            bytemuck::cast_slice_mut(&mut sister),
+            bytemuck::cast_slice_mut(&mut cap),
+            bytemuck::cast_slice_mut(&mut source),
+            bytemuck::cast_slice_mut(&mut sink),
+            &mut tail,
+        ];
+        for (k, v) in views.into_iter().enumerate() {
+            let want = v.len();
+            let n = read_full(&mut r, v).map_err(|e| err(format!("read error: {e}")))?;
+            got += n as u64;
+            if n < want && k < 6 {
+                return Err(short(got));
+            }
+        }
     }
-    let stored = u32::from_le_bytes(data[body as usize..].try_into().expect("4 bytes"));
-    let mut crc = Crc32c::new();
-    crc.update(&head);
-    crc.update(&data[..body as usize]);
-    if crc.value() != stored {
+    if got != body + 4 {
+        return Err(short(got));
+    }
+    let stored = u32::from_le_bytes(tail[..4].try_into().expect("4 bytes"));
+    let computed = crc_of(&[
+        &head,
+        bytemuck::cast_slice(&first),
+        bytemuck::cast_slice(&head_),
+        bytemuck::cast_slice(&sister),
+        bytemuck::cast_slice(&cap),
+        bytemuck::cast_slice(&source),
+        bytemuck::cast_slice(&sink),
+    ]);
+    if computed != stored {
         return Err(err(format!(
-            "checksum mismatch (stored {stored:08x}, computed {:08x}): the file is corrupt",
-            crc.value()
+            "checksum mismatch (stored {stored:08x}, computed {computed:08x}): the file is corrupt"
         )));
     }
-    let (n, m) = (n as usize, m as usize);
-    let mut at = 0usize;
-    let mut take = |len: usize| {
-        let s = &data[at..at + 4 * len];
-        at += 4 * len;
-        s
-    };
-    let u32s = |b: &[u8]| -> Vec<u32> {
-        b.chunks_exact(4)
-            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect()
-    };
-    let i32s = |b: &[u8]| -> Vec<i32> {
-        b.chunks_exact(4)
-            .map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect()
-    };
+    #[cfg(target_endian = "big")]
+    {
+        for a in [&mut first, &mut head_, &mut sister] {
+            a.iter_mut().for_each(|x| *x = u32::from_le(*x));
+        }
+        for a in [&mut cap, &mut source, &mut sink] {
+            a.iter_mut().for_each(|x| *x = i32::from_le(*x));
+        }
+    }
+    // A flow must fit 64 bits: the constant and every source capacity together bound it (a
+    // file from the text reader always passes; a crafted constant near 2^63 would make the
+    // solvers fail on an accepted graph).
+    let most = source.iter().map(|&c| i128::from(c)).sum::<i128>() + i128::from(c[2] as i64);
+    if most > i128::from(i64::MAX) {
+        return Err(err(format!(
+            "the constant flow {} and the source capacities add up to more than a 64-bit flow",
+            c[2] as i64
+        )));
+    }
     let parts = CsrParts {
-        first: u32s(take(n + 1)),
-        head: u32s(take(m)),
-        sister: u32s(take(m)),
-        cap: i32s(take(m)),
-        source: i32s(take(n)),
-        sink: i32s(take(n)),
+        first,
+        head: head_,
+        sister,
+        cap,
+        source,
+        sink,
         constant: c[2] as i64,
     };
-    drop(data);
     let csr = CsrGraph::from_parts(parts).map_err(|e| err(e.to_string()))?;
-    let (network, layout) = if flags & 1 != 0 {
-        let d = dims.map(|x| x as usize);
-        let is_3d = flags & 2 != 0;
+    let (network, layout) = if let Some((d, is_3d)) = grid {
         let g = grid_of(&csr, d, is_3d).ok_or_else(|| {
             err(format!(
                 "the header says grid {}x{}x{} but the arcs are not that grid's",
@@ -258,6 +306,129 @@ pub fn read_sgb<R: Read>(mut r: R, name: &str) -> Result<MaxInstance> {
         paired_arcs: c[8],
         layout,
     })
+}
+
+/// The grid a header announces (`[W, H, D]` and whether it is 3D), `None` for a general graph,
+/// or why the header cannot be right: unknown flag bits, a 3D or hint flag without the grid
+/// flag, a zero or overflowing size, `D > 1` in 2D, or `W·H·D` other than the node count. All
+/// checked before anything is allocated, since the grid's arrays are sized by these numbers.
+fn grid_header(
+    flags: u32,
+    dims: [u64; 3],
+    n: u64,
+) -> std::result::Result<Option<([usize; 3], bool)>, String> {
+    if flags & !7 != 0 {
+        return Err(format!("unknown flags {flags:#x} in the header"));
+    }
+    if flags & 1 == 0 {
+        if flags != 0 {
+            return Err(format!(
+                "flags {flags:#x} mark a 3D or hinted grid without the grid flag"
+            ));
+        }
+        return Ok(None);
+    }
+    let [w, h, d] = dims;
+    let is_3d = flags & 2 != 0;
+    let size = w
+        .checked_mul(h)
+        .and_then(|x| x.checked_mul(d))
+        .filter(|_| w > 0 && h > 0 && d > 0);
+    if size != Some(n) || (!is_3d && d != 1) {
+        return Err(format!(
+            "the header says grid {w}x{h}x{d}{} but {n} nodes",
+            if is_3d { "" } else { " (2D)" }
+        ));
+    }
+    // Each side is at most n, which fits in usize (n is checked against MAX_NODES first).
+    Ok(Some((dims.map(|x| x as usize), is_3d)))
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// The CRC-32C of `parts` one after the other, computed in 4 MiB pieces on every core and
+/// combined in order.
+fn crc_of(parts: &[&[u8]]) -> u32 {
+    use rayon::prelude::*;
+    let pieces: Vec<&[u8]> = parts.iter().flat_map(|p| p.chunks(4 << 20)).collect();
+    let crcs: Vec<(u32, usize)> = pieces
+        .par_iter()
+        .map(|p| {
+            let mut c = Crc32c::new();
+            c.update(p);
+            (c.value(), p.len())
+        })
+        .collect();
+    let mut all = Crc32c::new();
+    all.update(&[]);
+    crcs.into_iter().fold(all.value(), |acc, (c, len)| {
+        crc32c_combine(acc, c, len as u64)
+    })
+}
+
+/// `crc(A ‖ B)` from `crc(A)`, `crc(B)` and the length of `B`: `crc(A)` carried through
+/// `len_b` zero bytes by squaring the one-zero-bit operator over GF(2) (as zlib's
+/// `crc32_combine`, with the Castagnoli polynomial), then `crc(B)` added.
+pub(crate) fn crc32c_combine(crc_a: u32, crc_b: u32, len_b: u64) -> u32 {
+    fn times(mat: &[u32; 32], mut v: u32) -> u32 {
+        let mut sum = 0;
+        let mut i = 0;
+        while v != 0 {
+            if v & 1 != 0 {
+                sum ^= mat[i];
+            }
+            v >>= 1;
+            i += 1;
+        }
+        sum
+    }
+    fn square(mat: &[u32; 32]) -> [u32; 32] {
+        std::array::from_fn(|n| times(mat, mat[n]))
+    }
+    if len_b == 0 {
+        return crc_a;
+    }
+    // The operator for one zero bit, then for two, four: `odd` and `even` alternate.
+    let mut odd = [0u32; 32];
+    odd[0] = 0x82f6_3b78;
+    for (n, row) in odd.iter_mut().enumerate().skip(1) {
+        *row = 1 << (n - 1);
+    }
+    let mut even = square(&odd);
+    odd = square(&even);
+    let (mut crc, mut len) = (crc_a, len_b);
+    loop {
+        // Each round squares the operator (one zero byte, then two, four, ...).
+        even = square(&odd);
+        if len & 1 != 0 {
+            crc = times(&even, crc);
+        }
+        len >>= 1;
+        if len == 0 {
+            break;
+        }
+        odd = square(&even);
+        if len & 1 != 0 {
+            crc = times(&odd, crc);
+        }
+        len >>= 1;
+        if len == 0 {
+            break;
+        }
+    }
+    crc ^ crc_b
 }
 
 /// A writer that keeps the CRC-32C of what passed through.
@@ -351,6 +522,18 @@ impl Crc32c {
 #[cfg(test)]
 mod tests {
     use super::Crc32c;
+
+    #[test]
+    fn crc_of_pieces_combines_to_the_crc_of_the_whole() {
+        let data: Vec<u8> = (0..(9u32 << 20)).map(|i| (i * 31 + 7) as u8).collect();
+        let mut whole = Crc32c::new();
+        whole.update(&data);
+        for cut in [0, 1, 4095, 4 << 20, (4 << 20) + 3, data.len()] {
+            let (a, b) = data.split_at(cut);
+            assert_eq!(super::crc_of(&[a, b]), whole.value(), "cut at {cut}");
+        }
+        assert_eq!(super::crc_of(&[]), Crc32c::new().value());
+    }
 
     #[test]
     fn crc32c_matches_the_published_check_value() {

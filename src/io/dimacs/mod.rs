@@ -54,12 +54,14 @@
 mod archive;
 mod binary;
 mod grid;
+mod bz2;
 mod infer;
 mod reader;
 mod writer;
 
 pub use archive::read_instances;
 pub use binary::{read_sgb, write_sgb, SGB_MAGIC, SGB_VERSION};
+pub(crate) use bz2::ParBzEncoder;
 pub use reader::{read_max, read_max_with, read_sol};
 pub use writer::{stage_max_file, write_max, write_max_file};
 

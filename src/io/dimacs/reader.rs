@@ -521,19 +521,6 @@ impl<'a> MaxParser<'a> {
         self.arc(p, u, v, cap)
     }
 
-    /// An arc line pre-parsed on a worker thread (plain numbers, four tokens): the ids' range is
-    /// checked here, where the problem line is known; anything unusual goes through
-    /// [`Self::line`] for its exact message.
-    #[inline]
-    fn arc_preparsed(&mut self, u: u64, v: u64, cap: Cap, raw: &[u8]) -> Result<()> {
-        match self.problem {
-            Some(p) if (1..=p.nodes).contains(&u) && (1..=p.nodes).contains(&v) => {
-                self.arc(p, u, v, cap)
-            }
-            _ => self.line(raw),
-        }
-    }
-
     /// Counts and stores an arc whose ids and capacity are valid.
     #[inline]
     fn arc(&mut self, p: Problem, u: u64, v: u64, cap: Cap) -> Result<()> {
@@ -747,18 +734,123 @@ pub fn read_max_with<R: BufRead>(r: R, name: &str, opts: &ReadOptions) -> Result
 /// order. Large enough to keep every core busy, small enough to keep memory flat.
 const BATCH: usize = 32 << 20;
 
-/// One line of a batch, pre-parsed on a worker thread: its byte range, and for the common
-/// `a U V CAP` line with plain numbers, the numbers. The parser applies lines in file order, so
-/// errors name the same line and say the same as a serial read.
+/// Bytes asked of the source per `read`, so that progress moves smoothly.
+const READ_SIZE: usize = 4 << 20;
+
+/// A plain `a U V CAP` line pre-parsed on a worker thread; `line` counts from its piece's first
+/// line (0). The ids' range is checked in order, where the problem line is known.
 #[derive(Clone, Copy)]
-struct PreLine {
-    start: usize,
-    end: usize,
-    arc: Option<(u64, u64, Cap)>,
+struct FastArc {
+    u: u32,
+    v: u32,
+    cap: Cap,
+    line: u32,
 }
 
-/// The fast path of an arc line: `a`, three plain numbers, nothing else; `None` for any other
-/// line (the serial parser handles it and its errors).
+/// A line a worker left to the serial parser (the problem, node and hint lines, and anything
+/// unusual): it comes after the first `arcs_before` fast arcs of its piece.
+#[derive(Clone, Copy)]
+struct Special {
+    arcs_before: usize,
+    line: u32,
+    start: usize,
+    end: usize,
+}
+
+/// Special lines recorded per piece at most: past them the worker stops and the serial parser
+/// reads the rest of the piece line by line. Blank and comment lines are only counted, so a
+/// file of short odd lines costs no memory per line (a `.max.gz` of 40 Mi newlines once took
+/// 1.6 GB here).
+const MAX_SPECIALS: usize = 256;
+
+/// A piece of a batch, pre-parsed.
+struct Piece {
+    from: usize,
+    to: usize,
+    arcs: Vec<FastArc>,
+    specials: Vec<Special>,
+    /// Lines pre-parsed (all of the piece's unless `rest`).
+    lines: u64,
+    /// Where the worker stopped, if it did: the serial parser reads on from this byte.
+    rest: Option<usize>,
+}
+
+/// What a worker makes of one line.
+enum Kind {
+    Arc(u32, u32, Cap),
+    /// Blank lines, and comments that are not a grid hint.
+    Skip,
+    Special,
+}
+
+/// `a`, blanks, three plain numbers separated by blanks, trailing white space: the form of
+/// nearly every line of a large file, read without the tokenizer.
+#[inline]
+fn fast_arc(line: &[u8]) -> Option<(u32, u32, Cap)> {
+    if line.first() != Some(&b'a') {
+        return None;
+    }
+    let mut i = 1;
+    let mut nums = [0u64; 3];
+    for n in nums.iter_mut() {
+        let sep = i;
+        while i < line.len() && (line[i] == b' ' || line[i] == b'\t') {
+            i += 1;
+        }
+        let digits = i;
+        let mut v = 0u64;
+        while i < line.len() {
+            let d = line[i].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            v = v * 10 + u64::from(d);
+            i += 1;
+        }
+        // 18 digits cannot overflow; longer numbers take the careful path.
+        if digits == sep || i == digits || i - digits > 18 {
+            return None;
+        }
+        *n = v;
+    }
+    if !line[i..].iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    let [u, v, c] = nums;
+    Some((
+        u32::try_from(u).ok()?,
+        u32::try_from(v).ok()?,
+        Cap::try_from(c).ok()?,
+    ))
+}
+
+#[inline]
+fn classify(line: &[u8]) -> Kind {
+    if let Some((u, v, c)) = fast_arc(line) {
+        return Kind::Arc(u, v, c);
+    }
+    if line.len() > MAX_LINE {
+        return Kind::Special;
+    }
+    let mut tok = Tokens::new(line);
+    match tok.next() {
+        None => Kind::Skip,
+        Some(b"c") if tok.next() == Some(b"regulargrid".as_slice()) => Kind::Special,
+        Some([b'c', ..]) => Kind::Skip,
+        Some(b"a") => match preparse_arc(line) {
+            Some((u, v, c)) => match (u32::try_from(u), u32::try_from(v)) {
+                (Ok(u), Ok(v)) => Kind::Arc(u, v, c),
+                _ => Kind::Special,
+            },
+            None => Kind::Special,
+        },
+        Some(_) => Kind::Special,
+    }
+}
+
+/// The fast path of an arc line with other blanks (tabs, leading spaces): `a`, three plain
+/// numbers, nothing else; `None` for any other line (the serial parser handles it and its
+/// errors).
 #[inline]
 fn preparse_arc(line: &[u8]) -> Option<(u64, u64, Cap)> {
     let mut tok = Tokens::new(line);
@@ -775,28 +867,46 @@ fn preparse_arc(line: &[u8]) -> Option<(u64, u64, Cap)> {
 }
 
 /// The lines of `text[from..to]` (`from` at a line start), pre-parsed.
-fn preparse(text: &[u8], from: usize, to: usize) -> Vec<PreLine> {
-    let mut out = Vec::with_capacity((to - from) / 16);
+fn preparse(text: &[u8], from: usize, to: usize) -> Piece {
+    let mut out = Piece {
+        from,
+        to,
+        arcs: Vec::with_capacity((to - from) / 20),
+        specials: Vec::new(),
+        lines: 0,
+        rest: None,
+    };
     let mut pos = from;
+    let mut line = 0u32;
     while pos < to {
-        let end = text[pos..to]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(to, |i| pos + i);
-        let line = &text[pos..end];
-        let arc = if line.len() <= MAX_LINE {
-            preparse_arc(line)
-        } else {
-            None
-        };
-        out.push(PreLine {
-            start: pos,
-            end,
-            arc,
-        });
+        let end = memchr::memchr(b'\n', &text[pos..to]).map_or(to, |i| pos + i);
+        match classify(&text[pos..end]) {
+            Kind::Arc(u, v, cap) => out.arcs.push(FastArc { u, v, cap, line }),
+            Kind::Skip => {}
+            Kind::Special => {
+                if out.specials.len() == MAX_SPECIALS {
+                    out.rest = Some(pos);
+                    break;
+                }
+                out.specials.push(Special {
+                    arcs_before: out.arcs.len(),
+                    line,
+                    start: pos,
+                    end,
+                });
+            }
+        }
+        line += 1;
         pos = end + 1;
     }
+    out.lines = u64::from(line);
     out
+}
+
+/// Line `k` (from 0) of `text`, without its `\n`.
+fn nth_line(text: &[u8], k: u32) -> &[u8] {
+    let line = text.split(|&b| b == b'\n').nth(k as usize);
+    line.expect("the line was pre-parsed from this text")
 }
 
 /// Splits `text` (whole lines) into about `parts` pieces at line starts.
@@ -804,7 +914,7 @@ fn split_at_lines(text: &[u8], parts: usize) -> Vec<(usize, usize)> {
     let mut cuts = vec![0];
     for k in 1..parts {
         let at = (text.len() * k / parts).max(*cuts.last().unwrap_or(&0));
-        match text[at..].iter().position(|&b| b == b'\n') {
+        match memchr::memchr(b'\n', &text[at..]) {
             Some(i) if at + i + 1 < text.len() => cuts.push(at + i + 1),
             _ => break,
         }
@@ -817,89 +927,247 @@ fn split_at_lines(text: &[u8], parts: usize) -> Vec<(usize, usize)> {
 
 /// Parses a `.max` stream; `stream` names it in read errors (`gzip data`, ...).
 ///
-/// The text is read in batches of [`BATCH`] bytes cut at a line end; each batch is split into
-/// pieces that worker threads pre-parse (line boundaries, and the numbers of plain arc lines:
-/// most of the work), then the lines are applied to the parser in order on this thread.
+/// This thread reads (and decompresses) the text in batches of [`BATCH`] bytes cut at a line
+/// end and hands them to a parser thread, so that reading overlaps parsing. The parser splits
+/// each batch into pieces that worker threads pre-parse (line boundaries, and the numbers of
+/// plain arc lines: most of the work), then applies them to the parser in file order, so errors
+/// name the same line and say the same as a serial read.
 pub(super) fn parse_max<R: Read>(src: R, name: &str, stream: &str) -> Result<MaxInstance> {
     parse_max_in_batches(src, name, stream, BATCH)
 }
 
+/// What the reading thread sends the parser.
+enum Msg {
+    /// A buffer whose first `len` bytes are whole lines (or the end of the stream).
+    Text(Vec<u8>, usize),
+    /// A read error, after as many newlines as given past the last text sent.
+    ReadError(io::Error, u64),
+    /// No line end within [`MAX_LINE`] bytes.
+    TooLong,
+}
+
 /// [`parse_max`] with batches of `batch` bytes (tests cut files at every line).
 fn parse_max_in_batches<R: Read>(
-    mut src: R,
+    src: R,
     name: &str,
     stream: &str,
     batch: usize,
 ) -> Result<MaxInstance> {
-    use rayon::prelude::*;
-    let mut p = MaxParser {
-        file: name,
-        line: 0,
-        problem: None,
-        builder: None,
-        source: None,
-        sink: None,
-        arcs_seen: 0,
-        held: None,
-        early: Vec::new(),
-        hint: None,
-        paired: 0,
-    };
-    let mut buf: Vec<u8> = Vec::new();
-    let mut eof = false;
-    let parts = 4 * rayon::current_num_threads().max(1);
-    while !eof {
-        // Fill the batch (after the partial line carried over from the last one).
-        let target = buf.len() + batch.max(1);
-        while buf.len() < target {
-            let len = buf.len();
-            buf.resize((len + BLOCK).min(target), 0);
-            match src.read(&mut buf[len..]) {
-                Ok(0) => {
-                    buf.truncate(len);
-                    eof = true;
+    if rayon::current_thread_index().is_some() {
+        // Called from a pool task: a thread of ours waiting on the pool could deadlock it if
+        // every pool thread were such a caller, so read and parse in turn on this thread.
+        let spare = std::cell::RefCell::new(None);
+        let mut parser = BatchParser::new(name, stream);
+        let mut failed = None;
+        read_batches(
+            src,
+            batch.max(1),
+            |msg| match parser.handle(msg) {
+                Ok(buf) => {
+                    *spare.borrow_mut() = buf;
+                    true
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
+            },
+            || spare.borrow_mut().take(),
+        );
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        return parser.p.finish();
+    }
+    std::thread::scope(|scope| {
+        // One batch queued while one is parsed and one is read: memory stays at three batches.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(1);
+        let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        let parser = scope.spawn(move || {
+            let mut parser = BatchParser::new(name, stream);
+            for msg in rx {
+                if let Some(buf) = parser.handle(msg)? {
+                    let _ = back_tx.send(buf);
+                }
+            }
+            parser.p.finish()
+        });
+        read_batches(
+            src,
+            batch.max(1),
+            |msg| tx.send(msg).is_ok(),
+            || back_rx.try_recv().ok(),
+        );
+        drop(tx);
+        parser
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e))
+    })
+}
+
+/// Reads `src` into batches of whole lines and sends them until the end, an error, or the
+/// parser hangs up (`send` says false: it found an error). Used buffers come back through
+/// `back` to be reused.
+fn read_batches<R: Read>(
+    mut src: R,
+    batch: usize,
+    mut send: impl FnMut(Msg) -> bool,
+    mut back: impl FnMut() -> Option<Vec<u8>>,
+) {
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let mut buf = back().unwrap_or_default();
+        let mut len = carry.len();
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        buf[..len].copy_from_slice(&carry);
+        let mut target = len + batch;
+        let mut eof = false;
+        loop {
+            while len < target {
+                let want = (len + READ_SIZE).min(target);
+                if buf.len() < want {
+                    buf.resize(want, 0);
+                }
+                match src.read(&mut buf[len..want]) {
+                    Ok(0) => {
+                        eof = true;
+                        break;
+                    }
+                    Ok(n) => len += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        // Reported at the line being read, as a serial reader would.
+                        let lines = memchr::memchr_iter(b'\n', &buf[..len]).count() as u64;
+                        send(Msg::ReadError(e, lines));
+                        return;
+                    }
+                }
+            }
+            if eof {
+                send(Msg::Text(buf, len));
+                return;
+            }
+            match memchr::memrchr(b'\n', &buf[..len]) {
+                Some(i) => {
+                    carry.clear();
+                    carry.extend_from_slice(&buf[i + 1..len]);
+                    if !send(Msg::Text(buf, i + 1)) {
+                        return;
+                    }
                     break;
                 }
-                Ok(n) => buf.truncate(len + n),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(len),
-                Err(e) => {
-                    // Reported as the line being read, as a serial reader would.
-                    let line =
-                        p.line + 1 + buf[..len].iter().filter(|&&b| b == b'\n').count() as u64;
-                    return Err(line_error(name, line, LineError::Io(e), stream));
+                None if len > MAX_LINE => {
+                    send(Msg::TooLong);
+                    return;
                 }
+                // One long partial line: read more into the same buffer.
+                None => target = len + batch,
             }
         }
-        let cut = if eof {
-            buf.len()
-        } else {
-            match buf.iter().rposition(|&b| b == b'\n') {
-                Some(i) => i + 1,
-                None if buf.len() > MAX_LINE => {
-                    return Err(line_error(name, p.line + 1, LineError::TooLong, stream));
-                }
-                None => continue, // one long partial line: read more
-            }
-        };
-        let text = &buf[..cut];
-        let pieces: Vec<Vec<PreLine>> = split_at_lines(text, parts)
-            .into_par_iter()
-            .map(|(a, b)| preparse(text, a, b))
-            .collect();
-        for l in pieces.iter().flatten() {
-            p.line += 1;
-            let raw = &text[l.start..l.end];
-            if raw.len() > MAX_LINE {
-                return Err(line_error(name, p.line, LineError::TooLong, stream));
-            }
-            match l.arc {
-                Some((u, v, c)) => p.arc_preparsed(u, v, c, raw)?,
-                None => p.line(raw)?,
-            }
-        }
-        buf.drain(..cut);
     }
-    p.finish()
+}
+
+/// The parser's side of [`parse_max_in_batches`]: batches in, applied in order.
+struct BatchParser<'a> {
+    p: MaxParser<'a>,
+    stream: &'a str,
+    parts: usize,
+}
+
+impl<'a> BatchParser<'a> {
+    fn new(name: &'a str, stream: &'a str) -> Self {
+        BatchParser {
+            p: MaxParser {
+                file: name,
+                line: 0,
+                problem: None,
+                builder: None,
+                source: None,
+                sink: None,
+                arcs_seen: 0,
+                held: None,
+                early: Vec::new(),
+                hint: None,
+                paired: 0,
+            },
+            stream,
+            parts: 4 * rayon::current_num_threads().max(1),
+        }
+    }
+
+    /// Parses one message; gives back the text's buffer for reuse.
+    fn handle(&mut self, msg: Msg) -> Result<Option<Vec<u8>>> {
+        use rayon::prelude::*;
+        let (p, stream) = (&mut self.p, self.stream);
+        match msg {
+            Msg::Text(buf, len) => {
+                let text = &buf[..len];
+                let pieces: Vec<Piece> = split_at_lines(text, self.parts)
+                    .into_par_iter()
+                    .map(|(a, b)| preparse(text, a, b))
+                    .collect();
+                for piece in &pieces {
+                    p.apply_piece(text, piece, stream)?;
+                }
+                drop(pieces);
+                Ok(Some(buf))
+            }
+            Msg::ReadError(e, lines) => Err(line_error(
+                p.file,
+                p.line + 1 + lines,
+                LineError::Io(e),
+                stream,
+            )),
+            Msg::TooLong => Err(line_error(p.file, p.line + 1, LineError::TooLong, stream)),
+        }
+    }
+}
+
+impl MaxParser<'_> {
+    /// Applies a pre-parsed piece of `text` in file order.
+    fn apply_piece(&mut self, text: &[u8], piece: &Piece, stream: &str) -> Result<()> {
+        let base = self.line;
+        let mut specials = piece.specials.iter().peekable();
+        for (k, a) in piece.arcs.iter().enumerate() {
+            while let Some(s) = specials.next_if(|s| s.arcs_before == k) {
+                self.line = base + u64::from(s.line) + 1;
+                self.special(&text[s.start..s.end], stream)?;
+            }
+            self.line = base + u64::from(a.line) + 1;
+            let (u, v) = (u64::from(a.u), u64::from(a.v));
+            match self.problem {
+                Some(p) if (1..=p.nodes).contains(&u) && (1..=p.nodes).contains(&v) => {
+                    self.arc(p, u, v, a.cap)?
+                }
+                // Out of range, or no problem line yet: the serial parser says which.
+                _ => self.line(nth_line(&text[piece.from..piece.to], a.line))?,
+            }
+        }
+        for s in specials {
+            self.line = base + u64::from(s.line) + 1;
+            self.special(&text[s.start..s.end], stream)?;
+        }
+        self.line = base + piece.lines;
+        if let Some(mut pos) = piece.rest {
+            while pos < piece.to {
+                let end = memchr::memchr(b'\n', &text[pos..piece.to]).map_or(piece.to, |i| pos + i);
+                self.line += 1;
+                self.special(&text[pos..end], stream)?;
+                pos = end + 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// A line for the serial parser, refused if it is too long.
+    fn special(&mut self, raw: &[u8], stream: &str) -> Result<()> {
+        if raw.len() > MAX_LINE {
+            return Err(line_error(self.file, self.line, LineError::TooLong, stream));
+        }
+        self.line(raw)
+    }
 }
 
 /// The error for line `line` of `file`, which could not be read.
@@ -1073,6 +1341,16 @@ mod tests {
             for batch in [1, 2, 3, 5, 17, 64, 1000] {
                 assert_eq!(parse(&t, batch), whole, "case {case}, batch {batch}");
             }
+            // From inside a pool task, where it reads and parses on the one thread.
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap();
+            assert_eq!(
+                pool.install(|| parse(&t, 7)),
+                whole,
+                "case {case}, in a pool"
+            );
         }
         // Both kinds of input were exercised.
         assert!(ok > 5 && errors > 5, "{ok} read, {errors} refused");

@@ -240,7 +240,8 @@ pub fn stage_max_file(path: &Path, net: &Network, comments: &[&str]) -> Result<A
             enc.finish().map(drop).map_err(io_err)?;
         }
         Compression::Bzip2 => {
-            let mut enc = bzip2::write::BzEncoder::new(&mut file, bzip2::Compression::default());
+            // Blocks compressed on every core, into one stream as `bzip2` writes it.
+            let mut enc = super::bz2::ParBzEncoder::new(&mut file);
             write_max(&mut enc, net, comments).map_err(io_err)?;
             enc.finish().map(drop).map_err(io_err)?;
         }

@@ -1,0 +1,229 @@
+//! The `load` suite: how fast each file format segcut reads becomes a graph ready to solve.
+//!
+//! Each instance is generated, written as `.max`, `.max.gz`, `.max.bz2`, a `.tbz2` archive
+//! holding the `.max` (as the Waterloo benchmark ships its files) and `.sgb`, all by segcut
+//! itself (gzip at the default level 6, bzip2 at level 9 with its blocks compressed on every
+//! core). Then every file is loaded `runs` times from the page cache with
+//! [`read_instances`] (decompression, parsing and grid recognition all counted) and the median
+//! is reported as MB/s of the file and of the DIMACS text it holds, beside single-threaded
+//! baselines: a plain read of the bytes, gzip and bzip2 decompression alone (what `gzip -dc` and
+//! `bzip2 -dc` do). Every format must give the graph the `.max` file gives.
+//!
+//! ```no_run
+//! use segcut::bench::{load, BenchInstance};
+//! let inst: BenchInstance = "2d:256x256:n4:c10:s1".parse().unwrap();
+//! let dir = tempfile::tempdir().unwrap();
+//! let records = load::run(&[inst], dir.path(), 1, |_| {}).unwrap();
+//! assert!(records.iter().all(|r| r.same_graph));
+//! ```
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::{BenchInstance, Source};
+use crate::graph::Network;
+use crate::io::dimacs::{read_instances, write_max_file, write_sgb, MaxInstance, ReadOptions};
+use crate::{Error, Result};
+
+/// One row of the load table.
+#[derive(Clone, Debug, Serialize)]
+pub struct LoadRecord {
+    /// The instance's spec.
+    pub instance: String,
+    /// What was timed: a format (`.max`, `.max.gz`, ...) or a baseline (`read .max`, ...).
+    pub what: String,
+    /// Size of the file read, bytes.
+    pub file_bytes: u64,
+    /// Size of the DIMACS text the file stands for, bytes.
+    pub text_bytes: u64,
+    /// Median seconds over the runs.
+    pub seconds: f64,
+    /// `file_bytes / seconds`, MB/s.
+    pub file_mb_s: f64,
+    /// `text_bytes / seconds`, MB/s.
+    pub text_mb_s: f64,
+    /// Whether the graph loaded is the one the `.max` file gives (always true for baselines).
+    pub same_graph: bool,
+}
+
+/// What [`run`] reports as it goes.
+#[derive(Debug)]
+pub enum LoadEvent<'a> {
+    /// Writing a file.
+    Writing(&'a Path),
+    /// Timing a row.
+    Timing(&'a str, &'a str),
+    /// A row is done.
+    Done(&'a LoadRecord),
+}
+
+/// Whether two networks are the same graph, of the same kind.
+fn same(a: &Network, b: &Network) -> bool {
+    match (a, b) {
+        (Network::Grid(x), Network::Grid(y)) => x == y,
+        (Network::Csr(x), Network::Csr(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// Loads `path` into its one instance.
+fn load(path: &Path) -> Result<MaxInstance> {
+    let mut one = None;
+    read_instances(path, &ReadOptions::default(), |i| {
+        one = Some(i);
+        Ok(())
+    })?;
+    one.ok_or_else(|| Error::Input {
+        file: path.display().to_string(),
+        msg: "no instance in the file".into(),
+    })
+}
+
+/// Reads `r` to its end in 1 MiB pieces.
+fn drain(mut r: impl Read) -> std::io::Result<()> {
+    let mut buf = vec![0u8; 1 << 20];
+    while r.read(&mut buf)? > 0 {}
+    Ok(())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The files of one instance, written into `dir` by segcut itself.
+fn write_files(net: &Network, dir: &Path, on: &mut impl FnMut(LoadEvent)) -> Result<[PathBuf; 5]> {
+    let io = |p: &Path| {
+        let p = p.to_path_buf();
+        move |e: std::io::Error| Error::io(&p, e)
+    };
+    let max = dir.join("g.max");
+    on(LoadEvent::Writing(&max));
+    write_max_file(&max, net, &["segcut bench --suite load"])?;
+    let gz = dir.join("g.max.gz");
+    on(LoadEvent::Writing(&gz));
+    {
+        let out = File::create(&gz).map_err(io(&gz))?;
+        let mut e = flate2::write::GzEncoder::new(
+            std::io::BufWriter::new(out),
+            flate2::Compression::default(),
+        );
+        std::io::copy(&mut File::open(&max).map_err(io(&max))?, &mut e).map_err(io(&gz))?;
+        e.finish().and_then(|mut w| w.flush()).map_err(io(&gz))?;
+    }
+    let bz = dir.join("g.max.bz2");
+    on(LoadEvent::Writing(&bz));
+    write_max_file(&bz, net, &["segcut bench --suite load"])?;
+    let tbz = dir.join("g.tbz2");
+    on(LoadEvent::Writing(&tbz));
+    {
+        let out = File::create(&tbz).map_err(io(&tbz))?;
+        let enc = crate::io::dimacs::ParBzEncoder::new(std::io::BufWriter::new(out));
+        let mut tar = tar::Builder::new(enc);
+        tar.append_path_with_name(&max, "g/g.max")
+            .map_err(io(&tbz))?;
+        let enc = tar.into_inner().map_err(io(&tbz))?;
+        enc.finish().and_then(|mut w| w.flush()).map_err(io(&tbz))?;
+    }
+    let sgb = dir.join("g.sgb");
+    on(LoadEvent::Writing(&sgb));
+    let inst = load(&max)?;
+    let mut f = crate::io::AtomicFile::create(&sgb)?;
+    write_sgb(&mut f, &inst).map_err(io(&sgb))?;
+    f.commit()?;
+    Ok([max, gz, bz, tbz, sgb])
+}
+
+/// Writes each instance's files into `dir` (replacing earlier ones) and times loading them,
+/// `runs` times each (the median is reported). Photo instances are refused: this suite
+/// generates its graphs.
+pub fn run(
+    instances: &[BenchInstance],
+    dir: &Path,
+    runs: usize,
+    mut on: impl FnMut(LoadEvent),
+) -> Result<Vec<LoadRecord>> {
+    let runs = runs.max(1);
+    let mut records = Vec::new();
+    for inst in instances {
+        let Source::Gen(spec) = &inst.source else {
+            return Err(Error::Unsupported(format!(
+                "the load suite generates its graphs; {inst} is a photo"
+            )));
+        };
+        let name = inst.to_string();
+        let net = crate::gen::generate(spec)?;
+        let [max, gz, bz, tbz, sgb] = write_files(&net, dir, &mut on)?;
+        drop(net);
+        let size = |p: &Path| {
+            std::fs::metadata(p)
+                .map(|m| m.len())
+                .map_err(|e| Error::io(p, e))
+        };
+        let text_bytes = size(&max)?;
+        let reference = load(&max)?.network;
+        let mut row = |what: &str, path: &Path, f: &mut dyn FnMut() -> Result<bool>| {
+            on(LoadEvent::Timing(&name, what));
+            let mut times = Vec::new();
+            let mut same = true;
+            for _ in 0..runs {
+                let t = Instant::now();
+                same &= f()?;
+                times.push(t.elapsed().as_secs_f64());
+            }
+            let seconds = median(times);
+            let file_bytes = size(path)?;
+            let rec = LoadRecord {
+                instance: name.clone(),
+                what: what.to_string(),
+                file_bytes,
+                text_bytes,
+                seconds,
+                file_mb_s: file_bytes as f64 / 1e6 / seconds,
+                text_mb_s: text_bytes as f64 / 1e6 / seconds,
+                same_graph: same,
+            };
+            on(LoadEvent::Done(&rec));
+            records.push(rec);
+            Ok::<(), Error>(())
+        };
+        let open = |p: &Path| File::open(p).map_err(|e| Error::io(p, e));
+        let io = |p: &Path| {
+            let p = p.to_path_buf();
+            move |e: std::io::Error| Error::io(&p, e)
+        };
+        row("read .max (baseline)", &max, &mut || {
+            drain(open(&max)?).map_err(io(&max))?;
+            Ok(true)
+        })?;
+        for (what, path) in [
+            (".max", &max),
+            (".max.gz", &gz),
+            (".max.bz2", &bz),
+            (".tbz2", &tbz),
+            (".sgb", &sgb),
+        ] {
+            row(what, path, &mut || {
+                Ok(same(&load(path)?.network, &reference))
+            })?;
+        }
+        row("gzip -dc alone, 1 thread (baseline)", &gz, &mut || {
+            drain(flate2::read::MultiGzDecoder::new(open(&gz)?)).map_err(io(&gz))?;
+            Ok(true)
+        })?;
+        row("bzip2 -dc alone, 1 thread (baseline)", &bz, &mut || {
+            let r = std::io::BufReader::new(open(&bz)?);
+            drain(bzip2::bufread::MultiBzDecoder::new(r)).map_err(io(&bz))?;
+            Ok(true)
+        })?;
+        row("read .sgb (baseline)", &sgb, &mut || {
+            drain(open(&sgb)?).map_err(io(&sgb))?;
+            Ok(true)
+        })?;
+    }
+    Ok(records)
+}
