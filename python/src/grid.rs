@@ -7,7 +7,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use segcut::graph::{Cap, Connectivity, GridGraph, Network};
-use segcut::maxflow::{solve, Flows, SolveOptions, Solved};
+use segcut::maxflow::{solve, Dynamic, Flows, SolveOptions, Solved, SolverKind};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -145,6 +145,13 @@ pub struct Grid {
     terminals: Terminals,
     construct: Duration,
     last: Option<LastSolve>,
+    /// BK's search trees and residual graph, kept for warm re-solves (`maxflow(warm=True)`,
+    /// PyMaxflow's `reuse_trees`) while only terminal capacities change.
+    dynamic: Option<Dynamic>,
+    /// Whether an n-link changed since `dynamic` solved: its state is then stale.
+    arcs_changed: bool,
+    /// Whether the last solve continued from kept state.
+    last_warm: bool,
 }
 
 impl Grid {
@@ -216,6 +223,9 @@ impl Grid {
             g,
             construct: Duration::ZERO,
             last: None,
+            dynamic: None,
+            arcs_changed: true,
+            last_warm: false,
         })
     }
 
@@ -328,6 +338,7 @@ impl Grid {
         });
         self.construct += t.elapsed();
         self.last = None;
+        self.arcs_changed = true;
         match err {
             Some(msg) => Err(PyValueError::new_err(msg)),
             None => Ok(()),
@@ -357,7 +368,17 @@ impl Grid {
         Ok(())
     }
 
-    /// Solves; returns the flow value (PyMaxflow's, terminal constant included).
+    /// Forgets all terminal capacities (the n-links stay), so that new ones can be set before
+    /// a warm re-solve.
+    fn reset_terminals(&mut self) {
+        self.terminals = Terminals::new(self.n());
+        self.last = None;
+    }
+
+    /// Solves; returns the flow value (PyMaxflow's, terminal constant included). With `warm`,
+    /// BK keeps its search trees and residual graph, and a later warm solve after terminal
+    /// changes only continues from them (the same flow and cut as from scratch).
+    #[pyo3(signature = (solver, flows, verify, gpu_min_nodes, warm=false))]
     fn maxflow(
         &mut self,
         py: Python<'_>,
@@ -365,22 +386,44 @@ impl Grid {
         flows: bool,
         verify: bool,
         gpu_min_nodes: usize,
+        warm: bool,
     ) -> PyResult<i64> {
-        let mut opts = SolveOptions::with_solver(parse_solver(solver)?);
+        let kind = parse_solver(solver)?;
+        let mut opts = SolveOptions::with_solver(kind);
         opts.flows = flows;
         opts.verify = verify;
         opts.auto.min_gpu_nodes = gpu_min_nodes;
         py.check_signals()?;
         let t = Instant::now();
         self.with_terminals()?;
+        // Warm solves keep BK's state (flows are not kept on that path).
+        let warm = warm && !flows && matches!(kind, SolverKind::Auto | SolverKind::Bk);
+        if !warm {
+            self.dynamic = None;
+        }
+        let reuse = warm && !self.arcs_changed && self.dynamic.is_some();
+        if warm && !reuse {
+            self.dynamic = Some(Dynamic::new(SolverKind::Bk, verify).map_err(py_err)?);
+        }
         let g = &self.g;
-        let (prepare, solved) = py
-            .detach(|| -> segcut::Result<(Duration, Solved)> {
+        let dynamic = &mut self.dynamic;
+        let (prepare, solved, was_warm) = py
+            .detach(|| -> segcut::Result<(Duration, Solved, bool)> {
                 // Every solver checks the grid itself (capacities, pair sums) before solving.
                 let prepare = t.elapsed();
-                Ok((prepare, solve(g, &opts)?))
+                Ok(match dynamic {
+                    Some(d) if reuse => {
+                        let s = d.resolve(g)?;
+                        (prepare, s, d.last_was_warm())
+                    }
+                    Some(d) => (prepare, d.solve(g)?, false),
+                    None => (prepare, solve(g, &opts)?, false),
+                })
             })
+            .inspect_err(|_| self.dynamic = None)
             .map_err(py_err)?;
+        self.arcs_changed = !warm;
+        self.last_warm = was_warm;
         py.check_signals()?;
         let flow = solved
             .cut
@@ -405,10 +448,12 @@ impl Grid {
         Ok(PyArray::from_owned_array(py, arr))
     }
 
-    /// The last solve's solver, certificate and times.
+    /// The last solve's solver, certificate and times, and whether it continued warm.
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let last = self.last()?;
-        solve_info(py, &last.solved, last.flow, self.construct, last.prepare)
+        let d = solve_info(py, &last.solved, last.flow, self.construct, last.prepare)?;
+        d.set_item("warm", self.last_warm)?;
+        Ok(d)
     }
 
     /// Arc flows of the last solve (asked for with `flows=True`): `(arcs, source, sink)`, arcs
