@@ -345,6 +345,71 @@ impl Grid {
         }
     }
 
+    /// Sets (not adds) the capacity of the arc from every node `p` to `p + offset` that lies
+    /// inside the grid to `weights[p]` (a number, or an array of the grid's shape): the bulk
+    /// path of `segcut.maxflow`, which sums its directions itself. Negative values are refused
+    /// here; pair sums are checked by the solver before it solves.
+    fn set_direction(
+        &mut self,
+        py: Python<'_>,
+        offset: Vec<i32>,
+        weights: Values<'_>,
+    ) -> PyResult<()> {
+        let t = Instant::now();
+        let off = match offset[..] {
+            [dy, dx] if self.shape.len() == 2 => [dx, dy, 0],
+            [dz, dy, dx] if self.shape.len() == 3 => [dx, dy, dz],
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "offset {offset:?} does not match a grid of shape {:?}",
+                    self.shape
+                )))
+            }
+        };
+        let Some(d) = self
+            .g
+            .connectivity()
+            .offsets()
+            .iter()
+            .position(|&o| o == off)
+        else {
+            return Err(PyValueError::new_err(format!(
+                "offset {offset:?} is not a neighbour in this grid"
+            )));
+        };
+        let n = self.n();
+        let w = weights.view(n, "weights")?;
+        let dims = self.g.dims();
+        let caps = self.g.caps_mut(d);
+        let bad = py.detach(|| {
+            let [xr, yr, zr] = segcut::graph::valid_box(dims, off);
+            for z in zr {
+                for y in yr.clone() {
+                    let row = dims[0] * (y + dims[1] * z);
+                    for x in xr.clone() {
+                        let v = w.get(row + x);
+                        match Cap::try_from(v) {
+                            Ok(c) if c >= 0 => caps[row + x] = c,
+                            _ => return Some((row + x, v)),
+                        }
+                    }
+                }
+            }
+            None
+        });
+        self.construct += t.elapsed();
+        self.last = None;
+        self.arcs_changed = true;
+        match bad {
+            Some((v, c)) => Err(PyValueError::new_err(format!(
+                "edge weight {c} at node {} is negative or beyond {}",
+                np_index(&self.shape, v),
+                Cap::MAX
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Adds `source[p]` to every node's source arc and `sink[p]` to its sink arc.
     fn add_tedges(&mut self, py: Python<'_>, source: Values<'_>, sink: Values<'_>) -> PyResult<()> {
         let t = Instant::now();

@@ -112,6 +112,22 @@ class _Problem:
         self.pairs = pairs  # (i, j, cap, rev) or None
 
 
+def vals_array(shape, sl, vals, graph) -> np.ndarray:
+    """A direction's capacities as an array of ``shape``: ``vals`` on the slice ``sl``."""
+    acc = np.zeros(shape, np.float64 if graph._float else graph._dtype)
+    acc[sl] = vals
+    return acc
+
+
+def _dir_array(shape, off, acc) -> np.ndarray:
+    """A grid direction's capacities as an array (a number stands for every arc inside)."""
+    if np.ndim(acc):
+        return acc
+    out = np.zeros(shape, np.asarray(acc).dtype)
+    out[_valid_slices(shape, off)[0]] = acc
+    return out
+
+
 def _valid_slices(shape: Tuple[int, ...], off: Tuple[int, ...]):
     """Slices of the nodes ``p`` with ``p + off`` inside ``shape``, and of those ``p + off``."""
     src, dst = [], []
@@ -178,7 +194,7 @@ class GraphInt:
         self._src = rhs._src.copy()
         self._snk = rhs._snk.copy()
         self._blocks = list(rhs._blocks)
-        self._grid = {k: v.copy() for k, v in rhs._grid.items()}
+        self._grid = {k: np.copy(v) if np.ndim(v) else v for k, v in rhs._grid.items()}
         self._chunks = list(rhs._chunks)  # chunks are never changed in place
         self._single = list(rhs._single)
         self._arc_count = rhs._arc_count
@@ -426,8 +442,14 @@ class GraphInt:
                 continue
             acc = self._grid.get(o)
             if acc is None:
-                acc = self._grid[o] = np.zeros(shape, np.float64 if self._float else self._dtype)
-            acc[sl] += vals
+                # One value for every arc of the direction stays one number.
+                self._grid[o] = vals if np.ndim(vals) == 0 else vals_array(shape, sl, vals, self)
+            elif np.ndim(acc) == 0 and np.ndim(vals) == 0:
+                self._grid[o] = acc + vals
+            else:
+                if np.ndim(acc) == 0:
+                    acc = self._grid[o] = vals_array(shape, sl, acc, self)
+                acc[sl] += vals
         self._arc_count += 2 * count
         self._changed(edges=True)
 
@@ -474,7 +496,7 @@ class GraphInt:
             ids = np.arange(n, dtype=np.int64).reshape(shape)
             for off, acc in self._grid.items():
                 sl, dl = _valid_slices(shape, off)
-                c = acc[sl].ravel()
+                c = _dir_array(shape, off, acc)[sl].ravel()
                 keep = c != 0
                 chunks.append((ids[sl].ravel()[keep], ids[dl].ravel()[keep], c[keep], np.zeros(int(keep.sum()), acc.dtype)))
         if self._single:
@@ -603,7 +625,7 @@ class GraphInt:
         chunks = []
         for off, acc in p.grid.items():
             sl, dl = _valid_slices(p.shape, off)
-            c = acc[sl].ravel()
+            c = _dir_array(p.shape, off, acc)[sl].ravel()
             chunks.append((ids[sl].ravel(), ids[dl].ravel(), c, np.zeros_like(c)))
         dt = np.float64 if self._float else self._dtype
         if not chunks:
@@ -644,7 +666,13 @@ def _solve(graph: GraphInt, p: _Problem, warm: bool, flows: bool = False) -> Dic
         const = _exact_sum(np.minimum(p.src, p.snk), is_float)
     pos = np.maximum(e, 0)
     neg = np.maximum(-e, 0)
-    arcs = list(p.grid.values()) if p.grid is not None else [p.pairs[2], p.pairs[3]]
+    if p.grid is not None:
+        # A number standing for a whole direction counts as n arcs (an upper bound).
+        arcs = [np.atleast_1d(a) if np.ndim(a) else np.full(1, a) * 1 for a in p.grid.values()]
+        uniform = [np.ndim(a) == 0 for a in p.grid.values()]
+    else:
+        arcs = [p.pairs[2], p.pairs[3]]
+        uniform = [False, False]
 
     exact = True
     fmax = 0.0
@@ -670,7 +698,8 @@ def _solve(graph: GraphInt, p: _Problem, warm: bool, flows: bool = False) -> Dic
     else:
         u = min(_fsum(pos), _fsum(neg))
         if not math.isfinite(u):
-            u = sum(_fsum(a[np.isfinite(a)]) if is_float else _fsum(a) for a in [pos, neg] + arcs)
+            counts = [1, 1] + [p.n if un else 1 for un in uniform]
+            u = sum(k * (_fsum(a[np.isfinite(a)]) if is_float else _fsum(a)) for k, a in zip(counts, [pos, neg] + arcs))
         scale = _scale_for(u if u > 0 else (fmax if fmax > 0 else 1.0))
         if not is_float:
             scale = min(scale, 1.0)
@@ -772,7 +801,8 @@ def _solve_at(graph, p, pos, neg, arcs, scale, flows, reuse, warm, exact=False) 
         else:
             native = _segcut.Grid(list(p.shape), conn)
             for off, acc in p.grid.items():
-                native.add_direction(list(off), _rounded(acc, scale), 1, False)
+                r = _rounded(np.atleast_1d(acc), scale)
+                native.set_direction(list(off), int(r[0]) if np.ndim(acc) == 0 else r)
         native.add_tedges(rs, rt)
         iflow = native.maxflow(solver, False, bool(graph.verify), gmin, bool(warm))
         sink = native.segments().ravel()
@@ -821,7 +851,7 @@ def _cut_capacity(p: _Problem, pos, neg, sink: np.ndarray, is_float: bool) -> An
         for off, acc in p.grid.items():
             sl, dl = _valid_slices(p.shape, off)
             crossing = ~s[sl] & s[dl]
-            parts.append(acc[sl][crossing])
+            parts.append(acc[sl][crossing] if np.ndim(acc) else np.full(int(crossing.sum()), acc))
     else:
         i, j, cap, rev = p.pairs
         si, sj = sink[i], sink[j]
