@@ -368,3 +368,29 @@ def test_pymaxflow_module_docstring(examples, maxflow_ref):
     finally:
         sys.modules["maxflow"] = old
     assert runner.failures == 0 and runner.tries >= 6
+
+
+def test_bad_input_is_an_error_and_changes_nothing():
+    g = sm.Graph[float]()
+    ids = g.add_grid_nodes((3, 3))
+    g.add_grid_edges(ids, 1.0)
+    edges = g.get_edge_count()
+    bad_structure = np.array([[0, 1, 0], [1, 0, 1], [0, -1, 0]])
+    with pytest.raises(ValueError):
+        g.add_grid_edges(ids, 1.0, structure=bad_structure)
+    with pytest.raises(ValueError):
+        g.add_grid_edges(ids, np.full((3, 3), np.nan))
+    with pytest.raises(ValueError):
+        g.add_grid_edges(ids, 1.0, structure=np.ones((2, 2)))
+    with pytest.raises(ValueError):
+        g.add_edge(0, 9, 1.0, 1.0)
+    with pytest.raises(ValueError):
+        g.add_edges([0, 1], [1, 2], [1.0, -1.0], 0)
+    with pytest.raises(ValueError):
+        g.add_grid_tedges(np.array([0, 12]), 1, 1)
+    with pytest.raises(ValueError):
+        g.get_segment(9)
+    assert g.get_edge_count() == edges
+    g.add_grid_tedges(ids[:, 0], 5.0, 0)
+    g.add_grid_tedges(ids[:, -1], 0, 5.0)
+    assert g.maxflow() == 3.0

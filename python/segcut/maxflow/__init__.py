@@ -411,6 +411,11 @@ class GraphInt:
         per = np.broadcast_to(np.asarray(periodic, dtype=bool), (nd,))
         w = self._values(weights, ids.shape, "weights")
         centre = tuple(s // 2 for s in st.shape)
+        # Everything checked before anything is added: a failed call leaves the graph as it was.
+        if st.size and ((st < 0).any() or (self._float and np.isnan(st).any())):
+            raise ValueError("structure entries must be non-negative")
+        if w.size and (np.min(w) < 0 or (self._float and np.isnan(w).any())):
+            raise ValueError("edge weights must be non-negative")
         grid_form = not per.any() and self._whole_block(ids)
         scalar = np.ndim(weights) == 0
         for idx in zip(*np.nonzero(st)):
