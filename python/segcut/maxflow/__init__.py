@@ -17,14 +17,14 @@ How it differs inside (docs/python.md, "PyMaxflow compatibility"):
   returns, so segments agree wherever the minimum cut is unique and where it is not.
 * segcut's solvers take 32-bit integer capacities. Integer graphs whose capacities fit are cut
   exactly. Otherwise (``Graph[float]``, ``np.inf``, integers beyond 2**30) capacities are
-  scaled by a power of two ``S`` chosen from the size of the cut and rounded **down**: the flow
-  of the rounded graph divided by ``S`` is then a feasible flow of the real one, a lower bound
-  on the minimum cut, and the returned cut's capacity (summed from the capacities as given) an
-  upper bound. Both are in :attr:`GraphInt.flow_bounds`; ``maxflow()`` returns the upper one,
-  which differs from the true minimum by at most (arcs in the cut) / ``S``, and ``S`` is chosen
-  so that the minimum cut spans at least 2**27 units (relative error ≤ arcs in the cut ·
-  2**-27, in practice far less; a second solve at a finer scale runs when the first cut turns
-  out much smaller than the estimate).
+  scaled by a power of two ``S`` and rounded **down**: the flow of the rounded graph divided
+  by ``S`` is then a feasible flow of the real one, a lower bound on the minimum cut, and the
+  returned cut's capacity (summed from the capacities as given) an upper bound. Both are in
+  :attr:`GraphInt.flow_bounds`; ``maxflow()`` returns the upper one. ``S`` is the finer of the
+  scale at which no finite capacity exceeds 2**30 - 1 and the one that maps an estimate of the
+  minimum cut to 2**28 units (arcs above 2**30 - 1 are then clamped, harmlessly; the only choice
+  with infinite capacities), so each arc loses less than 2**-29 of the largest capacity (or of
+  the estimated cut), and the bounds differ by at most (arcs in the cut) / ``S``.
 * Infinite capacities are arcs no minimum cut crosses when a finite cut exists; when none
   does, ``maxflow()`` returns ``inf``.
 * ``maxflow(reuse_trees=True)`` continues from the last solve's search trees when only
@@ -680,6 +680,7 @@ def _solve(graph: GraphInt, p: _Problem, warm: bool, flows: bool = False) -> Dic
         uniform = [False, False]
 
     exact = True
+    has_inf = False
     fmax = 0.0
     for a in [pos, neg] + arcs:
         if a.size == 0:
@@ -688,6 +689,7 @@ def _solve(graph: GraphInt, p: _Problem, warm: bool, flows: bool = False) -> Dic
             fin = np.isfinite(a)
             if not fin.all():
                 exact = False
+                has_inf = True
             vals = a[fin] if not fin.all() else a
             if vals.size:
                 fmax = max(fmax, float(vals.max()))
@@ -706,6 +708,12 @@ def _solve(graph: GraphInt, p: _Problem, warm: bool, flows: bool = False) -> Dic
             counts = [1, 1] + [p.n if un else 1 for un in uniform]
             u = sum(k * (_fsum(a[np.isfinite(a)]) if is_float else _fsum(a)) for k, a in zip(counts, [pos, neg] + arcs))
         scale = _scale_for(u if u > 0 else (fmax if fmax > 0 else 1.0))
+        # Two safe scales, the finer wins: one where no finite capacity reaches the clamp (BK
+        # sums flows in 64 bits, so only single arcs must fit), and, above, one where every
+        # clamped arc costs more than the minimum cut (needed for infinite capacities).
+        arc_scale = _arc_scale(fmax)
+        if not has_inf:
+            scale = max(scale, arc_scale)
         if not is_float:
             scale = min(scale, 1.0)
 
@@ -725,7 +733,7 @@ def _solve(graph: GraphInt, p: _Problem, warm: bool, flows: bool = False) -> Dic
     if not exact and not flows:
         cut = res["cut"]
         if math.isfinite(cut) and cut > 0 and cut * scale < _REFINE_BELOW:
-            finer = _scale_for(cut)
+            finer = _scale_for(cut) if has_inf else max(_scale_for(cut), arc_scale)
             if not is_float:
                 finer = min(finer, 1.0)
             if finer > scale:
@@ -770,6 +778,14 @@ def _exact_sum(a: np.ndarray, is_float: bool) -> Any:
     if a.size and float(np.abs(a).max()) * a.size >= 2.0**62:
         return sum(int(x) for x in a.tolist())
     return int(np.sum(a, dtype=np.int64))
+
+
+def _arc_scale(fmax: float) -> float:
+    """The power of two that keeps every capacity up to ``fmax`` below the clamp."""
+    if fmax <= 0:
+        return 1.0
+    k = math.floor(math.log2(_CAP_LIMIT) - math.log2(fmax))
+    return 2.0 ** max(-1000, min(1000, k))
 
 
 def _scale_for(u: float) -> float:
