@@ -406,3 +406,20 @@ def test_float_bounds_are_tight_on_a_grid():
     lo, hi = g.flow_bounds
     assert hi == f and lo <= hi
     assert (hi - lo) <= 1e-8 * hi
+
+
+@pytest.mark.parametrize("solver", ["cuda-grid", "cuda-csr"])
+@pytest.mark.parametrize("kind", [int, float])
+def test_gpu_solvers_give_the_same_cut(gpu, solver, kind):
+    """segcut.maxflow graphs on the GPU solvers (g.solver): the same flow and segments as BK,
+    for a grid (grid form) and the same grid with one extra edge (general form)."""
+    for extra in (False, True):
+        out = []
+        for name in ("bk", solver):
+            g, ids = grid_case(sm, kind, 11, (300, 400), None, False)
+            if extra:
+                g.add_edge(int(ids[0, 0]), int(ids[-1, -1]), 5, 5)
+            g.solver = name
+            out.append((g.maxflow(), g.get_grid_segments(ids)))
+        assert close(out[1][0], out[0][0], kind)
+        assert (out[1][1] == out[0][1]).all()

@@ -831,6 +831,8 @@ def _solve_at(graph, p, pos, neg, arcs, scale, flows, reuse, warm, exact=False) 
         info = dict(native.info())
     else:
         i, j, cap, rev = p.pairs
+        if solver == "cuda-grid":
+            solver = "cuda-csr"  # not a grid: the GPU solver for general graphs
         native = _segcut.Graph(p.n)
         rc, rr = _rounded(cap, scale), _rounded(rev, scale)
         keep = (rc != 0) | (rr != 0)
