@@ -598,10 +598,16 @@ class GraphInt:
         i, j, cap, rev = p.pairs
         e = (p.src - p.snk).astype(np.float64 if self._float else self._dtype)
         if self._result is not None:
-            fl = _solve(self, p, False, flows=True)["flows"]
-            edge, sflow, tflow = fl
+            solved = _solve(self, p, False, flows=True)
+            edge, sflow, tflow = solved["flows"]
             fwd, back = cap - edge, rev + edge
             tr = e - sflow + tflow
+            if self._float:
+                # Capacities were rounded down to multiples of 1/scale: an arc whose integer
+                # residual is 0 (saturated) keeps less than 1/scale here.
+                tol = 1.0 / solved["scale"]
+                fwd, back = np.where(fwd < tol, 0, fwd), np.where(back < tol, 0, back)
+                tr = np.where(np.abs(tr) < tol, 0, tr)
         else:
             fwd, back, tr = cap, rev, e
         conv = float if self._float else int
@@ -855,7 +861,12 @@ def _solve_at(graph, p, pos, neg, arcs, scale, flows, reuse, warm, exact=False) 
         out["cut"] = _cut_capacity(p, pos, neg, sink, graph._float)
     if flows:
         edge, sflow, tflow = native.flows()
-        out["flows"] = (edge / scale, sflow / scale, tflow / scale) if graph._float else (edge, sflow, tflow)
+        if graph._float:
+            out["flows"] = (edge / scale, sflow / scale, tflow / scale)
+        elif scale != 1.0:  # integers beyond 2**30 were scaled down: flows in their units again
+            out["flows"] = tuple(np.rint(a / scale).astype(np.int64) for a in (edge, sflow, tflow))
+        else:
+            out["flows"] = (edge, sflow, tflow)
     return out
 
 
