@@ -497,8 +497,8 @@ class GraphInt:
                     return _Problem(n, src, snk, shape, dict(self._grid), None)
         chunks = list(self._chunks)
         if self._grid:
-            shape = self._blocks[0][1]
-            ids = np.arange(n, dtype=np.int64).reshape(shape)
+            shape = self._blocks[0][1]  # grid directions belong to the first block (at 0)
+            ids = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
             for off, acc in self._grid.items():
                 sl, dl = _valid_slices(shape, off)
                 c = _dir_array(shape, off, acc)[sl].ravel()
