@@ -354,7 +354,9 @@ class GraphInt:
         """Whether ``ids`` are exactly the graph's one node block, in order (the grid form)."""
         if len(self._blocks) != 1 or self._blocks[0][1] is None or ids.shape != self._blocks[0][1]:
             return False
-        return bool(np.array_equal(ids.ravel(), np.arange(self._n)))
+        if getattr(self, "_arange", None) is None or self._arange.size != self._n:
+            self._arange = np.arange(self._n, dtype=np.int64)
+        return bool(np.array_equal(ids.ravel(), self._arange))
 
     def add_grid_tedges(self, nodeids: Any, sourcecaps: Any, sinkcaps: Any) -> None:
         """Adds ``sourcecaps`` / ``sinkcaps`` (broadcast to ``nodeids``' shape) to the terminal
@@ -578,6 +580,8 @@ class GraphInt:
         """
         ids = _ids(nodeids)
         sink = self._sink()
+        if self._whole_block(ids):
+            return sink.reshape(ids.shape).copy()
         valid = ids != -1
         if ids[valid].size and (ids[valid].min() < 0 or ids[valid].max() >= self._n):
             raise ValueError(f"node ids must lie in 0..{self._n - 1} (or be -1)")
