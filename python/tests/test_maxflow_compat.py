@@ -499,3 +499,21 @@ def test_reuse_trees_after_edge_changes_is_still_exact(maxflow_ref):
     r.add_grid_tedges(rids[0], 3, 0)
     assert ours[0] == r.maxflow()
     assert (ours[1] == r.get_grid_segments(rids)).all()
+
+
+def test_docs_example_runs():
+    """The example of docs/python.md's "PyMaxflow compatibility" section runs as written."""
+    import re
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "python.md"
+    text = doc.read_text()
+    section = text[text.index("## PyMaxflow compatibility") :]
+    section = section[: section.index("\n## ", 5)]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) >= 2
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        for code in blocks:
+            exec(compile(code, str(doc), "exec"), {})
+    assert buf.getvalue().strip()
