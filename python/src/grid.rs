@@ -386,11 +386,26 @@ impl Grid {
             for z in zr {
                 for y in yr.clone() {
                     let row = dims[0] * (y + dims[1] * z);
-                    for x in xr.clone() {
-                        let v = w.get(row + x);
-                        match Cap::try_from(v) {
-                            Ok(c) if c >= 0 => caps[row + x] = c,
-                            _ => return Some((row + x, v)),
+                    let (a, b) = (row + xr.start, row + xr.end);
+                    match w {
+                        // Whole rows at once where the values allow it (a fill, a copy).
+                        ValuesRef::Scalar(v) => match Cap::try_from(v) {
+                            Ok(c) if c >= 0 => caps[a..b].fill(c),
+                            _ => return Some((a, v)),
+                        },
+                        ValuesRef::Slice32(src) => {
+                            if let Some(k) = src[a..b].iter().position(|&c| c < 0) {
+                                return Some((a + k, src[a + k] as i64));
+                            }
+                            caps[a..b].copy_from_slice(&src[a..b]);
+                        }
+                        ValuesRef::Slice(_) => {
+                            for v in a..b {
+                                match Cap::try_from(w.get(v)) {
+                                    Ok(c) if c >= 0 => caps[v] = c,
+                                    _ => return Some((v, w.get(v))),
+                                }
+                            }
                         }
                     }
                 }

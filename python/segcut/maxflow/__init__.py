@@ -804,10 +804,11 @@ def _scale_for(u: float) -> float:
     return 2.0 ** max(-1000, min(1000, k))
 
 
-def _rounded(a: np.ndarray, scale: float) -> np.ndarray:
-    """``a`` times ``scale``, rounded down and clamped to the solver's range, as int32."""
+def _rounded(a: np.ndarray, scale: float, fits: bool = False) -> np.ndarray:
+    """``a`` times ``scale``, rounded down and clamped to the solver's range, as int32
+    (``fits``: the caller knows every value already lies in it)."""
     if scale == 1.0 and a.dtype.kind in "iu":
-        if a.size and a.max() > _CAP_LIMIT:
+        if not fits and a.size and a.max() > _CAP_LIMIT:
             a = np.minimum(a, _CAP_LIMIT)
         return a.astype(np.int32)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -823,7 +824,7 @@ def _solve_at(graph, p, pos, neg, arcs, scale, flows, reuse, warm, exact=False) 
     if reuse or (warm and solver in ("auto", "bk")):
         solver = "bk"
     gmin = _segcut.AUTO_MIN_GPU_NODES
-    rs, rt = _rounded(pos, scale), _rounded(neg, scale)
+    rs, rt = _rounded(pos, scale, exact), _rounded(neg, scale, exact)
     if p.grid is not None:
         conn = _connectivity(p.grid, len(p.shape))
         if reuse:
@@ -832,7 +833,7 @@ def _solve_at(graph, p, pos, neg, arcs, scale, flows, reuse, warm, exact=False) 
         else:
             native = _segcut.Grid(list(p.shape), conn)
             for off, acc in p.grid.items():
-                r = _rounded(np.atleast_1d(acc), scale)
+                r = _rounded(np.atleast_1d(acc), scale, exact)
                 native.set_direction(list(off), int(r[0]) if np.ndim(acc) == 0 else r)
         native.add_tedges(rs, rt)
         iflow = native.maxflow(solver, False, bool(graph.verify), gmin, bool(warm))
