@@ -399,11 +399,12 @@ impl Grid {
                             }
                             caps[a..b].copy_from_slice(&src[a..b]);
                         }
-                        ValuesRef::Slice(_) => {
-                            for v in a..b {
-                                match Cap::try_from(w.get(v)) {
-                                    Ok(c) if c >= 0 => caps[v] = c,
-                                    _ => return Some((v, w.get(v))),
+                        ValuesRef::Slice(src) => {
+                            for (v, (cap, &x)) in caps[a..b].iter_mut().zip(&src[a..b]).enumerate()
+                            {
+                                match Cap::try_from(x) {
+                                    Ok(c) if c >= 0 => *cap = c,
+                                    _ => return Some((a + v, x)),
                                 }
                             }
                         }
