@@ -18,15 +18,17 @@ ENV_DIR="${TMPDIR:-/tmp}/segcut-pyenv"
 rm -rf "$ENV_DIR"
 if "$PY" -m venv "$ENV_DIR" 2>/dev/null && [ -x "$ENV_DIR/bin/pip" ]; then
     PYRUN="$ENV_DIR/bin/python"
-    "$PYRUN" -m pip install -q --no-index --find-links "$WHEELS" "$DIST"/segcut-*.whl numpy pytest PyMaxflow
+    "$PYRUN" -m pip install -q --no-index --find-links "$WHEELS" "$DIST"/segcut-*.whl numpy pytest PyMaxflow networkx matplotlib pillow
 else
     # No venv (or no ensurepip): a plain target folder on PYTHONPATH.
     rm -rf "$ENV_DIR"
-    "$PY" -m pip install -q --no-index --target "$ENV_DIR" --find-links "$WHEELS" "$DIST"/segcut-*.whl numpy pytest PyMaxflow
+    "$PY" -m pip install -q --no-index --target "$ENV_DIR" --find-links "$WHEELS" "$DIST"/segcut-*.whl numpy pytest PyMaxflow networkx matplotlib pillow
     export PYTHONPATH="$ENV_DIR"
     PYRUN="$PY"
 fi
 export SEGCUT_REQUIRE_GPU=1 SEGCUT_REQUIRE_PYMAXFLOW=1
+SEGCUT_PYMAXFLOW_SDIST="$(ls "$DIST"/pymaxflow/*.tar.gz)"
+export SEGCUT_PYMAXFLOW_SDIST
 # From the repository root, so that python/segcut (the source, without the native module) is not
 # what gets imported: the installed wheel runs.
 "$PYRUN" -c "import segcut; print('segcut from', segcut.__file__); print('GPU:', segcut.gpu_unavailable_reason() or 'usable')"
@@ -34,5 +36,6 @@ status=0
 "$PYRUN" -m pytest -q -p no:cacheprovider python/tests 2>&1 | tee "$OUT/pytest.txt" || status=1
 "$PYRUN" python/bench/bench_grid.py --repeat "${REPEAT:-2}" --engines segcut-bk,segcut-gpu,segcut-auto,pymaxflow \
     --json "$OUT/bench_grid.json" | tee "$OUT/bench_grid.md" || status=1
+"$PYRUN" python/bench/bench_compat.py --repeat "${REPEAT:-2}" | tee "$OUT/bench_compat.md" || status=1
 "$PYRUN" python/bench/bench_segment.py --mpx 36 --connectivity 8 | tee "$OUT/segment_36mp.json" || status=1
 exit $status

@@ -33,7 +33,42 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _segcut
+
+def _preload_nvrtc() -> Optional[str]:
+    """Loads CUDA 13's NVRTC from the ``nvidia-cuda-nvrtc`` wheel (``pip install
+    nvidia-cuda-nvrtc``: ``site-packages/nvidia/cu13/lib/libnvrtc.so.13``) when it is on
+    ``sys.path``, or from the file ``SEGCUT_NVRTC`` names, so that the GPU solvers find it
+    without ``LD_LIBRARY_PATH``: segcut's CUDA layer opens ``libnvrtc.so.13`` by name, and the
+    dynamic loader hands back a library of that name that is already loaded. Returns the file
+    loaded, or ``None`` (NVRTC is then looked up on the usual library path at first GPU use)."""
+    import ctypes
+    import sys
+
+    candidates = []
+    if os.environ.get("SEGCUT_NVRTC"):
+        candidates.append(os.environ["SEGCUT_NVRTC"])
+    for base in sys.path:
+        candidates.append(os.path.join(base or ".", "nvidia", "cu13", "lib", "libnvrtc.so.13"))
+    for path in candidates:
+        if os.path.isfile(path):
+            folder = os.path.dirname(path)
+            try:
+                # NVRTC opens its builtins library by name too: load it first.
+                for name in sorted(os.listdir(folder)):
+                    if name.startswith("libnvrtc-builtins.so"):
+                        ctypes.CDLL(os.path.join(folder, name), mode=ctypes.RTLD_GLOBAL)
+                        break
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                continue
+            return path
+    return None
+
+
+#: The NVRTC library segcut loaded from a Python wheel or ``SEGCUT_NVRTC`` (None: the system's).
+NVRTC_PATH: Optional[str] = _preload_nvrtc()
+
+from . import _segcut  # noqa: E402  (after NVRTC is in place)
 
 __all__ = [
     "segment",
@@ -49,6 +84,8 @@ __all__ = [
     "Certificate",
     "gpu_available",
     "gpu_unavailable_reason",
+    "nvrtc_version",
+    "NVRTC_PATH",
     "solvers",
     "vonNeumann_structure",
     "moore_structure",
@@ -89,6 +126,17 @@ def gpu_unavailable_reason() -> Optional[str]:
     True
     """
     return _segcut.gpu_unavailable_reason()
+
+
+def nvrtc_version() -> Optional[Tuple[int, int]]:
+    """The ``(major, minor)`` version of the NVRTC library the GPU solvers compile their kernels
+    with, ``None`` when none is found (see :data:`NVRTC_PATH`; no GPU needed to ask).
+
+    >>> segcut.nvrtc_version() is None or segcut.nvrtc_version()[0] >= 13
+    True
+    """
+    v = _segcut.nvrtc_version()
+    return None if v is None else (int(v[0]), int(v[1]))
 
 
 def gpu_available() -> bool:

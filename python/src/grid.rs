@@ -7,8 +7,9 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use segcut::graph::{Cap, Connectivity, GridGraph, Network};
-use segcut::maxflow::{solve, Flows, SolveOptions, Solved};
+use segcut::maxflow::{solve, Dynamic, Flows, SolveOptions, Solved, SolverKind};
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The numpy index of node `v` in an array of `shape` (C order), as `[i, j, ...]`.
@@ -145,6 +146,15 @@ pub struct Grid {
     terminals: Terminals,
     construct: Duration,
     last: Option<LastSolve>,
+    /// BK's search trees and residual graph, kept for warm re-solves (`maxflow(warm=True)`,
+    /// PyMaxflow's `reuse_trees`) while only terminal capacities change.
+    /// In a mutex only because a Python class must be `Sync` and a solver's device state is
+    /// not; `&mut self` reaches it without locking.
+    dynamic: Mutex<Option<Dynamic>>,
+    /// Whether an n-link changed since `dynamic` solved: its state is then stale.
+    arcs_changed: bool,
+    /// Whether the last solve continued from kept state.
+    last_warm: bool,
 }
 
 impl Grid {
@@ -216,6 +226,9 @@ impl Grid {
             g,
             construct: Duration::ZERO,
             last: None,
+            dynamic: Mutex::new(None),
+            arcs_changed: true,
+            last_warm: false,
         })
     }
 
@@ -328,8 +341,90 @@ impl Grid {
         });
         self.construct += t.elapsed();
         self.last = None;
+        self.arcs_changed = true;
         match err {
             Some(msg) => Err(PyValueError::new_err(msg)),
+            None => Ok(()),
+        }
+    }
+
+    /// Sets (not adds) the capacity of the arc from every node `p` to `p + offset` that lies
+    /// inside the grid to `weights[p]` (a number, or an array of the grid's shape): the bulk
+    /// path of `segcut.maxflow`, which sums its directions itself. Negative values are refused
+    /// here; pair sums are checked by the solver before it solves.
+    fn set_direction(
+        &mut self,
+        py: Python<'_>,
+        offset: Vec<i32>,
+        weights: Values<'_>,
+    ) -> PyResult<()> {
+        let t = Instant::now();
+        let off = match offset[..] {
+            [dy, dx] if self.shape.len() == 2 => [dx, dy, 0],
+            [dz, dy, dx] if self.shape.len() == 3 => [dx, dy, dz],
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "offset {offset:?} does not match a grid of shape {:?}",
+                    self.shape
+                )))
+            }
+        };
+        let Some(d) = self
+            .g
+            .connectivity()
+            .offsets()
+            .iter()
+            .position(|&o| o == off)
+        else {
+            return Err(PyValueError::new_err(format!(
+                "offset {offset:?} is not a neighbour in this grid"
+            )));
+        };
+        let n = self.n();
+        let w = weights.view(n, "weights")?;
+        let dims = self.g.dims();
+        let caps = self.g.caps_mut(d);
+        let bad = py.detach(|| {
+            let [xr, yr, zr] = segcut::graph::valid_box(dims, off);
+            for z in zr {
+                for y in yr.clone() {
+                    let row = dims[0] * (y + dims[1] * z);
+                    let (a, b) = (row + xr.start, row + xr.end);
+                    match w {
+                        // Whole rows at once where the values allow it (a fill, a copy).
+                        ValuesRef::Scalar(v) => match Cap::try_from(v) {
+                            Ok(c) if c >= 0 => caps[a..b].fill(c),
+                            _ => return Some((a, v)),
+                        },
+                        ValuesRef::Slice32(src) => {
+                            if let Some(k) = src[a..b].iter().position(|&c| c < 0) {
+                                return Some((a + k, src[a + k] as i64));
+                            }
+                            caps[a..b].copy_from_slice(&src[a..b]);
+                        }
+                        ValuesRef::Slice(src) => {
+                            for (v, (cap, &x)) in caps[a..b].iter_mut().zip(&src[a..b]).enumerate()
+                            {
+                                match Cap::try_from(x) {
+                                    Ok(c) if c >= 0 => *cap = c,
+                                    _ => return Some((a + v, x)),
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            None
+        });
+        self.construct += t.elapsed();
+        self.last = None;
+        self.arcs_changed = true;
+        match bad {
+            Some((v, c)) => Err(PyValueError::new_err(format!(
+                "edge weight {c} at node {} is negative or beyond {}",
+                np_index(&self.shape, v),
+                Cap::MAX
+            ))),
             None => Ok(()),
         }
     }
@@ -357,7 +452,18 @@ impl Grid {
         Ok(())
     }
 
-    /// Solves; returns the flow value (PyMaxflow's, terminal constant included).
+    /// Forgets all terminal capacities (the n-links stay), so that new ones can be set before
+    /// a warm re-solve.
+    fn reset_terminals(&mut self) -> PyResult<()> {
+        self.terminals = Terminals::new(self.n())?;
+        self.last = None;
+        Ok(())
+    }
+
+    /// Solves; returns the flow value (PyMaxflow's, terminal constant included). With `warm`,
+    /// BK keeps its search trees and residual graph, and a later warm solve after terminal
+    /// changes only continues from them (the same flow and cut as from scratch).
+    #[pyo3(signature = (solver, flows, verify, gpu_min_nodes, warm=false))]
     fn maxflow(
         &mut self,
         py: Python<'_>,
@@ -365,14 +471,26 @@ impl Grid {
         flows: bool,
         verify: bool,
         gpu_min_nodes: usize,
+        warm: bool,
     ) -> PyResult<i64> {
-        let mut opts = SolveOptions::with_solver(parse_solver(solver)?);
+        let kind = parse_solver(solver)?;
+        let mut opts = SolveOptions::with_solver(kind);
         opts.flows = flows;
         opts.verify = verify;
         opts.auto.min_gpu_nodes = gpu_min_nodes;
         py.check_signals()?;
         let t = Instant::now();
         self.with_terminals()?;
+        // Warm solves keep BK's state (flows are not kept on that path).
+        let warm = warm && !flows && matches!(kind, SolverKind::Auto | SolverKind::Bk);
+        let slot = self.dynamic.get_mut().unwrap_or_else(|e| e.into_inner());
+        if !warm {
+            *slot = None;
+        }
+        let reuse = warm && !self.arcs_changed && slot.is_some();
+        if warm && !reuse {
+            *slot = Some(Dynamic::new(SolverKind::Bk, verify, opts.device).map_err(py_err)?);
+        }
         let g = &self.g;
         // The solver's own arrays (BK's; the others need no more host memory) and the cut.
         let nodes = g.num_nodes() as u64;
@@ -383,13 +501,24 @@ impl Grid {
             "use a smaller grid",
         )
         .map_err(py_err)?;
-        let (prepare, solved) = py
-            .detach(|| -> segcut::Result<(Duration, Solved)> {
+        let dynamic = self.dynamic.get_mut().unwrap_or_else(|e| e.into_inner());
+        let (prepare, solved, was_warm) = py
+            .detach(|| -> segcut::Result<(Duration, Solved, bool)> {
                 // Every solver checks the grid itself (capacities, pair sums) before solving.
                 let prepare = t.elapsed();
-                Ok((prepare, solve(g, &opts)?))
+                Ok(match dynamic {
+                    Some(d) if reuse => {
+                        let s = d.resolve(g)?;
+                        (prepare, s, d.last_was_warm())
+                    }
+                    Some(d) => (prepare, d.solve(g)?, false),
+                    None => (prepare, solve(g, &opts)?, false),
+                })
             })
+            .inspect_err(|_| *self.dynamic.get_mut().unwrap_or_else(|e| e.into_inner()) = None)
             .map_err(py_err)?;
+        self.arcs_changed = !warm;
+        self.last_warm = was_warm;
         py.check_signals()?;
         let flow = solved
             .cut
@@ -414,10 +543,12 @@ impl Grid {
         Ok(PyArray::from_owned_array(py, arr))
     }
 
-    /// The last solve's solver, certificate and times.
+    /// The last solve's solver, certificate and times, and whether it continued warm.
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let last = self.last()?;
-        solve_info(py, &last.solved, last.flow, self.construct, last.prepare)
+        let d = solve_info(py, &last.solved, last.flow, self.construct, last.prepare)?;
+        d.set_item("warm", self.last_warm)?;
+        Ok(d)
     }
 
     /// Arc flows of the last solve (asked for with `flows=True`): `(arcs, source, sink)`, arcs

@@ -107,6 +107,13 @@ fn gpu_unavailable_reason(py: Python<'_>) -> Option<String> {
     py.detach(segcut::cuda::gpu_unavailable_reason)
 }
 
+/// The version of the NVRTC library segcut's CUDA layer loads, `None` when it finds none (no
+/// GPU needed: NVRTC compiles the kernels on the CPU).
+#[pyfunction]
+fn nvrtc_version(py: Python<'_>) -> Option<(i32, i32)> {
+    py.detach(segcut::cuda::nvrtc_version)
+}
+
 /// The solver names `solver=` accepts.
 #[pyfunction]
 fn solver_names() -> Vec<&'static str> {
@@ -123,6 +130,7 @@ fn _segcut(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;
     m.add_function(wrap_pyfunction!(solver_names, m)?)?;
     m.add_function(wrap_pyfunction!(options::option_table, m)?)?;
+    m.add_function(wrap_pyfunction!(nvrtc_version, m)?)?;
     m.add("AUTO_MIN_GPU_NODES", segcut::maxflow::AUTO_MIN_GPU_NODES)?;
     Ok(())
 }

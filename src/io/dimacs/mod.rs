@@ -53,8 +53,8 @@
 
 mod archive;
 mod binary;
-mod grid;
 mod bz2;
+mod grid;
 mod infer;
 mod reader;
 mod writer;
