@@ -421,6 +421,7 @@ fn gpu_capacities_equal_the_cpu_ones_on_synthetic_images() {
         weight: 5.0,
         contrast: 3.0,
         softness: 0.0,
+        explained: 1.0,
     };
     for (name, image, blend) in [
         (

@@ -75,6 +75,12 @@ fn set(o: &mut SegmentOptions, key: &str, value: &str) -> Result<()> {
         "prior" => o.prior.weight = num()?,
         "prior-contrast" => o.prior.contrast = num()?,
         "prior-softness" => o.prior.softness = num()?,
+        "prior-explained" => {
+            o.prior.explained = num()?;
+            if o.prior.explained > 1.0 {
+                bail!("--grid prior-explained: {value} is above 1");
+            }
+        }
         "initial" => {
             o.initial = match value {
                 "seeds" => InitialModels::Seeds,
@@ -92,7 +98,7 @@ fn set(o: &mut SegmentOptions, key: &str, value: &str) -> Result<()> {
             }
         }
         other => bail!(
-            "--grid: unknown key '{other}' (lambda, iterations, seed-weight, prior, prior-contrast, prior-softness, outlier, initial, drop-unseeded, fill-holes)"
+            "--grid: unknown key '{other}' (lambda, iterations, seed-weight, prior, prior-contrast, prior-softness, prior-explained, outlier, initial, drop-unseeded, fill-holes)"
         ),
     }
     Ok(())
