@@ -28,6 +28,11 @@ density (numpy's PCG64), so the strokes are the same on every run and machine.
 
 Usage (numpy, Pillow and opencv-python-headless from PyPI):
     python3 benches/synth_strokes.py --out /tmp/synth [--data ../shared/data/segmentation]
+        [--every N]     (only every N-th photo: see below)
+
+With `--every N`, photos are numbered in the order sparse style (BSDS then extra, each sorted by
+name), then the dense style the same way, and every N-th number is drawn: with N = 2 the sparse
+style gets 20 photos and the dense style the other 19, together all 39 once.
 """
 
 import argparse
@@ -124,7 +129,10 @@ def main():
     ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data",
                                                    "segmentation"))
     ap.add_argument("--out", required=True)
+    ap.add_argument("--every", type=int, default=1,
+                    help="only every N-th photo, counted over both styles in turn")
     args = ap.parse_args()
+    index = 0
     for style in STYLES:
         root = os.path.join(args.out, f"synth-{style}")
         folders = [f"n{k}" for k in DENSITIES[style]] + [f"n{DENSITIES[style][-1]}-wrong"]
@@ -134,6 +142,9 @@ def main():
             d = os.path.join(args.data, ds)
             for f in sorted(os.listdir(os.path.join(d, "gt"))):
                 name = f[:-4]
+                index += 1
+                if (index - 1) % args.every:
+                    continue
                 # Names are unique over the two sets (numeric BSDS ids, words in extra).
                 img = next(os.path.join(d, "images", name + e) for e in (".jpg", ".png")
                            if os.path.exists(os.path.join(d, "images", name + e)))

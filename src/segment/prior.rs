@@ -31,9 +31,20 @@
 //! neighbour difference (the same statistic as `β`), and `κ` ([`SpatialPrior::contrast`]) how
 //! much crossing an edge costs: 0 gives the chamfer approximation of the Euclidean distance
 //! (within 8 % of it). A path that crosses a strong edge is long, so a region cut off from the
-//! foreground strokes by an edge takes the background's side. Computed by raster scans (two
-//! forward–backward sweep pairs, as in Criminisi et al.'s GeoS): `O(n)` per sweep, about 10 ms for
-//! a 640×480 photo on one core.
+//! foreground strokes by an edge takes the background's side. The distances are the exact
+//! shortest-path distances in `f32` (the unique fixed point of the relaxation): raster sweeps as
+//! in Criminisi et al.'s GeoS, repeated until a forward–backward pair changes nothing (2–5 pairs
+//! on photos, about 10 ms a pair for a 640×480 photo on one core), and Dijkstra's algorithm after
+//! 8 pairs (a maze or spiral). Any schedule that runs to convergence gives the same bits, which is
+//! what lets another device reproduce them.
+//!
+//! **Stepping back where the strokes say enough** (issue 25). Colour models fitted on dense strokes
+//! have seen most of the image's colours, and there a geometric guess mostly overrules evidence
+//! the user gave. [`adapt_to_colours`] scales `ℓ` by the share `a` ([`SpatialPrior::explained`])
+//! on every pixel whose colour one of the seeds' models explains (a cost no higher than 95 % of
+//! that class's own stroke pixels get); colours no stroke sampled keep the full prior. The
+//! pipeline applies it after the first fit. The full definition, as a device port must reproduce
+//! it, is in docs/segmentation.md ("The adaptive prior, precisely").
 //!
 //! Seeds without a hard label ([`Seed::ProbablyForeground`], [`Seed::ProbablyBackground`]) are
 //! not strokes. Without hard seeds of both classes (a GrabCut rectangle, say) there is no prior.
