@@ -24,7 +24,7 @@ long as they cover the same cases.
 
 Usage:
     python3 benches/nested_cv.py RUN.json [RUN2.json ...] [--family prior-explained]
-        [--missing 1]
+        [--missing 1] [--drop LABEL ...]
 """
 
 import argparse
@@ -98,8 +98,13 @@ def main():
     ap.add_argument("runs", nargs="+")
     ap.add_argument("--family", default="prior-explained")
     ap.add_argument("--missing", default="1")
+    ap.add_argument("--drop", action="append", default=[],
+                    help="leave out the candidate with this label (repeatable)")
     args = ap.parse_args()
     cands, photo_fold = load(args.runs)
+    for label in args.drop:
+        if cands.pop(label, None) is None:
+            sys.exit(f"--drop {label}: no such candidate")
     labels = list(cands)
     cases = sorted(set.intersection(*(set(s) for s in cands.values())))
     fold_of = {c: photo_fold[f"{c[0]}/{c[2]}"] for c in cases}
