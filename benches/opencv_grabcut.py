@@ -16,6 +16,8 @@ labelled wrong; IoU = foreground intersection over union over the same pixels.
 
 Usage (opencv-python-headless and numpy from PyPI):
     python3 benches/opencv_grabcut.py [--data ../shared/data/segmentation] [--json out.json]
+        [--sets grabcut-bsds-dev,grabcut-extra-dev] [--scribbles scribbles-1,scribbles-2]
+(`--sets`/`--scribbles` also take the synthetic datasets of benches/synth_strokes.py.)
 """
 
 import argparse
@@ -78,15 +80,15 @@ def image_path(d, name):
     raise SystemExit(f"no image for {name} in {d}/images")
 
 
-def run(data):
+def run(data, sets, scribbles):
     rows = []
-    for dataset in SETS:
+    for dataset in sets:
         d = os.path.join(data, dataset)
         names = sorted(f[:-4] for f in os.listdir(os.path.join(d, "gt")) if f.endswith(".png"))
         for name in names:
             img = cv2.imread(image_path(d, name), cv2.IMREAD_COLOR)
             gt = cv2.imread(os.path.join(d, "gt", name + ".png"), cv2.IMREAD_GRAYSCALE)
-            for sc in SCRIBBLES:
+            for sc in scribbles:
                 seeds = read_palette_index(os.path.join(d, sc, name + "-anno.png"))
                 for rule in RULES:
                     mask = initial_mask(seeds, rule)
@@ -103,16 +105,18 @@ def run(data):
     return rows
 
 
-def summary(rows):
+def summary(rows, sets, scribbles):
     print(f"OpenCV {cv2.__version__}, grabCut {ITERATIONS} iterations, cv2.setRNGSeed({RNG_SEED})")
     print("| set | scribbles | " + " | ".join(f"{r} err % / IoU %" for r in RULES) + " |")
     print("|---|---|" + "---|" * len(RULES))
-    groups = [(ds, sc) for ds in SETS for sc in SCRIBBLES] + [("all 39", sc) for sc in SCRIBBLES]
+    groups = [(ds, sc) for ds in sets for sc in scribbles]
+    if len(sets) > 1:
+        groups += [("all", sc) for sc in scribbles]
     for ds, sc in groups:
         cells = []
         for rule in RULES:
             sel = [r for r in rows if r["scribbles"] == sc and r["rule"] == rule
-                   and (ds == "all 39" or r["dataset"] == ds)]
+                   and (ds == "all" or r["dataset"] == ds)]
             err = sum(r["error_rate"] for r in sel) / len(sel)
             iou = sum(r["iou"] for r in sel) / len(sel)
             cells.append(f"{err:.2f} / {iou:.1f}")
@@ -125,10 +129,13 @@ def main():
     ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data",
                                                    "segmentation"))
     ap.add_argument("--json", help="write the per-image rows here")
+    ap.add_argument("--sets", default=",".join(SETS), help="dataset folders under --data")
+    ap.add_argument("--scribbles", default=",".join(SCRIBBLES), help="seed folders of each set")
     args = ap.parse_args()
+    sets, scribbles = args.sets.split(","), args.scribbles.split(",")
     cv2.setNumThreads(1)
-    rows = run(args.data)
-    summary(rows)
+    rows = run(args.data, sets, scribbles)
+    summary(rows, sets, scribbles)
     if args.json:
         tmp = args.json + ".tmp"
         with open(tmp, "w") as f:

@@ -427,6 +427,7 @@ fn gpu_capacities_equal_the_cpu_ones_on_synthetic_images() {
         weight: 5.0,
         contrast: 3.0,
         softness: 0.0,
+        explained: 1.0,
     };
     for (name, image, blend) in [
         (
@@ -610,6 +611,66 @@ fn masks_agree_on_the_dev_photos() {
         assert!(d * 200 <= g.mask.len(), "{id}: {d} pixels differ");
     }
     eprintln!("dev photos: {differ} of {pixels} pixels differ");
+}
+
+/// The stroke prior with its explained-colour share below 1 (the pipeline adapts the prior to
+/// the seeds' models after the first fit and uploads it again): the GPU build must cut the same
+/// first graph (equal flow) and give the same masks as the CPU build, on both scribble sets.
+#[test]
+fn adaptive_prior_masks_agree_on_the_dev_photos() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let Some(data) = common::shared_data() else {
+        return;
+    };
+    let dir = data.join("segmentation/grabcut-bsds-dev");
+    let mut ids: Vec<String> = std::fs::read_dir(dir.join("images"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().replace(".jpg", ""))
+        .collect();
+    ids.sort();
+    assert!(!ids.is_empty());
+    let (mut differ, mut pixels) = (0, 0);
+    for share in [0.3, SegmentOptions::default().prior.explained] {
+        for set in ["scribbles-1", "scribbles-2"] {
+            for id in &ids {
+                let image = load_image(&dir.join(format!("images/{id}.jpg"))).unwrap();
+                let seeds = load_seeds(
+                    &dir.join(format!("{set}/{id}-anno.png")),
+                    image.dims,
+                    &Default::default(),
+                )
+                .unwrap();
+                let gpu_opts = SegmentOptions {
+                    solver: SolverKind::CudaGrid,
+                    prior: SpatialPrior {
+                        explained: share,
+                        ..SegmentOptions::default().prior
+                    },
+                    ..SegmentOptions::default()
+                };
+                let g = segment(&image, &seeds, &gpu_opts).unwrap();
+                let cpu_opts = SegmentOptions {
+                    gpu_build: false,
+                    ..gpu_opts
+                };
+                let c = segment(&image, &seeds, &cpu_opts).unwrap();
+                assert!(g.stats.gpu.is_some(), "{id}: not built on the GPU");
+                assert!(g.verified && c.verified);
+                assert_eq!(
+                    g.stats.iterations[0].flow, c.stats.iterations[0].flow,
+                    "{id} {set} share {share}: the first round's graphs differ"
+                );
+                let d = g.mask.iter().zip(&c.mask).filter(|(a, b)| a != b).count();
+                eprintln!("{id} {set} share {share}: {d} pixels differ");
+                differ += d;
+                pixels += g.mask.len();
+                assert!(d * 200 <= g.mask.len(), "{id} {set}: {d} pixels differ");
+            }
+        }
+    }
+    eprintln!("adaptive prior: {differ} of {pixels} pixels differ");
 }
 
 #[test]

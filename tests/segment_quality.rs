@@ -92,11 +92,10 @@ fn run_set(dir: &Path, set: &str, opts: &SegmentOptions, label: &str) -> (f64, f
 /// Means over each dev subset and scribble set that the defaults must reach: the numbers in
 /// docs/segmentation.md (error %, IoU %) with a margin of 0.1 points of error and 0.5 of IoU
 /// for platform differences in floating point (the cut itself is exact).
-#[allow(clippy::approx_constant)] // 3.14 is a measured error rate, not π
 const TARGETS: [(&str, &str, f64, f64); 4] = [
-    ("grabcut-bsds-dev", "scribbles-1", 3.14, 85.0),
-    ("grabcut-bsds-dev", "scribbles-2", 1.62, 92.8),
-    ("grabcut-extra-dev", "scribbles-1", 2.14, 87.5),
+    ("grabcut-bsds-dev", "scribbles-1", 3.19, 85.0),
+    ("grabcut-bsds-dev", "scribbles-2", 1.61, 92.9),
+    ("grabcut-extra-dev", "scribbles-1", 2.21, 87.0),
     ("grabcut-extra-dev", "scribbles-2", 0.66, 96.5),
 ];
 

@@ -256,6 +256,17 @@ pub static SEGMENT: &[Spec] = &[
         colour_models_only: true,
     },
     Spec {
+        name: "prior-explained",
+        short: None,
+        value_name: "A",
+        example: "0.5",
+        kind: Kind::Float(Range::UNIT),
+        default: DefaultValue::Of(|| d().prior.explained.to_string()),
+        help: "The prior's share on pixels whose colour the strokes' own colour models explain \
+               (1: the same prior everywhere; 0: the prior only on colours no stroke sampled).",
+        colour_models_only: true,
+    },
+    Spec {
         name: "outlier",
         short: None,
         value_name: "EPS",
@@ -438,6 +449,9 @@ impl Values {
         }
         if let Some(x) = self.float("prior-softness") {
             o.prior.softness = x;
+        }
+        if let Some(x) = self.float("prior-explained") {
+            o.prior.explained = x;
         }
         if let Some(x) = self.float("outlier") {
             o.outlier = x;

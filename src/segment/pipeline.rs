@@ -21,9 +21,9 @@ pub use super::color::ColorSpace;
 use super::color::{to_color_space, WorkSpace};
 use super::energy::{self, Energy, EnergyOptions, PROBABILITY_FLOOR};
 use super::gpu::{GpuEnergy, GpuTimes};
-use super::model::{Blend, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
+use super::model::{Blend, ColorModel, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
 use super::post::{post_process, PostProcess};
-use super::prior::{prior_costs, SpatialPrior};
+use super::prior::{adapt_to_colours, explained_threshold, prior_costs, SpatialPrior};
 use crate::cuda::Device;
 use crate::graph::{Connectivity, GridGraph};
 use crate::io::{Image, Seed, Seeds};
@@ -114,6 +114,7 @@ impl Default for SegmentOptions {
                 weight: 10.0,
                 contrast: 3.0,
                 softness: 0.15,
+                explained: 1.0,
             },
             outlier: 0.0,
             post: PostProcess {
@@ -662,6 +663,9 @@ pub fn segment_with(
                     (fg, bg)
                 };
                 let (sf, sb) = seed_models.as_ref().expect("set in round 0");
+                if round == 0 {
+                    r.adapt_prior(sf, sb)?;
+                }
                 let w = if round > 0 { opts.seed_weight } else { 0.0 };
                 let (fg, bg) = (
                     Blend::new(fg, sf, w).with_outlier(opts.outlier, &r.params),
@@ -815,6 +819,43 @@ impl<'a> Rounds<'a> {
         } else {
             fit_models(work, params, kind, |i| mask[i], |i| !mask[i], &mut self.buf)
         }
+    }
+
+    /// Lets the prior step back on the colours the strokes explain
+    /// ([`super::prior::adapt_to_colours`]), judged by the seeds' models `fg`, `bg`, and hands
+    /// the result to the GPU graph when there is one.
+    fn adapt_prior(&mut self, fg: &Model, bg: &Model) -> Result<()> {
+        let Some(delta) = self.prior.as_mut() else {
+            return Ok(());
+        };
+        if !self.opts.prior.adapts() {
+            return Ok(());
+        }
+        let (work, kind, labels) = (&self.work, self.opts.model, &self.seeds.labels);
+        let ch = work.image().channels;
+        // The thresholds come from the very samples the models were fitted on.
+        let mut threshold = |model: &Model, class: [Seed; 2]| {
+            gather(work, kind, |i| class.contains(&labels[i]), &mut self.buf);
+            explained_threshold(model, &self.buf, ch).unwrap_or(f64::INFINITY)
+        };
+        let t_fg = threshold(fg, [Seed::Foreground, Seed::ProbablyForeground]);
+        let t_bg = threshold(bg, [Seed::Background, Seed::ProbablyBackground]);
+        let explained = |p: usize| {
+            let mut px = Vec::with_capacity(ch);
+            let x: &[f32] = match work {
+                Work::Host(image) => image.pixel(p),
+                Work::Lazy(image, space) => {
+                    space.push_pixel(image, p, &mut px);
+                    &px
+                }
+            };
+            fg.neg_log_likelihood(x) <= t_fg || bg.neg_log_likelihood(x) <= t_bg
+        };
+        adapt_to_colours(delta, &self.opts.prior, explained);
+        if let Some(Graph::Device(d)) = self.graph.as_mut() {
+            d.set_prior(Some(delta))?;
+        }
+        Ok(())
     }
 
     /// The first round's models when [`SegmentOptions::initial`] asks for more than the seeds.

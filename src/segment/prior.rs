@@ -31,9 +31,20 @@
 //! neighbour difference (the same statistic as `β`), and `κ` ([`SpatialPrior::contrast`]) how
 //! much crossing an edge costs: 0 gives the chamfer approximation of the Euclidean distance
 //! (within 8 % of it). A path that crosses a strong edge is long, so a region cut off from the
-//! foreground strokes by an edge takes the background's side. Computed by raster scans (two
-//! forward–backward sweep pairs, as in Criminisi et al.'s GeoS): `O(n)` per sweep, about 10 ms for
-//! a 640×480 photo on one core.
+//! foreground strokes by an edge takes the background's side. The distances are the exact
+//! shortest-path distances in `f32` (the unique fixed point of the relaxation): raster sweeps as
+//! in Criminisi et al.'s GeoS, repeated until a forward–backward pair changes nothing (2–5 pairs
+//! on photos, about 10 ms a pair for a 640×480 photo on one core), and Dijkstra's algorithm after
+//! 8 pairs (a maze or spiral). Any schedule that runs to convergence gives the same bits, which is
+//! what lets another device reproduce them.
+//!
+//! **Stepping back where the strokes say enough** (issue 25). Colour models fitted on dense strokes
+//! have seen most of the image's colours, and there a geometric guess mostly overrules evidence
+//! the user gave. [`adapt_to_colours`] scales `ℓ` by the share `a` ([`SpatialPrior::explained`])
+//! on every pixel whose colour one of the seeds' models explains (a cost no higher than 95 % of
+//! that class's own stroke pixels get); colours no stroke sampled keep the full prior. The
+//! pipeline applies it after the first fit. The full definition, as a device port must reproduce
+//! it, is in docs/segmentation.md ("The adaptive prior, precisely").
 //!
 //! Seeds without a hard label ([`Seed::ProbablyForeground`], [`Seed::ProbablyBackground`]) are
 //! not strokes. Without hard seeds of both classes (a GrabCut rectangle, say) there is no prior.
@@ -46,7 +57,7 @@
 //! let mut seeds = Seeds::unknown(image.dims);
 //! seeds.labels[0] = Seed::Foreground;
 //! seeds.labels[8] = Seed::Background;
-//! let prior = SpatialPrior { weight: 2.0, contrast: 0.0, softness: 0.0 };
+//! let prior = SpatialPrior { weight: 2.0, contrast: 0.0, softness: 0.0, explained: 1.0 };
 //! let delta = prior_costs(&image, &seeds, &prior).unwrap().unwrap();
 //! assert!(delta[1] < 0.0 && delta[7] > 0.0); // foreground cheaper on the left, dearer on the right
 //! assert_eq!(delta[4], 0.0); // half way: no preference
@@ -56,6 +67,7 @@
 //! [`Energy::unary_constant`]: super::energy::Energy::unary_constant
 
 use super::energy::{direction_distances, mean_sq_diff};
+use super::model::ColorModel;
 use crate::graph::{valid_box, Connectivity};
 use crate::io::{Image, Seed, Seeds};
 use crate::{Error, Result};
@@ -71,6 +83,10 @@ pub struct SpatialPrior {
     /// `s`: the length `L = s · diagonal` added to the denominator, as a fraction of the image's
     /// diagonal (0: the plain ratio).
     pub softness: f64,
+    /// `a`: the prior's share on pixels whose colour the strokes' own models explain
+    /// ([`adapt_to_colours`]; 1: the same prior everywhere, 0: the prior only on colours no
+    /// stroke sampled).
+    pub explained: f64,
 }
 
 impl SpatialPrior {
@@ -80,6 +96,7 @@ impl SpatialPrior {
             ("weight", self.weight),
             ("contrast", self.contrast),
             ("softness", self.softness),
+            ("explained share", self.explained),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(Error::Input {
@@ -88,8 +105,73 @@ impl SpatialPrior {
                 });
             }
         }
+        if self.explained > 1.0 {
+            return Err(Error::Input {
+                file: "segment options".into(),
+                msg: format!(
+                    "prior explained share must be at most 1, got {}",
+                    self.explained
+                ),
+            });
+        }
         Ok(())
     }
+
+    /// Whether [`adapt_to_colours`] changes anything: the prior is on and its share on explained
+    /// colours is below 1.
+    pub fn adapts(&self) -> bool {
+        self.weight > 0.0 && self.explained < 1.0
+    }
+}
+
+/// The quantile of a class's own stroke pixels' costs up to which a colour counts as explained
+/// by that class's model: a colour at least as likely as 95 % of the strokes' pixels.
+pub const EXPLAINED_QUANTILE: f64 = 0.95;
+
+/// The cost up to which a model explains a colour: the [`EXPLAINED_QUANTILE`] of its costs
+/// `D(x)` over `samples` (the pixels it was fitted on, `channels` values each), precisely the
+/// `⌈q·m⌉`-th smallest of the `m` costs. `None` without samples.
+pub fn explained_threshold<M: ColorModel>(
+    model: &M,
+    samples: &[f32],
+    channels: usize,
+) -> Option<f64> {
+    let mut costs: Vec<f64> = samples
+        .chunks_exact(channels.max(1))
+        .map(|x| model.neg_log_likelihood(x))
+        .collect();
+    if costs.is_empty() {
+        return None;
+    }
+    costs.sort_unstable_by(f64::total_cmp);
+    let rank = (EXPLAINED_QUANTILE * costs.len() as f64).ceil() as usize;
+    Some(costs[rank.clamp(1, costs.len()) - 1])
+}
+
+/// Scales the prior `δ` by `a` = [`SpatialPrior::explained`] on every pixel whose colour the
+/// strokes already explain (`explained(p)`: one of the seeds' models gives it a cost at most its
+/// [`explained_threshold`]); pixels of colours no stroke sampled keep the full prior. The
+/// product is taken in `f32` (`a` rounded to `f32` first), as every device must.
+///
+/// ```
+/// use segcut::segment::prior::{adapt_to_colours, SpatialPrior};
+/// let prior = SpatialPrior { weight: 10.0, contrast: 3.0, softness: 0.15, explained: 0.25 };
+/// let mut delta = vec![4.0f32, -8.0, 2.0];
+/// adapt_to_colours(&mut delta, &prior, |p| p != 1); // pixel 1's colour is in no stroke
+/// assert_eq!(delta, vec![1.0, -8.0, 0.5]);
+/// ```
+pub fn adapt_to_colours(
+    delta: &mut [f32],
+    prior: &SpatialPrior,
+    explained: impl Fn(usize) -> bool + Sync,
+) {
+    use rayon::prelude::*;
+    let a = prior.explained as f32;
+    delta
+        .par_iter_mut()
+        .enumerate()
+        .filter(|(p, _)| explained(*p))
+        .for_each(|(_, d)| *d *= a);
 }
 
 /// Per pixel, the prior's cost of foreground minus its cost of background, `δ = −ℓ` in nats
@@ -167,10 +249,20 @@ impl StepLengths {
     }
 }
 
+/// Sweep pairs tried before [`dijkstra`] takes over: photos converge in 2–5 pairs; a path that
+/// winds back and forth more often (a maze, a spiral) needs one pair per turn, so a hostile image
+/// could otherwise cost `O(n)` sweeps.
+const MAX_SWEEP_PAIRS: usize = 8;
+
 /// Geodesic distance from every pixel to the nearest pixel labelled `class` (infinite where
-/// there is none). Raster scans: each sweep relaxes every pixel from its neighbours that the
-/// sweep has already visited; two forward–backward pairs reach the fixed point for all but
-/// paths that wind back and forth more than twice, which on images means almost all.
+/// there is none): the exact shortest-path distance over the neighbourhood graph, in `f32`.
+///
+/// It is the unique solution of `d(p) = 0` on the class's seeds and
+/// `d(p) = min_q fl(d(q) + step(p, q))` elsewhere (`fl`: `f32` rounding; unique because every
+/// step is at least 1), so any order of relaxations that runs until nothing changes reaches the
+/// same bits. Raster sweeps (forward then backward, as in Criminisi et al.'s GeoS) are repeated
+/// until a pair changes nothing; if [`MAX_SWEEP_PAIRS`] pairs do not get there, Dijkstra's
+/// algorithm computes the same fixed point directly.
 fn geodesic_distance(image: &Image, seeds: &Seeds, class: Seed, len: &StepLengths) -> Vec<f32> {
     let mut d: Vec<f32> = seeds
         .labels
@@ -187,9 +279,72 @@ fn geodesic_distance(image: &Image, seeds: &Seeds, class: Seed, len: &StepLength
             (z, y, x) < (0, 0, 0)
         })
         .collect();
-    for _ in 0..2 {
-        sweep(image, &mut d, len, &before, false, dims);
-        sweep(image, &mut d, len, &before, true, dims);
+    for _ in 0..MAX_SWEEP_PAIRS {
+        let forward = sweep(image, &mut d, len, &before, false, dims);
+        let backward = sweep(image, &mut d, len, &before, true, dims);
+        if !(forward || backward) {
+            return d;
+        }
+    }
+    dijkstra(image, seeds, class, len)
+}
+
+/// The length of the step between neighbours `v` and `q` whose squared physical length is
+/// `dist2`: `√(dist² + (κ/σ)² ‖I_v − I_q‖²)`, the channels summed in order (the same bits
+/// whichever end the step is taken from).
+#[inline]
+fn step_length(data: &[f32], ch: usize, v: usize, q: usize, dist2: f32, colour: f32) -> f32 {
+    let mut c2 = 0.0f32;
+    for c in 0..ch {
+        let diff = data[v * ch + c] - data[q * ch + c];
+        c2 += diff * diff;
+    }
+    (dist2 + colour * c2).sqrt()
+}
+
+/// The fixed point of [`geodesic_distance`] by Dijkstra's algorithm (a binary heap of `f32` bit
+/// patterns, which order like the non-negative values; stale entries skipped).
+fn dijkstra(image: &Image, seeds: &Seeds, class: Seed, len: &StepLengths) -> Vec<f32> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let [w, h, depth] = image.dims;
+    let (data, ch) = (&image.data, image.channels);
+    let offsets = len.conn.offsets();
+    let mut d = vec![f32::INFINITY; seeds.labels.len()];
+    let mut heap = BinaryHeap::new();
+    for (i, &s) in seeds.labels.iter().enumerate() {
+        if s == class {
+            d[i] = 0.0;
+            heap.push(Reverse((0u32, i)));
+        }
+    }
+    while let Some(Reverse((bits, v))) = heap.pop() {
+        if bits != d[v].to_bits() {
+            continue;
+        }
+        let (x, y, z) = (v % w, (v / w) % h, v / (w * h));
+        for (k, o) in offsets.iter().enumerate() {
+            let (qx, qy, qz) = (
+                x as isize + o[0] as isize,
+                y as isize + o[1] as isize,
+                z as isize + o[2] as isize,
+            );
+            if qx < 0
+                || qy < 0
+                || qz < 0
+                || qx >= w as isize
+                || qy >= h as isize
+                || qz >= depth as isize
+            {
+                continue;
+            }
+            let q = qx as usize + w * (qy as usize + h * qz as usize);
+            let next = d[v] + step_length(data, ch, q, v, len.dist2[k], len.colour);
+            if next < d[q] {
+                d[q] = next;
+                heap.push(Reverse((next.to_bits(), q)));
+            }
+        }
     }
     d
 }
@@ -209,7 +364,7 @@ fn sweep(
     before: &[usize],
     backward: bool,
     dims: [usize; 3],
-) {
+) -> bool {
     let [w, h, depth] = dims;
     let ch = image.channels;
     let data = &image.data;
@@ -230,6 +385,7 @@ fn sweep(
     let interior = |x: usize, y: usize, z: usize| {
         x > 0 && y > 0 && x + 1 < w && y + 1 < h && (depth == 1 || (z > 0 && z + 1 < depth))
     };
+    let mut changed = false;
     let mut visit = |x: usize, y: usize, z: usize| {
         let v = x + w * (y + h * z);
         // Away from the borders every neighbour exists: skip the per-direction box checks.
@@ -246,14 +402,12 @@ fn sweep(
             if from >= best {
                 continue;
             }
-            let mut c2 = 0.0f32;
-            for c in 0..ch {
-                let diff = data[v * ch + c] - data[q * ch + c];
-                c2 += diff * diff;
-            }
-            best = best.min(from + (dir.dist2 + len.colour * c2).sqrt());
+            best = best.min(from + step_length(data, ch, v, q, dir.dist2, len.colour));
         }
-        d[v] = best;
+        if best < d[v] {
+            d[v] = best;
+            changed = true;
+        }
     };
     if backward {
         for z in (0..depth).rev() {
@@ -272,4 +426,5 @@ fn sweep(
             }
         }
     }
+    changed
 }
