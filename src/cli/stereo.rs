@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use segcut::graph::Connectivity;
 use segcut::io::{self, DisparityFormat};
 use segcut::maxflow::{SolveOptions, SolverKind};
-use segcut::stereo::eval::{load_scene, score, StereoScore};
+use segcut::stereo::eval::{check_scale, load_scene, score, MaskSource, Scene, StereoScore};
 use segcut::stereo::export::{export_first_pass, ExportOptions};
 use segcut::stereo::multilabel::{multilabel, seeds_from_colors, MultilabelOptions};
 use segcut::stereo::{
@@ -303,6 +303,13 @@ fn print_score(name: &str, s: &StereoScore, extra: &str) {
     );
 }
 
+/// Says on stderr how a scene without mask files is scored.
+fn note_masks(scene: &Scene) {
+    if scene.mask_source != MaskSource::Files {
+        eprintln!("segcut: {}: {}", scene.name, scene.mask_source.describe());
+    }
+}
+
 pub fn run_eval(args: EvalArgs) -> Result<ExitCode> {
     if args.runs == 0 {
         bail!("--runs must be at least 1");
@@ -310,6 +317,7 @@ pub fn run_eval(args: EvalArgs) -> Result<ExitCode> {
     let mut rows = Vec::new();
     if let Some(gt) = &args.gt {
         let scene = load_scene(gt, args.gt_scale)?;
+        note_masks(&scene);
         for p in &args.paths {
             let (w, h, est) = io::load_disparity(p, args.scale)?;
             if [w, h, 1] != scene.left.dims {
@@ -319,9 +327,12 @@ pub fn run_eval(args: EvalArgs) -> Result<ExitCode> {
                     scene.left.dims
                 );
             }
+            check_scale(&est, &scene.gt, &scene.masks.all, args.scale)
+                .with_context(|| format!("{} against {}", p.display(), gt.display()))?;
             let s = score(&est, &scene.gt, &scene.masks, args.threshold)?;
             print_score(&p.display().to_string(), &s, "");
-            rows.push(json!({ "map": p, "scene": scene.name, "score": s }));
+            rows.push(json!({ "map": p, "scene": scene.name, "score": s,
+                "masks": scene.mask_source.describe() }));
         }
     } else {
         if let Some(d) = &args.save {
@@ -329,6 +340,7 @@ pub fn run_eval(args: EvalArgs) -> Result<ExitCode> {
         }
         for dir in scene_dirs(&args.paths)? {
             let scene = load_scene(&dir, args.gt_scale)?;
+            note_masks(&scene);
             let opts = args.energy.options(0, scene.num_disparities)?;
             let mut times = Vec::new();
             let mut res = None;
@@ -372,7 +384,8 @@ pub fn run_eval(args: EvalArgs) -> Result<ExitCode> {
                 ])?;
             }
             rows.push(
-                json!({ "scene": scene.name, "score": s, "median_ms": median, "times_ms": times,
+                json!({ "scene": scene.name, "score": s, "masks": scene.mask_source.describe(),
+                "median_ms": median, "times_ms": times,
                 "run": stats_json(&r, args.energy.solver) }),
             );
         }

@@ -24,6 +24,7 @@ pub mod cost;
 pub mod eval;
 pub mod expansion;
 pub mod export;
+pub mod gpu;
 pub mod multilabel;
 
 pub use cost::{cost_volume, CostOptions, DataTerm};
@@ -34,7 +35,8 @@ pub use expansion::{
 
 use crate::graph::Connectivity;
 use crate::io::Image;
-use crate::Result;
+use crate::maxflow::{choose, GraphSize, SolverKind};
+use crate::{Error, Result};
 use std::time::{Duration, Instant};
 
 /// The smoothness term's label distance.
@@ -134,8 +136,7 @@ impl StereoResult {
 pub fn pair_weights(left: &Image, opts: &StereoOptions) -> Result<PairwiseModel> {
     let planes = cost::Planes::of(left, "left view")?;
     let (w, h) = (planes.width, planes.height);
-    let lam2 = (opts.lambda * opts.cost.scale).round() as i32;
-    let lam1 = (opts.lambda * opts.contrast_factor * opts.cost.scale).round() as i32;
+    let (lam1, lam2) = lambdas(opts);
     PairwiseModel::from_fn(
         w,
         h,
@@ -156,9 +157,47 @@ pub fn pair_weights(left: &Image, opts: &StereoOptions) -> Result<PairwiseModel>
     )
 }
 
+/// The two pair weights, `(similar, across an edge)`: `round(factor · λ · scale)` and
+/// `round(λ · scale)`.
+pub(crate) fn lambdas(opts: &StereoOptions) -> (i32, i32) {
+    let lam2 = (opts.lambda * opts.cost.scale).round() as i32;
+    let lam1 = (opts.lambda * opts.contrast_factor * opts.cost.scale).round() as i32;
+    (lam1, lam2)
+}
+
+/// Whether [`stereo`] runs on the device: the solver is `cuda-grid`, or `auto` picks it for a
+/// grid of this size on this machine.
+fn on_device(left: &Image, opts: &StereoOptions) -> bool {
+    let solve = &opts.expansion.solve;
+    let nodes = left.dims[0] * left.dims[1];
+    let size = GraphSize {
+        grid: true,
+        nodes,
+        arcs: nodes * opts.connectivity.degree(),
+        terminal_nodes: nodes,
+        one_way_arcs: 0,
+    };
+    choose(
+        solve.solver,
+        size,
+        &solve.auto,
+        crate::cuda::gpu_unavailable_reason,
+    )
+    .solver
+        == SolverKind::CudaGrid
+}
+
 /// Disparity of a rectified pair: the cost volume ([`cost_volume`]), the contrast-sensitive
-/// weights ([`pair_weights`]), then α-expansion ([`expand`]).
+/// weights ([`pair_weights`]), then α-expansion ([`expand`]). When the solver is `cuda-grid` (or
+/// `auto` picks it) all of it runs on the GPU ([`gpu::stereo_on_device`], the same result bit for
+/// bit); `auto` falls back to the CPU where the GPU declines (no device, not enough memory).
 pub fn stereo(left: &Image, right: &Image, opts: &StereoOptions) -> Result<StereoResult> {
+    if on_device(left, opts) {
+        match gpu::stereo_on_device(left, right, opts) {
+            Err(Error::Unsupported(_)) if opts.expansion.solve.solver == SolverKind::Auto => {}
+            r => return r,
+        }
+    }
     let t = Instant::now();
     let cost = cost_volume(
         left,
