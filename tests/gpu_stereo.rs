@@ -186,6 +186,19 @@ fn device_stereo_equals_bk_other_settings() {
             &format!("{smoothness:?} {connectivity} λ {lambda}"),
         );
     }
+    // The left–right check runs both views through the device engine.
+    let mut o = StereoOptions {
+        num_disparities: 16,
+        left_right: Some(1),
+        expansion: bk(),
+        ..Default::default()
+    };
+    let cpu = segcut::stereo::stereo(&l, &r, &o).unwrap();
+    o.expansion.solve = SolveOptions::with_solver(SolverKind::CudaGrid);
+    let gpu = segcut::stereo::stereo(&l, &r, &o).unwrap();
+    assert!(gpu.occlusions.is_some());
+    assert_eq!(gpu.occlusions, cpu.occlusions, "left-right check");
+    assert_eq!(gpu.disparity(), cpu.disparity());
 }
 
 /// A random cost volume and pairwise model.

@@ -58,6 +58,15 @@ pub struct EnergyArgs {
     /// Check every move's optimality certificate (cut capacity = flow).
     #[arg(long)]
     verify: bool,
+    /// Left–right consistency check: the right view's map too, and left pixels whose match does
+    /// not point back (within TOL disparity steps) filled from their row's background; `off`.
+    #[arg(long, value_name = "TOL|off", default_value_t = left_right_default())]
+    left_right: String,
+}
+
+/// The text of the library's default for --left-right.
+fn left_right_default() -> String {
+    segcut::stereo::DEFAULT_LEFT_RIGHT.map_or("off".into(), |t| t.to_string())
 }
 
 impl EnergyArgs {
@@ -88,6 +97,12 @@ impl EnergyArgs {
                 Connectivity::N4
             },
             ..Default::default()
+        };
+        o.left_right = match self.left_right.as_str() {
+            "off" => None,
+            t => Some(t.parse::<u32>().ok().with_context(|| {
+                format!("--left-right must be a tolerance (0, 1, ...) or off, got '{t}'")
+            })?),
         };
         o.expansion.max_passes = self.iterations;
         o.expansion.solve = SolveOptions {
@@ -152,6 +167,7 @@ fn stats_json(r: &StereoResult, solver: SolverKind) -> serde_json::Value {
         "solver_requested": solver,
         "solver": ex.moves.first().map(|m| m.solver),
         "initial_energy": ex.initial_energy, "energy": ex.energy, "converged": ex.converged,
+        "left_right_inconsistent": r.occlusions.as_ref().map(|o| o.inconsistent),
         "passes": ex.passes, "moves": ex.moves,
         "times_ms": { "cost_volume": super::ms(r.cost_time), "total": super::ms(r.total_time),
             "expansion_build": ex.moves.iter().map(|m| super::ms(m.build)).sum::<f64>(),

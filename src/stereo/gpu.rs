@@ -480,9 +480,10 @@ pub fn expand_on_device(
     Problem::from_volume(cost, model)?.expand(opts)
 }
 
-/// [`stereo`](super::stereo) on the GPU: the pair is uploaded, the cost volume and the weights
-/// are computed there, and only the disparities come back. [`stereo`](super::stereo) calls it
-/// when the solver is `cuda-grid` (or `auto` picks it).
+/// [`stereo`](super::stereo) on the GPU for the left view: the pair is uploaded, the cost volume
+/// and the weights are computed there, and only the disparities come back.
+/// [`stereo`](super::stereo) calls it (for each view with the left–right check) when the solver
+/// is `cuda-grid` (or `auto` picks it); this function does no left–right check.
 pub fn stereo_on_device(left: &Image, right: &Image, opts: &StereoOptions) -> Result<StereoResult> {
     let t = Instant::now();
     let p = Problem::from_pair(left, right, opts)?;
@@ -495,6 +496,7 @@ pub fn stereo_on_device(left: &Image, right: &Image, opts: &StereoOptions) -> Re
         min_disparity: opts.min_disparity,
         expansion,
         cost_time,
+        occlusions: None,
         total_time: t.elapsed(),
     })
 }

@@ -26,6 +26,7 @@ pub mod expansion;
 pub mod export;
 pub mod gpu;
 pub mod multilabel;
+pub mod occlusion;
 
 pub use cost::{cost_volume, CostOptions, DataTerm};
 pub use expansion::{
@@ -85,6 +86,10 @@ pub struct StereoOptions {
     pub connectivity: Connectivity,
     /// Solver, passes, starting labelling.
     pub expansion: ExpansionOptions,
+    /// Left–right consistency check with this tolerance (disparity steps), and the left pixels it
+    /// finds inconsistent filled from their row's background ([`occlusion`]); `None`: off. The
+    /// right view's map costs a second α-expansion.
+    pub left_right: Option<u32>,
 }
 
 impl Default for StereoOptions {
@@ -99,9 +104,18 @@ impl Default for StereoOptions {
             contrast_factor: 2.0,
             connectivity: Connectivity::N4,
             expansion: ExpansionOptions::default(),
+            left_right: DEFAULT_LEFT_RIGHT,
         }
     }
 }
+
+/// The default of [`StereoOptions::left_right`], chosen by cross-validation over the dev scenes
+/// (docs/stereo.md).
+pub const DEFAULT_LEFT_RIGHT: Option<u32> = None;
+
+/// Whether the left–right check of [`stereo`] fills mismatched pixels too, not only occluded
+/// ones ([`occlusion::left_right_fill`]); chosen by cross-validation (docs/stereo.md).
+pub const LEFT_RIGHT_MISMATCHES: bool = false;
 
 /// What [`stereo`] returns.
 #[derive(Clone, Debug, PartialEq)]
@@ -114,8 +128,11 @@ pub struct StereoResult {
     pub min_disparity: i32,
     /// The α-expansion result: labels (disparity − min), energy, per-pass and per-move stats.
     pub expansion: Expansion,
-    /// Time to compute the cost volume and the pair weights.
+    /// Time to compute the cost volume and the pair weights (of the left view's run).
     pub cost_time: Duration,
+    /// With [`StereoOptions::left_right`]: the check's result, whose labels are the disparities
+    /// (the energy and the moves are the left view's α-expansion, before the filling).
+    pub occlusions: Option<occlusion::Occlusions>,
     /// Time of the whole call.
     pub total_time: Duration,
 }
@@ -123,8 +140,9 @@ pub struct StereoResult {
 impl StereoResult {
     /// The disparity of every left-view pixel, row by row.
     pub fn disparity(&self) -> Vec<f32> {
-        self.expansion
-            .labels
+        self.occlusions
+            .as_ref()
+            .map_or(&self.expansion.labels, |o| &o.labels)
             .iter()
             .map(|&l| (self.min_disparity + l as i32) as f32)
             .collect()
@@ -192,6 +210,27 @@ fn on_device(left: &Image, opts: &StereoOptions) -> bool {
 /// `auto` picks it) all of it runs on the GPU ([`gpu::stereo_on_device`], the same result bit for
 /// bit); `auto` falls back to the CPU where the GPU declines (no device, not enough memory).
 pub fn stereo(left: &Image, right: &Image, opts: &StereoOptions) -> Result<StereoResult> {
+    let t = Instant::now();
+    let mut res = stereo_one_view(left, right, opts)?;
+    if let Some(tolerance) = opts.left_right {
+        // The right view as the reference: the mirrored pair (module occlusion).
+        let r = stereo_one_view(&occlusion::mirror(right), &occlusion::mirror(left), opts)?;
+        let right_labels = occlusion::mirror_labels(&r.expansion.labels, r.width);
+        res.occlusions = Some(occlusion::left_right_fill(
+            &res.expansion.labels,
+            &right_labels,
+            res.width,
+            opts.min_disparity,
+            tolerance,
+            LEFT_RIGHT_MISMATCHES,
+        ));
+        res.total_time = t.elapsed();
+    }
+    Ok(res)
+}
+
+/// [`stereo`] without the left–right check: the left view's map.
+fn stereo_one_view(left: &Image, right: &Image, opts: &StereoOptions) -> Result<StereoResult> {
     if on_device(left, opts) {
         match gpu::stereo_on_device(left, right, opts) {
             Err(Error::Unsupported(_)) if opts.expansion.solve.solver == SolverKind::Auto => {}
@@ -215,6 +254,7 @@ pub fn stereo(left: &Image, right: &Image, opts: &StereoOptions) -> Result<Stere
         min_disparity: opts.min_disparity,
         expansion,
         cost_time,
+        occlusions: None,
         total_time: t.elapsed(),
     })
 }
