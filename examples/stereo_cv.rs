@@ -27,6 +27,9 @@ const CHECKS: [Option<(u32, bool)>; 5] = [
     Some((2, false)),
 ];
 
+/// A candidate's (nonocc, all, disc) bad-pixel rates on one scene.
+type Rates = (f64, f64, f64);
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let dir = PathBuf::from(args.get(1).map_or("../shared/data/stereo", |s| s.as_str()));
@@ -40,7 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect::<Result<_, _>>()?;
     // rates[candidate][scene] = (nonocc, all, disc)
     let mut names = Vec::new();
-    let mut rates: Vec<Vec<(f64, f64, f64)>> = Vec::new();
+    let mut rates: Vec<Vec<Rates>> = Vec::new();
     for &(lambda, weight) in &SETTINGS {
         let mut per_check = vec![Vec::new(); CHECKS.len()];
         for s in &scenes {
@@ -92,7 +95,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
-    let best = |key: &dyn Fn(&Vec<(f64, f64, f64)>) -> f64| {
+    let best = |key: &dyn Fn(&[Rates]) -> f64| {
         (0..rates.len())
             .min_by(|&a, &b| key(&rates[a]).total_cmp(&key(&rates[b])))
             .unwrap()

@@ -31,7 +31,7 @@ use super::{
 use crate::cuda::launch::stereo::StereoKernels;
 use crate::cuda::{self, Call, GridShape};
 use crate::io::Image;
-use crate::maxflow::cuda::{CudaGrid, ResidentGrid};
+use crate::maxflow::cuda::{CudaGrid, GridTuning, ResidentGrid};
 use crate::maxflow::SolverKind;
 use crate::{Error, Result};
 
@@ -245,8 +245,9 @@ struct PassBuffers {
 }
 
 impl Problem {
-    /// α-expansion to convergence (or `opts.max_passes`), as [`expand`](super::expand).
-    fn expand(&self, opts: &ExpansionOptions) -> Result<Expansion> {
+    /// α-expansion to convergence (or `opts.max_passes`), as [`expand`](super::expand), with the
+    /// grid solver tuned by `tuning`.
+    fn expand(&self, opts: &ExpansionOptions, tuning: &GridTuning) -> Result<Expansion> {
         let (w, h) = (self.shape.w as usize, self.shape.h as usize);
         let n = w * h;
         let (start, order) = start_and_order(w, h, self.labels, opts)?;
@@ -267,7 +268,7 @@ impl Problem {
                 d
             }
         };
-        let mut solver = CudaGrid::default();
+        let mut solver = CudaGrid::new(tuning.clone());
         let conn = match shape.deg {
             8 => crate::graph::Connectivity::N8,
             _ => crate::graph::Connectivity::N4,
@@ -477,7 +478,7 @@ pub fn expand_on_device(
     model: &PairwiseModel,
     opts: &ExpansionOptions,
 ) -> Result<Expansion> {
-    Problem::from_volume(cost, model)?.expand(opts)
+    Problem::from_volume(cost, model)?.expand(opts, &GridTuning::default())
 }
 
 /// [`stereo`](super::stereo) on the GPU for the left view: the pair is uploaded, the cost volume
@@ -485,11 +486,22 @@ pub fn expand_on_device(
 /// [`stereo`](super::stereo) calls it (for each view with the left–right check) when the solver
 /// is `cuda-grid` (or `auto` picks it); this function does no left–right check.
 pub fn stereo_on_device(left: &Image, right: &Image, opts: &StereoOptions) -> Result<StereoResult> {
+    stereo_on_device_tuned(left, right, opts, &GridTuning::default())
+}
+
+/// [`stereo_on_device`] with the grid solver's tuning given (which changes the time, never the
+/// result): for measuring which suits the move graphs.
+pub fn stereo_on_device_tuned(
+    left: &Image,
+    right: &Image,
+    opts: &StereoOptions,
+    tuning: &GridTuning,
+) -> Result<StereoResult> {
     let t = Instant::now();
     let p = Problem::from_pair(left, right, opts)?;
     cuda::sync(&p.stream)?;
     let cost_time = t.elapsed();
-    let expansion = p.expand(&opts.expansion)?;
+    let expansion = p.expand(&opts.expansion, tuning)?;
     Ok(StereoResult {
         width: p.shape.w as usize,
         height: p.shape.h as usize,
