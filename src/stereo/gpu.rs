@@ -3,7 +3,8 @@
 //! into the grid solver's arrays (allocated once per image), the proposal's energy and the cut's
 //! capacity (the certificate) are summed on the device, and a move is committed there. Only the
 //! final labels, a few numbers per pass and one flag per move (for the skip below) go back to the
-//! host; the solver itself ([`ResidentGrid`]) reads its counters back as it always does.
+//! host; the solver itself (`ResidentGrid` in `src/maxflow/cuda/grid.rs`) reads its counters back
+//! as it always does.
 //!
 //! The result is the host engine's ([`expand`](super::expand) with any solver) bit for bit: the
 //! cost volume's arithmetic is the host's operation for operation (`kernels/stereo.cu` is compiled
