@@ -246,3 +246,60 @@ fn gpu_labelling_equals_cpu() {
         );
     }
 }
+
+#[test]
+fn cli_eval_refuses_a_wrong_scale_and_scores_without_masks() {
+    let Some(data) = shared_data() else { return };
+    let scene = data.join("stereo/tsukuba");
+    let dir = tempfile::tempdir().unwrap();
+    // tsukuba's ground truth is itself a map at scale 16.
+    let gt = scene.join("gt.png");
+    let eval = |scale: &str, gt_dir: &std::path::Path, json: &std::path::Path| {
+        Command::new(segcut_bin())
+            .args(["stereo-eval", "--scale", scale, "--gt"])
+            .arg(gt_dir)
+            .arg(&gt)
+            .arg("--json")
+            .arg(json)
+            .output()
+            .unwrap()
+    };
+    let json = dir.path().join("ok.json");
+    let out = eval("16", &scene, &json);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let e: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(e[0]["score"]["nonocc"].as_f64(), Some(0.0));
+    // A wrong scale: refused, naming the scale that matches.
+    let out = eval("8", &scene, &dir.path().join("bad.json"));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("16") && err.contains("scale"), "{err}");
+    assert!(!dir.path().join("bad.json").exists());
+    // No mask files: scored over the ground truth less a border, and said so.
+    let bare = dir.path().join("tsukuba");
+    std::fs::create_dir(&bare).unwrap();
+    for f in ["imL.png", "imR.png", "gt.png"] {
+        std::fs::copy(scene.join(f), bare.join(f)).unwrap();
+    }
+    let json = dir.path().join("bare.json");
+    let out = eval("16", &bare, &json);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no mask files"));
+    let e: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let counted = e[0]["score"]["counted"][0].as_u64().unwrap();
+    // tsukuba's ground truth is unknown on an 18-pixel border: what the 10-pixel one leaves.
+    assert_eq!(counted, (384 - 36) * (288 - 36));
+    assert!(
+        e[0]["score"]["disc"].is_null(),
+        "disc is not scored: {}",
+        e[0]["score"]
+    );
+}

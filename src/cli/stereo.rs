@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use segcut::io::{self, output_format, DisparityFormat};
 use segcut::maxflow::{SolveOptions, SolverKind};
 use segcut::options::stereo_base;
-use segcut::stereo::eval::{load_scene, score, StereoScore};
+use segcut::stereo::eval::{check_scale, load_scene, score, MaskSource, Scene, StereoScore};
 use segcut::stereo::export::{export_first_pass, ExportOptions};
 use segcut::stereo::multilabel::{multilabel, seeds_from_colors, MultilabelOptions};
 use segcut::stereo::{cost_volume, pair_weights, stereo, StereoOptions, StereoResult};
@@ -86,6 +86,7 @@ fn stats_json(r: &StereoResult, solver: SolverKind) -> serde_json::Value {
         "solver_requested": solver,
         "solver": ex.moves.first().map(|m| m.solver),
         "initial_energy": ex.initial_energy, "energy": ex.energy, "converged": ex.converged,
+        "left_right_inconsistent": r.occlusions.as_ref().map(|o| o.inconsistent),
         "passes": ex.passes, "moves": ex.moves,
         "times_ms": { "cost_volume": super::ms(r.cost_time), "total": super::ms(r.total_time),
             "expansion_build": ex.moves.iter().map(|m| super::ms(m.build)).sum::<f64>(),
@@ -290,6 +291,13 @@ fn plan_eval(args: &EvalArgs) -> Result<Vec<PathBuf>> {
     })
 }
 
+/// Says on stderr how a scene without mask files is scored.
+fn note_masks(scene: &Scene) {
+    if scene.mask_source != MaskSource::Files {
+        eprintln!("segcut: {}: {}", scene.name, scene.mask_source.describe());
+    }
+}
+
 pub fn run_eval(args: EvalArgs) -> Result<ExitCode> {
     if args.runs == 0 {
         bail!("--runs must be at least 1");
@@ -299,6 +307,7 @@ pub fn run_eval(args: EvalArgs) -> Result<ExitCode> {
     let mut rows = Vec::new();
     if let Some(gt) = &args.gt {
         let scene = load_scene(gt, args.gt_scale)?;
+        note_masks(&scene);
         for p in &args.paths {
             let (w, h, est) = io::load_disparity(p, args.scale)?;
             if [w, h, 1] != scene.left.dims {
@@ -308,13 +317,17 @@ pub fn run_eval(args: EvalArgs) -> Result<ExitCode> {
                     scene.left.dims
                 );
             }
+            check_scale(&est, &scene.gt, &scene.masks.all, args.scale)
+                .with_context(|| format!("{} against {}", p.display(), gt.display()))?;
             let s = score(&est, &scene.gt, &scene.masks, args.threshold)?;
             print_score(&p.display().to_string(), &s, "");
-            rows.push(json!({ "map": p, "scene": scene.name, "score": s }));
+            rows.push(json!({ "map": p, "scene": scene.name, "score": s,
+                "masks": scene.mask_source.describe() }));
         }
     } else {
         for dir in scenes {
             let scene = load_scene(&dir, args.gt_scale)?;
+            note_masks(&scene);
             let opts = args.energy.options(0, scene.num_disparities)?;
             let mut times = Vec::new();
             let mut res = None;
@@ -358,7 +371,8 @@ pub fn run_eval(args: EvalArgs) -> Result<ExitCode> {
                 ])?;
             }
             rows.push(
-                json!({ "scene": scene.name, "score": s, "median_ms": median, "times_ms": times,
+                json!({ "scene": scene.name, "score": s, "masks": scene.mask_source.describe(),
+                "median_ms": median, "times_ms": times,
                 "run": stats_json(&r, args.energy.solver()) }),
             );
         }

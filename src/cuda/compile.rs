@@ -19,6 +19,8 @@ pub const KERNELS: &[(&str, &str)] = &[
     ("csr_pr", include_str!("../../kernels/csr_pr.cu")),
     // the segmentation energy (src/segment/gpu.rs)
     ("seg_energy", include_str!("../../kernels/seg_energy.cu")),
+    // α-expansion stereo on the device (src/stereo/gpu.rs)
+    ("stereo", include_str!("../../kernels/stereo.cu")),
 ];
 
 /// The header every kernel file includes (`#include "common.cuh"`): the integer typedefs, the
@@ -30,7 +32,11 @@ pub const COMMON_HEADER: (&str, &str) = ("common.cuh", include_str!("../../kerne
 /// Options some kernel files need besides the architecture and the language level.
 /// `seg_energy` turns off multiply-add contraction: its capacities must round exactly as the CPU
 /// builder's, and Rust never contracts.
-const EXTRA_OPTIONS: &[(&str, &[&str])] = &[("seg_energy", &["--fmad=false"])];
+const EXTRA_OPTIONS: &[(&str, &[&str])] = &[
+    ("seg_energy", &["--fmad=false"]),
+    // The cost volume must equal the host's bit for bit: no fused multiply-adds.
+    ("stereo", &["--fmad=false"]),
+];
 
 /// The oldest architecture the kernels are compiled for in CI: CUDA 13's NVRTC supports Turing
 /// (`sm_75`) and newer.

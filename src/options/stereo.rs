@@ -224,7 +224,37 @@ pub static STEREO: &[Spec] = &[
         help: "Check every move's optimality certificate (cut capacity = flow).",
         colour_models_only: false,
     },
+    Spec {
+        name: "left-right",
+        short: None,
+        value_name: "TOL|off",
+        example: "1",
+        kind: Kind::Text {
+            check: |s| parse_left_right(s).map(|_| ()),
+            what: "a tolerance (0, 1, ...) or off",
+        },
+        default: DefaultValue::Of(|| left_right_name(d().left_right)),
+        help: "Left–right consistency check: the right view's map too, and left pixels whose \
+               match does not point back (within TOL disparity steps) filled from their row's \
+               background.",
+        colour_models_only: false,
+    },
 ];
+
+/// Parses `off` or a tolerance in disparity steps.
+pub fn parse_left_right(s: &str) -> Result<Option<u32>, String> {
+    match s {
+        "off" => Ok(None),
+        t => t
+            .parse::<u32>()
+            .map(Some)
+            .map_err(|_| "not a tolerance (0, 1, ...) or off".into()),
+    }
+}
+
+fn left_right_name(t: Option<u32>) -> String {
+    t.map_or("off".into(), |t| t.to_string())
+}
 
 impl Values {
     /// The given stereo options on top of `base` (usually [`stereo_base`]).
@@ -297,6 +327,9 @@ impl Values {
         }
         if let Some(b) = self.boolean("verify") {
             o.expansion.solve.verify = b;
+        }
+        if let Some(t) = self.text("left-right") {
+            o.left_right = parse_left_right(t).map_err(|m| self.error("left-right", m))?;
         }
         // Costs and weights are rounded to integers after scaling: refuse what overflows.
         let most = (o.cost.truncation + 24.0 * o.cost.census_weight) * o.cost.scale;

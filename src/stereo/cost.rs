@@ -84,7 +84,16 @@ pub(crate) struct Planes {
     pub grey: Vec<f32>,
 }
 
-impl Planes {
+/// A view's size and the factor that brings its values to 0–255 (16-bit and float images
+/// rescaled by their range): what both the host and the device cost volume start from.
+pub(crate) struct View {
+    pub width: usize,
+    pub height: usize,
+    pub channels: usize,
+    pub factor: f32,
+}
+
+impl View {
     pub(crate) fn of(img: &Image, what: &str) -> Result<Self> {
         if img.is_volume() {
             return Err(Error::Unsupported(format!(
@@ -102,13 +111,30 @@ impl Planes {
             )));
         }
         let max = img.data.iter().cloned().fold(0f32, f32::max);
-        let k = if max > 255.0 {
+        let factor = if max > 255.0 {
             255.0 / if max > 65535.0 { max } else { 65535.0 }
         } else if max <= 1.0 && img.data.iter().any(|&v| v.fract() != 0.0) {
             255.0 // float images in 0..1
         } else {
             1.0
         };
+        Ok(View {
+            width: w,
+            height: h,
+            channels: c,
+            factor,
+        })
+    }
+}
+
+impl Planes {
+    pub(crate) fn of(img: &Image, what: &str) -> Result<Self> {
+        let View {
+            width: w,
+            height: h,
+            channels: c,
+            factor: k,
+        } = View::of(img, what)?;
         let channels: Vec<Vec<f32>> = (0..c)
             .map(|ch| (0..w * h).map(|p| img.data[p * c + ch] * k).collect())
             .collect();
@@ -122,6 +148,43 @@ impl Planes {
             grey,
         })
     }
+}
+
+/// The checks of a pair and of the cost options that both cost volumes make: the same size and
+/// channels, a count of disparities that fits a label, options that keep every cost within
+/// [`MAX_COST`](super::MAX_COST).
+pub(crate) fn check_pair(l: &View, r: &View, count: usize, opts: &CostOptions) -> Result<()> {
+    if (l.width, l.height) != (r.width, r.height) {
+        return Err(Error::Graph(format!(
+            "the views differ in size: left {}x{}, right {}x{}",
+            l.width, l.height, r.width, r.height
+        )));
+    }
+    if l.channels != r.channels {
+        return Err(Error::Graph(format!(
+            "the views differ in channels: left {}, right {}",
+            l.channels, r.channels
+        )));
+    }
+    if count == 0 || count > u16::MAX as usize {
+        return Err(Error::Graph(format!(
+            "the number of disparities must be 1..={}, got {count}",
+            u16::MAX
+        )));
+    }
+    // Written so that NaN fails every test.
+    let in_range = opts.truncation > 0.0
+        && opts.scale > 0.0
+        && opts.census_weight >= 0.0
+        && (opts.truncation + 24.0 * opts.census_weight) * opts.scale
+            < super::expansion::MAX_COST as f32;
+    if !in_range {
+        return Err(Error::Graph(format!(
+            "cost options out of range: truncation {}, scale {}, census weight {}",
+            opts.truncation, opts.scale, opts.census_weight
+        )));
+    }
+    Ok(())
 }
 
 /// Per-channel min and max of the interpolated half-pixel neighbourhood of every pixel.
@@ -187,39 +250,14 @@ pub fn cost_volume(
     count: usize,
     opts: &CostOptions,
 ) -> Result<CostVolume> {
+    check_pair(
+        &View::of(left, "left view")?,
+        &View::of(right, "right view")?,
+        count,
+        opts,
+    )?;
     let l = Planes::of(left, "left view")?;
     let r = Planes::of(right, "right view")?;
-    if (l.width, l.height) != (r.width, r.height) {
-        return Err(Error::Graph(format!(
-            "the views differ in size: left {}x{}, right {}x{}",
-            l.width, l.height, r.width, r.height
-        )));
-    }
-    if l.channels.len() != r.channels.len() {
-        return Err(Error::Graph(format!(
-            "the views differ in channels: left {}, right {}",
-            l.channels.len(),
-            r.channels.len()
-        )));
-    }
-    if count == 0 || count > u16::MAX as usize {
-        return Err(Error::Graph(format!(
-            "the number of disparities must be 1..={}, got {count}",
-            u16::MAX
-        )));
-    }
-    // Written so that NaN fails every test.
-    let in_range = opts.truncation > 0.0
-        && opts.scale > 0.0
-        && opts.census_weight >= 0.0
-        && (opts.truncation + 24.0 * opts.census_weight) * opts.scale
-            < super::expansion::MAX_COST as f32;
-    if !in_range {
-        return Err(Error::Graph(format!(
-            "cost options out of range: truncation {}, scale {}, census weight {}",
-            opts.truncation, opts.scale, opts.census_weight
-        )));
-    }
     let (w, h) = (l.width, l.height);
     let nc = l.channels.len() as f32;
     let lr: Vec<_> = l.channels.iter().map(|p| bt_ranges(p, w)).collect();

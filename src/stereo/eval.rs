@@ -1,6 +1,7 @@
 //! Middlebury v2 scoring: the bad-pixel rate `|d − gt| > threshold` over the `nonocc`, `all` and
 //! `disc` masks, and scenes laid out as in `shared/data/stereo` (`imL.png`, `imR.png`, `gt.png`,
-//! `nonocc.png`, `all.png`, `disc.png`).
+//! `nonocc.png`, `all.png`, `disc.png`; a scene without the three masks is scored over its ground
+//! truth less a [`MASK_BORDER`]-pixel border, see [`MaskSource`]).
 //!
 //! ```
 //! use segcut::stereo::eval::bad_pixels;
@@ -42,7 +43,8 @@ pub fn bad_pixels(
     Ok((bad, n))
 }
 
-/// Bad-pixel rates in percent, with the pixel counts.
+/// Bad-pixel rates in percent, with the pixel counts. A rate over no pixel (the `disc` rate of a
+/// scene without masks) is NaN, never a made-up 0 %.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct StereoScore {
     /// Over non-occluded pixels.
@@ -70,6 +72,9 @@ pub struct Scene {
     pub gt: Vec<f32>,
     /// Evaluation masks: non-occluded, all, near discontinuities.
     pub masks: Masks,
+    /// Where the masks come from: the scene's files, or (without them) the ground truth less a
+    /// border.
+    pub mask_source: MaskSource,
     /// The number of disparities the scene is run with (Middlebury's own: tsukuba 16, venus 20,
     /// …; else one more than the largest ground-truth disparity).
     pub num_disparities: usize,
@@ -110,12 +115,118 @@ pub fn check_threshold(threshold: f32) -> Result<()> {
     })
 }
 
+/// The border, in pixels, left out of the masks made for a scene that has none
+/// ([`Masks::from_ground_truth`]): the smaller of Middlebury's own borders (tsukuba 18, venus
+/// 10), where the cost volume clamps matches to the image.
+pub const MASK_BORDER: usize = 10;
+
+/// Where a scene's masks come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum MaskSource {
+    /// `nonocc.png`, `all.png` and `disc.png`.
+    Files,
+    /// No mask files: `nonocc` and `all` are every pixel with ground truth except a border of
+    /// this many pixels; `disc` is empty (not scored).
+    Border(usize),
+}
+
+impl MaskSource {
+    /// One line for a report.
+    ///
+    /// ```
+    /// use segcut::stereo::eval::MaskSource;
+    /// assert!(MaskSource::Border(10).describe().contains("10-pixel border"));
+    /// ```
+    pub fn describe(self) -> String {
+        match self {
+            MaskSource::Files => "masks: nonocc.png, all.png, disc.png".into(),
+            MaskSource::Border(b) => format!(
+                "no mask files: nonocc and all = pixels with ground truth, {b}-pixel border \
+                 excluded (occlusions not known, so nonocc = all); disc not scored"
+            ),
+        }
+    }
+}
+
+impl Masks {
+    /// Masks for a scene without mask files: `nonocc` and `all` set where the ground truth is
+    /// known, except a `border`-pixel frame; `disc` empty.
+    ///
+    /// ```
+    /// use segcut::stereo::eval::Masks;
+    /// let gt = vec![1.0; 5 * 4];
+    /// let m = Masks::from_ground_truth(&gt, 5, 4, 1);
+    /// assert_eq!(m.all.iter().filter(|&&b| b).count(), 3 * 2);
+    /// assert!(m.disc.iter().all(|&b| !b));
+    /// ```
+    pub fn from_ground_truth(gt: &[f32], width: usize, height: usize, border: usize) -> Masks {
+        let inside = |p: usize| {
+            let (x, y) = (p % width, p / width);
+            x >= border && y >= border && x + border < width && y + border < height
+        };
+        let known: Vec<bool> = (0..gt.len())
+            .map(|p| inside(p) && gt[p].is_finite())
+            .collect();
+        Masks {
+            nonocc: known.clone(),
+            disc: vec![false; known.len()],
+            all: known,
+        }
+    }
+}
+
+/// An error when a saved map's disparities cannot be at the ground truth's scale: where both
+/// are known (and the mask is set), the map's median disparity is off the ground truth's by more
+/// than a factor of 1.6 either way, as a wrong PNG scale makes it (an estimate with the right
+/// scale, however poor, has its median near the truth's). The message gives the scale that would
+/// match.
+///
+/// ```
+/// use segcut::stereo::eval::check_scale;
+/// let gt = vec![10.0, 12.0, 14.0, 9.0];
+/// let mask = vec![true; 4];
+/// assert!(check_scale(&[10.0, 11.0, 14.0, 9.0], &gt, &mask, 16.0).is_ok());
+/// let e = check_scale(&[20.0, 24.0, 28.0, 18.0], &gt, &mask, 8.0).unwrap_err();
+/// assert!(e.to_string().contains("16"));
+/// ```
+pub fn check_scale(est: &[f32], gt: &[f32], mask: &[bool], scale: f32) -> Result<()> {
+    let mut pairs: Vec<(f32, f32)> = est
+        .iter()
+        .zip(gt)
+        .zip(mask)
+        .filter(|((e, g), &m)| m && e.is_finite() && g.is_finite())
+        .map(|((&e, &g), _)| (e, g))
+        .collect();
+    if pairs.is_empty() {
+        return Ok(());
+    }
+    let median = |v: &mut Vec<(f32, f32)>, first: bool| {
+        let key = |p: &(f32, f32)| if first { p.0 } else { p.1 };
+        v.sort_by(|a, b| key(a).total_cmp(&key(b)));
+        key(&v[v.len() / 2])
+    };
+    let me = median(&mut pairs, true);
+    let mg = median(&mut pairs, false);
+    if mg <= 0.0 {
+        return Ok(());
+    }
+    let ratio = me / mg;
+    if (1.0 / 1.6..=1.6).contains(&ratio) {
+        return Ok(());
+    }
+    Err(Error::Graph(format!(
+        "the map's median disparity {me} is {ratio:.2} times the ground truth's {mg}: its scale \
+         (PNG value per disparity) cannot be {scale}; {} would match",
+        scale * ratio
+    )))
+}
+
 /// Scores `est` against ground truth and masks; the threshold must pass [`check_threshold`].
 pub fn score(est: &[f32], gt: &[f32], masks: &Masks, threshold: f32) -> Result<StereoScore> {
     check_threshold(threshold)?;
     let rate = |(b, n): (usize, usize)| {
         if n == 0 {
-            0.0
+            f64::NAN
         } else {
             100.0 * b as f64 / n as f64
         }
@@ -179,10 +290,20 @@ pub fn load_scene(dir: &Path, gt_scale: Option<f32>) -> Result<Scene> {
         });
     }
     let n = w * h;
-    let masks = Masks {
-        nonocc: load_mask(&f("nonocc.png"), n)?,
-        all: load_mask(&f("all.png"), n)?,
-        disc: load_mask(&f("disc.png"), n)?,
+    let files = ["nonocc.png", "all.png", "disc.png"];
+    let (masks, mask_source) = if files.iter().all(|m| !f(m).exists()) {
+        (
+            Masks::from_ground_truth(&gt, w, h, MASK_BORDER),
+            MaskSource::Border(MASK_BORDER),
+        )
+    } else {
+        // Some but not all mask files is a broken scene: loading the missing one says which.
+        let masks = Masks {
+            nonocc: load_mask(&f(files[0]), n)?,
+            all: load_mask(&f(files[1]), n)?,
+            disc: load_mask(&f(files[2]), n)?,
+        };
+        (masks, MaskSource::Files)
     };
     let num_disparities = known.map(|k| k.1).unwrap_or_else(|| {
         gt.iter()
@@ -197,6 +318,7 @@ pub fn load_scene(dir: &Path, gt_scale: Option<f32>) -> Result<Scene> {
         right,
         gt,
         masks,
+        mask_source,
         num_disparities,
     })
 }

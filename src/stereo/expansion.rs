@@ -308,7 +308,7 @@ impl PairwiseModel {
     }
 }
 
-fn check_2d(c: Connectivity) -> Result<()> {
+pub(crate) fn check_2d(c: Connectivity) -> Result<()> {
     if c.is_3d() {
         return Err(Error::Unsupported(format!(
             "α-expansion takes 4- or 8-connected images, not {c}"
@@ -328,7 +328,7 @@ fn check_2d(c: Connectivity) -> Result<()> {
 /// ```
 pub fn energy(cost: &CostVolume, model: &PairwiseModel, labels: &[u16]) -> Result<i64> {
     model.check(cost)?;
-    check_labels(cost, labels)?;
+    check_labels(cost.width, cost.height, cost.labels, labels)?;
     Ok(energy_unchecked(cost, model, labels))
 }
 
@@ -344,24 +344,49 @@ fn energy_unchecked(cost: &CostVolume, model: &PairwiseModel, labels: &[u16]) ->
     e
 }
 
-fn check_labels(cost: &CostVolume, labels: &[u16]) -> Result<()> {
-    if labels.len() != cost.num_pixels() {
+/// An error unless `labels` has a label below `count` for each of the `width × height` pixels.
+fn check_labels(width: usize, height: usize, count: usize, labels: &[u16]) -> Result<()> {
+    if labels.len() != width * height {
         return Err(Error::Graph(format!(
             "labelling has {} pixels, the cost volume {}",
             labels.len(),
-            cost.num_pixels()
+            width * height
         )));
     }
-    if let Some(p) = labels.iter().position(|&l| l as usize >= cost.labels) {
+    if let Some(p) = labels.iter().position(|&l| l as usize >= count) {
         return Err(Error::Graph(format!(
-            "label {} at pixel (x={}, y={}) is not below {}",
+            "label {} at pixel (x={}, y={}) is not below {count}",
             labels[p],
-            p % cost.width,
-            p / cost.width,
-            cost.labels
+            p % width,
+            p / width,
         )));
     }
     Ok(())
+}
+
+/// The checked starting labelling (`None`: the winner-takes-all one, which the caller computes)
+/// and expansion order of `opts` for `count` labels on a `width × height` image.
+pub(crate) fn start_and_order(
+    width: usize,
+    height: usize,
+    count: usize,
+    opts: &ExpansionOptions,
+) -> Result<(Option<Vec<u16>>, Vec<u16>)> {
+    if let Some(l) = &opts.initial {
+        check_labels(width, height, count, l)?;
+    }
+    let order: Vec<u16> = match &opts.order {
+        Some(o) => {
+            if let Some(&l) = o.iter().find(|&&l| l as usize >= count) {
+                return Err(Error::Graph(format!(
+                    "label {l} in the expansion order is not below {count}"
+                )));
+            }
+            o.clone()
+        }
+        None => (0..count as u16).collect(),
+    };
+    Ok((opts.initial.clone(), order))
 }
 
 /// Options of [`expand`].
@@ -480,25 +505,8 @@ pub fn expand_observed(
     observe: &mut dyn FnMut(&MoveStats, &GridGraph) -> Result<()>,
 ) -> Result<Expansion> {
     model.check(cost)?;
-    let mut labels = match &opts.initial {
-        Some(l) => {
-            check_labels(cost, l)?;
-            l.clone()
-        }
-        None => cost.winner_takes_all(),
-    };
-    let order: Vec<u16> = match &opts.order {
-        Some(o) => {
-            if let Some(&l) = o.iter().find(|&&l| l as usize >= cost.labels) {
-                return Err(Error::Graph(format!(
-                    "label {l} in the expansion order is not below {}",
-                    cost.labels
-                )));
-            }
-            o.clone()
-        }
-        None => (0..cost.labels as u16).collect(),
-    };
+    let (start, order) = start_and_order(cost.width, cost.height, cost.labels, opts)?;
+    let mut labels = start.unwrap_or_else(|| cost.winner_takes_all());
     let mut mf = MaxFlow::new(opts.solve.clone());
     let mut graph = GridGraph::new_2d(cost.width, cost.height, model.connectivity)?;
     let mut e = energy_unchecked(cost, model, &labels);

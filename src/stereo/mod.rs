@@ -25,7 +25,9 @@ pub mod cost;
 pub mod eval;
 pub mod expansion;
 pub mod export;
+pub mod gpu;
 pub mod multilabel;
+pub mod occlusion;
 
 pub use cost::{cost_volume, CostOptions, DataTerm};
 pub use expansion::{
@@ -35,7 +37,8 @@ pub use expansion::{
 
 use crate::graph::Connectivity;
 use crate::io::Image;
-use crate::Result;
+use crate::maxflow::{plan, GraphSize, SolverKind};
+use crate::{Error, Result};
 use std::time::{Duration, Instant};
 
 /// The smoothness term's label distance.
@@ -84,6 +87,10 @@ pub struct StereoOptions {
     pub connectivity: Connectivity,
     /// Solver, passes, starting labelling.
     pub expansion: ExpansionOptions,
+    /// Left–right consistency check with this tolerance (disparity steps), and the left pixels it
+    /// finds inconsistent filled from their row's background ([`occlusion`]); `None`: off. The
+    /// right view's map costs a second α-expansion.
+    pub left_right: Option<u32>,
 }
 
 impl Default for StereoOptions {
@@ -98,9 +105,18 @@ impl Default for StereoOptions {
             contrast_factor: 2.0,
             connectivity: Connectivity::N4,
             expansion: ExpansionOptions::default(),
+            left_right: DEFAULT_LEFT_RIGHT,
         }
     }
 }
+
+/// The default of [`StereoOptions::left_right`], chosen by cross-validation over the dev scenes
+/// (docs/stereo.md).
+pub const DEFAULT_LEFT_RIGHT: Option<u32> = None;
+
+/// Whether the left–right check of [`stereo`] fills mismatched pixels too, not only occluded
+/// ones ([`occlusion::left_right_fill`]); chosen by cross-validation (docs/stereo.md).
+pub const LEFT_RIGHT_MISMATCHES: bool = false;
 
 /// What [`stereo`] returns.
 #[derive(Clone, Debug, PartialEq)]
@@ -113,8 +129,11 @@ pub struct StereoResult {
     pub min_disparity: i32,
     /// The α-expansion result: labels (disparity − min), energy, per-pass and per-move stats.
     pub expansion: Expansion,
-    /// Time to compute the cost volume and the pair weights.
+    /// Time to compute the cost volume and the pair weights (of the left view's run).
     pub cost_time: Duration,
+    /// With [`StereoOptions::left_right`]: the check's result, whose labels are the disparities
+    /// (the energy and the moves are the left view's α-expansion, before the filling).
+    pub occlusions: Option<occlusion::Occlusions>,
     /// Time of the whole call.
     pub total_time: Duration,
 }
@@ -122,8 +141,9 @@ pub struct StereoResult {
 impl StereoResult {
     /// The disparity of every left-view pixel, row by row.
     pub fn disparity(&self) -> Vec<f32> {
-        self.expansion
-            .labels
+        self.occlusions
+            .as_ref()
+            .map_or(&self.expansion.labels, |o| &o.labels)
             .iter()
             .map(|&l| (self.min_disparity + l as i32) as f32)
             .collect()
@@ -135,8 +155,7 @@ impl StereoResult {
 pub fn pair_weights(left: &Image, opts: &StereoOptions) -> Result<PairwiseModel> {
     let planes = cost::Planes::of(left, "left view")?;
     let (w, h) = (planes.width, planes.height);
-    let lam2 = (opts.lambda * opts.cost.scale).round() as i32;
-    let lam1 = (opts.lambda * opts.contrast_factor * opts.cost.scale).round() as i32;
+    let (lam1, lam2) = lambdas(opts);
     PairwiseModel::from_fn(
         w,
         h,
@@ -157,11 +176,56 @@ pub fn pair_weights(left: &Image, opts: &StereoOptions) -> Result<PairwiseModel>
     )
 }
 
+/// The two pair weights, `(similar, across an edge)`: `round(factor · λ · scale)` and
+/// `round(λ · scale)`.
+pub(crate) fn lambdas(opts: &StereoOptions) -> (i32, i32) {
+    let lam2 = (opts.lambda * opts.cost.scale).round() as i32;
+    let lam1 = (opts.lambda * opts.contrast_factor * opts.cost.scale).round() as i32;
+    (lam1, lam2)
+}
+
+/// Whether [`stereo`] runs on the device: the solver is `cuda-grid`, or `auto` picks it for a
+/// grid of this size on this machine.
+fn on_device(left: &Image, opts: &StereoOptions) -> bool {
+    let solve = &opts.expansion.solve;
+    let size = GraphSize::of_grid(left.dims, opts.connectivity.degree());
+    plan(solve.solver, size, &solve.auto, solve.device).solver == SolverKind::CudaGrid
+}
+
 /// Disparity of a rectified pair: the cost volume ([`cost_volume`]), the contrast-sensitive
-/// weights ([`pair_weights`]), then α-expansion ([`expand`]).
+/// weights ([`pair_weights`]), then α-expansion ([`expand`]). When the solver is `cuda-grid` (or
+/// `auto` picks it) all of it runs on the GPU ([`gpu::stereo_on_device`], the same result bit for
+/// bit); `auto` falls back to the CPU where the GPU declines (no device, not enough memory).
 pub fn stereo(left: &Image, right: &Image, opts: &StereoOptions) -> Result<StereoResult> {
     let t = Instant::now();
     budget::check(left.dims, left.channels, opts)?;
+    let mut res = stereo_one_view(left, right, opts)?;
+    if let Some(tolerance) = opts.left_right {
+        // The right view as the reference: the mirrored pair (module occlusion).
+        let r = stereo_one_view(&occlusion::mirror(right), &occlusion::mirror(left), opts)?;
+        let right_labels = occlusion::mirror_labels(&r.expansion.labels, r.width);
+        res.occlusions = Some(occlusion::left_right_fill(
+            &res.expansion.labels,
+            &right_labels,
+            res.width,
+            opts.min_disparity,
+            tolerance,
+            LEFT_RIGHT_MISMATCHES,
+        ));
+        res.total_time = t.elapsed();
+    }
+    Ok(res)
+}
+
+/// [`stereo`] without the left–right check: the left view's map.
+fn stereo_one_view(left: &Image, right: &Image, opts: &StereoOptions) -> Result<StereoResult> {
+    if on_device(left, opts) {
+        match gpu::stereo_on_device(left, right, opts) {
+            Err(Error::Unsupported(_)) if opts.expansion.solve.solver == SolverKind::Auto => {}
+            r => return r,
+        }
+    }
+    let t = Instant::now();
     let cost = cost_volume(
         left,
         right,
@@ -178,6 +242,7 @@ pub fn stereo(left: &Image, right: &Image, opts: &StereoOptions) -> Result<Stere
         min_disparity: opts.min_disparity,
         expansion,
         cost_time,
+        occlusions: None,
         total_time: t.elapsed(),
     })
 }

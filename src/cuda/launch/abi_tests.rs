@@ -6,6 +6,7 @@
 use super::csr_pr::CsrPr;
 use super::grid_pr::GridPr;
 use super::seg_energy::SegEnergy;
+use super::stereo::StereoKernels;
 use super::{KernelSignature, BLOCK};
 use crate::cuda::{GridShape, COMMON_HEADER, KERNELS};
 use crate::graph::Connectivity;
@@ -15,6 +16,7 @@ const LAUNCHERS: &[(&str, &[KernelSignature])] = &[
     (GridPr::FILE, GridPr::SIGNATURES),
     (CsrPr::FILE, CsrPr::SIGNATURES),
     (SegEnergy::FILE, SegEnergy::SIGNATURES),
+    (StereoKernels::FILE, StereoKernels::SIGNATURES),
 ];
 
 /// The source with comments removed and `\`-continued lines joined.

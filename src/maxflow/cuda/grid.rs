@@ -1244,3 +1244,113 @@ impl WarmGrid {
         }
     }
 }
+
+/// A grid whose capacities a kernel rewrites on the device before every solve, and the solver's
+/// state around it, allocated once: the entry for callers that keep everything on the GPU
+/// (α-expansion, `src/stereo/gpu.rs`). Nothing comes back to the host: after
+/// [`solve`](ResidentGrid::solve) the solver's labels ([`side`](ResidentGrid::side): at most `n`
+/// exactly on the canonical cut's sink side) and the flow value ([`flow`](ResidentGrid::flow))
+/// stay on the device for the caller's kernels. The capacities must keep [`DeviceGrid`]'s
+/// contract; the solve overwrites the arcs and the sink capacities with residuals.
+pub(crate) struct ResidentGrid {
+    stream: Arc<CudaStream>,
+    k: GridPr,
+    shape: GridShape,
+    conn: Connectivity,
+    dev: DeviceGraph,
+    source: CudaSlice<i32>,
+}
+
+impl ResidentGrid {
+    /// Allocates a `dims` grid of connectivity `conn` on `stream` (on `solver`'s device), after
+    /// a check against the GPU's free memory, with `solver`'s launch sizes.
+    pub(crate) fn new(
+        solver: &mut CudaGrid,
+        dims: [usize; 3],
+        conn: Connectivity,
+        stream: &Arc<CudaStream>,
+    ) -> Result<Self> {
+        let shape = GridShape::new(dims, conn)?;
+        let gpu = solver.device().gpu()?;
+        gpu.bind()?;
+        if stream.context().ordinal() != solver.device().ordinal() {
+            return Err(Error::Unsupported(format!(
+                "the stream is on cuda:{} but the solver runs on {}",
+                stream.context().ordinal(),
+                solver.device()
+            )));
+        }
+        let n = shape.num_nodes();
+        check_memory(gpu, n, conn)?;
+        let k = GridPr::load(gpu, conn)?;
+        let g = DeviceGrid {
+            dims,
+            conn,
+            caps: cuda::zeros(stream, conn.degree() * n, "capacities")?,
+            source: cuda::zeros(stream, n, "source capacities")?,
+            sink: cuda::zeros(stream, n, "sink capacities")?,
+            stream: stream.clone(),
+        };
+        let blocks = (
+            k.discharge_resident_blocks(gpu)?,
+            k.bfs_tile_resident_blocks(gpu)?,
+        );
+        let (dev, source) = solver.allocate(blocks, g)?;
+        Ok(ResidentGrid {
+            stream: stream.clone(),
+            k,
+            shape,
+            conn,
+            dev,
+            source,
+        })
+    }
+
+    /// The arrays to write the next graph into: arc capacities (`deg·n`, direction-major),
+    /// source and sink capacities (`n` each).
+    pub(crate) fn capacities_mut(
+        &mut self,
+    ) -> (
+        &mut CudaSlice<i32>,
+        &mut CudaSlice<i32>,
+        &mut CudaSlice<i32>,
+    ) {
+        (&mut self.dev.rcap, &mut self.source, &mut self.dev.sink_r)
+    }
+
+    /// Phase one on the graph written into [`capacities_mut`](ResidentGrid::capacities_mut),
+    /// from scratch, with `solver`'s tuning (its stats are this solve's). Returns when the
+    /// preflow is maximum (the stop test reads counters back); the cut stays on the device.
+    pub(crate) fn solve(&mut self, solver: &mut CudaGrid) -> Result<()> {
+        solver.stats = GridStats {
+            device_bytes: (self.shape.num_nodes() * grid_bytes_per_node(self.conn)) as u64,
+            ..GridStats::default()
+        };
+        let stream = &self.stream;
+        let dev = &mut self.dev;
+        cuda::clear(stream, &mut dev.flow)?;
+        cuda::clear(stream, &mut dev.flags)?;
+        // SAFETY: the source, excess and sink arrays have n entries, flow one.
+        unsafe {
+            self.k.init_terminals(
+                stream,
+                self.shape,
+                &self.source,
+                &mut dev.excess,
+                &mut dev.sink_r,
+                &mut dev.flow,
+            )?
+        };
+        solver.run(stream, &self.k, self.shape, dev, false)
+    }
+
+    /// The solver's labels after a solve: node `v` is on the sink side when `side[v] ≤ n`.
+    pub(crate) fn side(&self) -> &CudaSlice<u32> {
+        &self.dev.label
+    }
+
+    /// The flow value after a solve (one entry).
+    pub(crate) fn flow(&self) -> &CudaSlice<u64> {
+        &self.dev.flow
+    }
+}

@@ -1,0 +1,94 @@
+//! Times the device stereo engine on one scene with several grid-solver tunings (which change the
+//! time, never the result): which suits α-expansion's move graphs.
+//!
+//! ```text
+//! cargo run --release --example stereo_tune -- SCENE_DIR RUNS THREADS "check=4" "blocks=64" ...
+//! ```
+//!
+//! Prints, per tuning, the median total time of RUNS runs one at a time, the summed solve time, the
+//! moves solved and the energy (the same for every tuning); then, with THREADS > 1, the pairs per
+//! second of THREADS threads each running RUNS pairs at once on the GPU (what `segcut batch` does
+//! with THREADS workers, less the decoding).
+
+use segcut::maxflow::cuda::GridTuning;
+use segcut::stereo::eval::load_scene;
+use segcut::stereo::gpu::stereo_on_device_tuned;
+use segcut::stereo::StereoOptions;
+use std::path::PathBuf;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let dir = PathBuf::from(
+        args.get(1)
+            .ok_or("usage: stereo_tune SCENE RUNS TUNING...")?,
+    );
+    let runs: usize = args.get(2).map_or(Ok(3), |s| s.parse())?;
+    let threads: usize = args.get(3).map_or(Ok(1), |s| s.parse())?;
+    let scene = load_scene(
+        &dir,
+        if dir.ends_with("synth450") {
+            Some(4.0)
+        } else {
+            None
+        },
+    )?;
+    let opts = StereoOptions {
+        num_disparities: scene.num_disparities,
+        left_right: None,
+        ..Default::default()
+    };
+    for t in args.iter().skip(4) {
+        let tuning: GridTuning = t.parse()?;
+        let mut times = Vec::new();
+        let mut last = None;
+        for _ in 0..runs.max(1) {
+            let r = stereo_on_device_tuned(&scene.left, &scene.right, &opts, &tuning)?;
+            times.push(r.total_time.as_secs_f64() * 1e3);
+            last = Some(r);
+        }
+        times.sort_by(f64::total_cmp);
+        let r = last.expect("one run");
+        let solve: f64 = r
+            .expansion
+            .moves
+            .iter()
+            .map(|m| m.solve.as_secs_f64() * 1e3)
+            .sum();
+        let solved = r
+            .expansion
+            .moves
+            .iter()
+            .filter(|m| !m.solve.is_zero())
+            .count();
+        println!(
+            "{} {tuning}: median {:.1} ms, solves {:.1} ms over {solved} moves, energy {}",
+            scene.name,
+            times[times.len() / 2],
+            solve,
+            r.expansion.energy
+        );
+        if threads > 1 {
+            let t0 = std::time::Instant::now();
+            std::thread::scope(|sc| {
+                let hs: Vec<_> = (0..threads)
+                    .map(|_| {
+                        sc.spawn(|| {
+                            for _ in 0..runs {
+                                stereo_on_device_tuned(&scene.left, &scene.right, &opts, &tuning)
+                                    .expect("a run");
+                            }
+                        })
+                    })
+                    .collect();
+                hs.into_iter().for_each(|h| h.join().expect("a thread"));
+            });
+            let secs = t0.elapsed().as_secs_f64();
+            println!(
+                "{} {tuning}: {threads} threads × {runs} pairs: {:.1} pairs/s",
+                scene.name,
+                (threads * runs) as f64 / secs
+            );
+        }
+    }
+    Ok(())
+}

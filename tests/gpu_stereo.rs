@@ -1,0 +1,328 @@
+//! The device-resident α-expansion (`segcut::stereo::gpu`) against the host engine with BK: the
+//! same cost volume, labelling, energies and per-move flows, bit for bit, on the Middlebury dev
+//! scenes and on random cost volumes; several runs at once on one GPU (what `segcut batch` does
+//! with several workers). Without a usable GPU each test says so and returns, unless
+//! `SEGCUT_REQUIRE_GPU=1` is set (on the GPU machine): then it fails.
+
+mod common;
+
+use common::{gpu_or_skip, shared_data};
+use segcut::cuda::Device;
+use segcut::graph::Connectivity;
+use segcut::io::Image;
+use segcut::maxflow::{SolveOptions, SolverKind};
+use segcut::rng::Rng;
+use segcut::stereo::gpu::{cost_volume_on_device, expand_on_device, stereo_on_device};
+use segcut::stereo::{
+    cost_volume, expand, CostOptions, CostVolume, DataTerm, Expansion, ExpansionOptions, Pairwise,
+    PairwiseModel, Smoothness, StereoOptions,
+};
+
+/// Asserts two expansions are the same run: labels, energies, passes, per-move flows.
+fn assert_same(gpu: &Expansion, cpu: &Expansion, what: &str) {
+    assert_eq!(
+        gpu.initial_energy, cpu.initial_energy,
+        "{what}: initial energy"
+    );
+    let pe = |e: &Expansion| e.passes.iter().map(|p| p.energy).collect::<Vec<_>>();
+    assert_eq!(pe(gpu), pe(cpu), "{what}: energy per pass");
+    let mv = |e: &Expansion| {
+        e.moves
+            .iter()
+            .map(|m| (m.pass, m.label, m.flow, m.switched, m.energy))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        mv(gpu),
+        mv(cpu),
+        "{what}: moves (pass, label, flow, switched, energy)"
+    );
+    assert_eq!(gpu.energy, cpu.energy, "{what}: energy");
+    assert_eq!(gpu.converged, cpu.converged, "{what}: converged");
+    if let Some(p) = (0..cpu.labels.len()).find(|&p| gpu.labels[p] != cpu.labels[p]) {
+        panic!(
+            "{what}: labellings differ first at pixel {p}: gpu {} cpu {}",
+            gpu.labels[p], cpu.labels[p]
+        );
+    }
+}
+
+fn bk() -> ExpansionOptions {
+    ExpansionOptions {
+        solve: SolveOptions::with_solver(SolverKind::Bk), // certificates checked
+        ..Default::default()
+    }
+}
+
+fn scene(name: &str) -> Option<segcut::stereo::eval::Scene> {
+    let data = shared_data()?;
+    Some(segcut::stereo::eval::load_scene(&data.join("stereo").join(name), None).unwrap())
+}
+
+#[test]
+fn device_cost_volume_equals_host() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let Some(s) = scene("venus") else { return };
+    for data in [DataTerm::Bt, DataTerm::BtCensus] {
+        for (scale, weight) in [(1.0, 0.5), (3.7, 0.35)] {
+            let o = CostOptions {
+                data,
+                scale,
+                census_weight: weight,
+                ..Default::default()
+            };
+            let gpu =
+                cost_volume_on_device(Device::default(), &s.left, &s.right, -2, 23, &o).unwrap();
+            let cpu = cost_volume(&s.left, &s.right, -2, 23, &o).unwrap();
+            if let Some(i) = (0..cpu.data.len()).find(|&i| gpu.data[i] != cpu.data[i]) {
+                panic!(
+                    "{data:?} scale {scale}: cost {i} (label {}, pixel {}): gpu {} cpu {}",
+                    i / cpu.num_pixels(),
+                    i % cpu.num_pixels(),
+                    gpu.data[i],
+                    cpu.data[i]
+                );
+            }
+        }
+    }
+    // A grey pair with 16-bit values (rescaled by the range) and a float pair in 0..1.
+    let mut rng = Rng::new(5);
+    let (w, h) = (37, 21);
+    for max in [65535.0f32, 1.0] {
+        let mut img = || {
+            let v = (0..w * h)
+                .map(|_| {
+                    let v = rng.unit_f64() as f32 * max;
+                    if max > 1.0 {
+                        v.floor()
+                    } else {
+                        v
+                    }
+                })
+                .collect();
+            Image::new([w, h, 1], 1, v)
+        };
+        let (l, r) = (img(), img());
+        let o = CostOptions::default();
+        assert_eq!(
+            cost_volume_on_device(Device::default(), &l, &r, 0, 9, &o).unwrap(),
+            cost_volume(&l, &r, 0, 9, &o).unwrap(),
+            "range {max}"
+        );
+    }
+}
+
+#[test]
+fn device_stereo_equals_bk_on_dev_scenes() {
+    if !gpu_or_skip() {
+        return;
+    }
+    for name in ["tsukuba", "venus"] {
+        let Some(s) = scene(name) else { return };
+        let o = StereoOptions {
+            num_disparities: s.num_disparities,
+            expansion: bk(),
+            ..Default::default()
+        };
+        let cpu = segcut::stereo::stereo(&s.left, &s.right, &o).unwrap();
+        let gpu = stereo_on_device(&s.left, &s.right, &o).unwrap();
+        assert_same(&gpu.expansion, &cpu.expansion, name);
+        // stereo() itself takes the device path for cuda-grid.
+        let mut og = o.clone();
+        og.expansion.solve = SolveOptions::with_solver(SolverKind::CudaGrid);
+        let via = segcut::stereo::stereo(&s.left, &s.right, &og).unwrap();
+        assert_eq!(
+            via.expansion.labels, cpu.expansion.labels,
+            "{name} via stereo()"
+        );
+    }
+}
+
+#[test]
+fn device_stereo_equals_bk_other_settings() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let Some(s) = scene("tsukuba") else { return };
+    // A crop keeps the CPU side short.
+    let crop = |img: &Image| {
+        let [w, _, _] = img.dims;
+        let c = img.channels;
+        let (x0, y0, cw, ch) = (100, 60, 150, 97);
+        let mut v = Vec::new();
+        for y in y0..y0 + ch {
+            v.extend_from_slice(&img.data[(x0 + w * y) * c..(x0 + cw + w * y) * c]);
+        }
+        Image::new([cw, ch, 1], c, v)
+    };
+    let (l, r) = (crop(&s.left), crop(&s.right));
+    let settings = [
+        (
+            Smoothness::TruncatedLinear { truncation: 2 },
+            Connectivity::N4,
+            20.0,
+        ),
+        (Smoothness::Potts, Connectivity::N8, 10.0),
+        (
+            Smoothness::TruncatedLinear { truncation: 3 },
+            Connectivity::N8,
+            7.5,
+        ),
+    ];
+    for (smoothness, connectivity, lambda) in settings {
+        let o = StereoOptions {
+            num_disparities: 16,
+            smoothness,
+            connectivity,
+            lambda,
+            expansion: bk(),
+            ..Default::default()
+        };
+        let cpu = segcut::stereo::stereo(&l, &r, &o).unwrap();
+        let gpu = stereo_on_device(&l, &r, &o).unwrap();
+        assert_same(
+            &gpu.expansion,
+            &cpu.expansion,
+            &format!("{smoothness:?} {connectivity} λ {lambda}"),
+        );
+    }
+    // The left–right check runs both views through the device engine.
+    let mut o = StereoOptions {
+        num_disparities: 16,
+        left_right: Some(1),
+        expansion: bk(),
+        ..Default::default()
+    };
+    let cpu = segcut::stereo::stereo(&l, &r, &o).unwrap();
+    o.expansion.solve = SolveOptions::with_solver(SolverKind::CudaGrid);
+    let gpu = segcut::stereo::stereo(&l, &r, &o).unwrap();
+    assert!(gpu.occlusions.is_some());
+    assert_eq!(gpu.occlusions, cpu.occlusions, "left-right check");
+    assert_eq!(gpu.disparity(), cpu.disparity());
+}
+
+/// A random cost volume and pairwise model.
+fn random_problem(
+    rng: &mut Rng,
+    w: usize,
+    h: usize,
+    labels: usize,
+    conn: Connectivity,
+    distance: Pairwise,
+) -> (CostVolume, PairwiseModel) {
+    let cmax = 1 + rng.below(200) as i32;
+    let cost =
+        CostVolume::from_fn(w, h, labels, |_, _, _| rng.below(cmax as u64 + 1) as i32).unwrap();
+    let wmax = 1 + rng.below(60);
+    let model =
+        PairwiseModel::from_fn(w, h, conn, distance, |_, _| rng.below(wmax + 1) as i32).unwrap();
+    (cost, model)
+}
+
+#[test]
+fn device_expansion_equals_bk_on_random_volumes() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng::new(24);
+    let shapes = [
+        (1, 1, 3),
+        (5, 1, 2),
+        (33, 17, 4),
+        (64, 64, 7),
+        (97, 45, 12),
+        (130, 70, 5),
+    ];
+    for (i, &(w, h, labels)) in shapes.iter().cycle().take(18).enumerate() {
+        let conn = if i % 2 == 0 {
+            Connectivity::N4
+        } else {
+            Connectivity::N8
+        };
+        let distance = match i % 3 {
+            0 => Pairwise::Potts,
+            1 => Pairwise::TruncatedLinear { truncation: 1 },
+            _ => Pairwise::TruncatedLinear {
+                truncation: 1 + rng.below(4) as u32,
+            },
+        };
+        let (cost, model) = random_problem(&mut rng, w, h, labels, conn, distance);
+        let mut o = bk();
+        if i % 4 == 3 {
+            // A given start and an order with a repeat and a missing label.
+            o.initial = Some(
+                (0..w * h)
+                    .map(|_| rng.below(labels as u64) as u16)
+                    .collect(),
+            );
+            let mut order: Vec<u16> = (0..labels as u16).rev().collect();
+            order.push(0);
+            order.remove(1.min(order.len() - 1));
+            o.order = Some(order);
+        }
+        if i % 5 == 4 {
+            o.max_passes = Some(1);
+        }
+        let cpu = expand(&cost, &model, &o).unwrap();
+        let gpu = expand_on_device(&cost, &model, &o).unwrap();
+        assert_same(
+            &gpu,
+            &cpu,
+            &format!("case {i}: {w}x{h}, {labels} labels, {conn}, {distance:?}"),
+        );
+    }
+}
+
+#[test]
+fn concurrent_runs_on_one_gpu_agree() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let Some(s) = scene("tsukuba") else { return };
+    let o = StereoOptions {
+        num_disparities: s.num_disparities,
+        ..Default::default()
+    };
+    let one = stereo_on_device(&s.left, &s.right, &o).unwrap();
+    let runs: Vec<_> = std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..4)
+            .map(|_| sc.spawn(|| stereo_on_device(&s.left, &s.right, &o).unwrap()))
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for r in runs {
+        assert_eq!(r.expansion.labels, one.expansion.labels);
+        assert_eq!(r.expansion.energy, one.expansion.energy);
+    }
+}
+
+#[test]
+fn device_errors_are_errors() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let l = Image::new([8, 4, 1], 1, vec![1.0; 32]);
+    let r = Image::new([7, 4, 1], 1, vec![1.0; 28]);
+    let o = StereoOptions::default();
+    assert!(
+        stereo_on_device(&l, &r, &o).is_err(),
+        "views of different sizes"
+    );
+    let bad = StereoOptions {
+        lambda: -1.0,
+        ..Default::default()
+    };
+    assert!(stereo_on_device(&l, &l, &bad).is_err(), "negative λ");
+    let (cost, model) =
+        random_problem(&mut Rng::new(1), 6, 5, 3, Connectivity::N4, Pairwise::Potts);
+    let o = ExpansionOptions {
+        initial: Some(vec![3; 30]),
+        ..Default::default()
+    };
+    assert!(
+        expand_on_device(&cost, &model, &o).is_err(),
+        "a start label out of range"
+    );
+}
