@@ -247,6 +247,8 @@ impl Solver for CudaGrid {
         };
         timed(|| {
             let t0 = Instant::now();
+            // Input errors come before any device error (a machine without a GPU included).
+            g.validate()?;
             let dg = upload(self.session()?, g)?;
             // Copies from pageable memory return before they finish: wait, so that the upload
             // is counted as build time and not as the solve's.
@@ -268,8 +270,8 @@ impl Solver for CudaGrid {
 
 /// Uploads a grid's capacities (validated first) on the session's stream, into buffers the
 /// session kept from the last solve of this size when it has them.
+/// The caller has validated `g` (before opening the session, so that input errors come first).
 fn upload(session: &mut Session, g: &GridGraph) -> Result<DeviceGrid> {
-    g.validate()?;
     GridShape::new(g.dims(), g.connectivity())?;
     let n = g.num_nodes();
     let deg = g.connectivity().degree();
@@ -1093,6 +1095,7 @@ impl WarmGrid {
     pub(crate) fn solve(&mut self, g: &GridGraph) -> Result<Solved> {
         self.kept = None;
         let t0 = Instant::now();
+        g.validate()?;
         let dg = upload(self.solver.session()?, g)?;
         let upload_time = t0.elapsed();
         let mut s = self.solve_device(dg)?;
