@@ -114,11 +114,15 @@ fn the_segmentation_estimate_covers_the_options_that_cost_memory() {
         ..full.clone()
     };
     let dims = [640, 480, 1];
-    assert!(memory_needed(dims, 3, &full) > memory_needed(dims, 3, &lean));
-    assert!(memory_needed(dims, 3, &full) > memory_needed(dims, 1, &full));
+    assert!(
+        memory_needed(dims, 3, full.memory_needs()) > memory_needed(dims, 3, lean.memory_needs())
+    );
+    assert!(
+        memory_needed(dims, 3, full.memory_needs()) > memory_needed(dims, 1, full.memory_needs())
+    );
     // Per pixel, at least what BK's arcs and nodes alone take for 8 neighbours.
     let px = 640 * 480;
-    assert!(memory_needed(dims, 3, &full) > px * (28 + 8 * 12));
+    assert!(memory_needed(dims, 3, full.memory_needs()) > px * (28 + 8 * 12));
 }
 
 #[test]

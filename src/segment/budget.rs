@@ -5,7 +5,7 @@
 //!
 //! [`segment`]: super::segment
 
-use super::pipeline::SegmentOptions;
+use crate::graph::Connectivity;
 use crate::io::{self, dims_text, Image};
 use crate::Result;
 
@@ -21,8 +21,21 @@ pub const BYTES_PRIOR: u64 = 8;
 /// arenas, which count against an address-space limit (`ulimit -v`) from the first job on.
 pub const FIXED_OVERHEAD: u64 = 128 << 20;
 
+/// What of a segmentation's options its memory depends on
+/// ([`SegmentOptions::memory_needs`](super::SegmentOptions::memory_needs) gives them; kept apart
+/// so that this estimate does not depend on the pipeline that checks it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Needs {
+    /// The neighbourhood; `None`: the default for the image (8 in 2D, 6 in 3D).
+    pub connectivity: Option<Connectivity>,
+    /// Whether rounds are warm-started (the terminal capacities are kept).
+    pub warm_start: bool,
+    /// Whether the stroke-geometry prior is on.
+    pub prior: bool,
+}
+
 /// Bytes [`segment`](super::segment) needs for an image of `dims` with `channels` values per
-/// pixel under `opts`, the input image itself included: [`io::memory_needed`] (image, graph,
+/// pixel with options that need `needs`, the input image itself included: [`io::memory_needed`] (image, graph,
 /// BK's arcs and nodes, the cut) plus [`BYTES_WARM_START`] and [`BYTES_PRIOR`] per pixel where
 /// those are on, plus [`FIXED_OVERHEAD`].
 ///
@@ -38,40 +51,40 @@ pub const FIXED_OVERHEAD: u64 = 128 << 20;
 /// let off = segcut::segment::prior::SpatialPrior { weight: 0.0, ..opts.prior };
 /// let plain = SegmentOptions { warm_start: false, prior: off, ..opts.clone() };
 /// let px = 1000 * 1000;
+/// let (all, less) = (opts.memory_needs(), plain.memory_needs());
 /// assert_eq!(
-///     memory_needed([1000, 1000, 1], 3, &opts) - memory_needed([1000, 1000, 1], 3, &plain),
+///     memory_needed([1000, 1000, 1], 3, all) - memory_needed([1000, 1000, 1], 3, less),
 ///     px * 16
 /// );
-/// assert_eq!(memory_needed([usize::MAX, 2, 1], 3, &opts), u64::MAX);
+/// assert_eq!(memory_needed([usize::MAX, 2, 1], 3, all), u64::MAX);
 /// ```
-pub fn memory_needed(dims: [usize; 3], channels: usize, opts: &SegmentOptions) -> u64 {
-    let conn = opts.connectivity.unwrap_or(if dims[2] > 1 {
-        crate::graph::Connectivity::N6
+pub fn memory_needed(dims: [usize; 3], channels: usize, needs: Needs) -> u64 {
+    let conn = needs.connectivity.unwrap_or(if dims[2] > 1 {
+        Connectivity::N6
     } else {
-        crate::graph::Connectivity::N8
+        Connectivity::N8
     });
     let pixels = dims
         .iter()
         .fold(1u64, |acc, &d| acc.saturating_mul(d as u64));
-    let extra = if opts.warm_start { BYTES_WARM_START } else { 0 }
-        + if opts.prior.weight > 0.0 {
-            BYTES_PRIOR
-        } else {
-            0
-        };
+    let extra = if needs.warm_start {
+        BYTES_WARM_START
+    } else {
+        0
+    } + if needs.prior { BYTES_PRIOR } else { 0 };
     io::memory_needed(dims, channels, conn.degree())
         .saturating_add(pixels.saturating_mul(extra))
         .saturating_add(FIXED_OVERHEAD)
 }
 
-/// Refuses `image` when segmenting it under `opts` would not fit in what the process may still
+/// Refuses `image` when segmenting it with options that need `needs` would not fit in what the process may still
 /// allocate. The image is already in memory (it counts in the process's size), so its own bytes
 /// are left out of what is still needed.
-pub(crate) fn check(image: &Image, opts: &SegmentOptions) -> Result<()> {
+pub(crate) fn check(image: &Image, needs: Needs) -> Result<()> {
     let have = (image.num_pixels() as u64)
         .saturating_mul(image.channels as u64)
         .saturating_mul(4);
-    let need = memory_needed(image.dims, image.channels, opts).saturating_sub(have);
+    let need = memory_needed(image.dims, image.channels, needs).saturating_sub(have);
     io::check_budget(
         &format!(
             "segmenting a {} image of {} channel(s)",

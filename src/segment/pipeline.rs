@@ -129,6 +129,15 @@ impl Default for SegmentOptions {
 }
 
 impl SegmentOptions {
+    /// What of these options the memory estimate depends on ([`super::budget::memory_needed`]).
+    pub fn memory_needs(&self) -> super::budget::Needs {
+        super::budget::Needs {
+            connectivity: self.connectivity,
+            warm_start: self.warm_start,
+            prior: self.prior.weight > 0.0,
+        }
+    }
+
     /// The connectivity used for `image`.
     pub fn connectivity_for(&self, image: &Image) -> Connectivity {
         self.connectivity.unwrap_or(if image.is_volume() {
@@ -634,7 +643,7 @@ pub fn segment_with(
             &lean
         }
     };
-    super::budget::check(image, budgeted)?;
+    super::budget::check(image, budgeted.memory_needs())?;
     // Asked first: creating the GPU context is process start-up, not preparation.
     let (choice, on_gpu) = plan_solve(image, opts, data);
     let t = Instant::now();
