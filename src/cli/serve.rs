@@ -96,6 +96,25 @@ struct Held {
     session: Arc<Mutex<Session>>,
     last_used: Instant,
     bytes: u64,
+    /// Requests using it now (running or waiting for a worker): a busy session is not idle.
+    busy: usize,
+}
+
+/// A request's use of a session: marks it busy until dropped, then used now.
+struct InUse {
+    app: Shared,
+    id: String,
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.app.sessions.lock() {
+            if let Some(h) = s.get_mut(&self.id) {
+                h.busy = h.busy.saturating_sub(1);
+                h.last_used = Instant::now();
+            }
+        }
+    }
 }
 
 /// The server's state.
@@ -189,7 +208,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_millis(500)).await;
-                sweeper.evict(0, 0);
+                if sweeper.evict(0, 0) > 0 {
+                    give_back_freed_memory();
+                }
             }
         });
         axum::serve(listener, router)
@@ -200,6 +221,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .context("the server stopped")
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Hands the pages freed by evicted sessions back to the system: glibc keeps freed memory in
+/// its arenas otherwise, and a server's resident size would stay at its busiest.
+fn give_back_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        }
+        // SAFETY: malloc_trim only releases free memory of the allocator's own arenas.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
 }
 
 /// Checks the bearer token on /api requests when the server has one (the page itself is
@@ -303,10 +339,12 @@ impl App {
 
     /// Evicts idle sessions, then the least recently used until `count` more sessions and
     /// `bytes` more bytes fit.
-    fn evict(&self, count: usize, bytes: u64) {
+    /// Returns how many sessions were evicted.
+    fn evict(&self, count: usize, bytes: u64) -> usize {
         let mut s = self.sessions.lock().expect("sessions lock");
+        let had = s.len();
         let now = Instant::now();
-        s.retain(|_, h| now.duration_since(h.last_used) < self.idle);
+        s.retain(|_, h| h.busy > 0 || now.duration_since(h.last_used) < self.idle);
         loop {
             let held: u64 = s.values().map(|h| h.bytes).sum();
             let over = s.len() + count > self.max_sessions
@@ -314,6 +352,8 @@ impl App {
             if !over || s.is_empty() {
                 break;
             }
+            // A busy session may still be evicted for room: its running request keeps its own
+            // reference and finishes.
             let oldest = s
                 .iter()
                 .min_by_key(|(_, h)| h.last_used)
@@ -321,14 +361,25 @@ impl App {
                 .expect("not empty");
             s.remove(&oldest);
         }
+        had - s.len()
     }
+}
 
-    fn session(&self, id: &str) -> ApiResult<Arc<Mutex<Session>>> {
-        let mut s = self.sessions.lock().expect("sessions lock");
+/// The session `id`, marked busy while the returned guard lives.
+fn session(app: &Shared, id: &str) -> ApiResult<(Arc<Mutex<Session>>, InUse)> {
+    {
+        let mut s = app.sessions.lock().expect("sessions lock");
         match s.get_mut(id) {
             Some(h) => {
                 h.last_used = Instant::now();
-                Ok(h.session.clone())
+                h.busy += 1;
+                Ok((
+                    h.session.clone(),
+                    InUse {
+                        app: app.clone(),
+                        id: id.to_string(),
+                    },
+                ))
             }
             None => Err(ApiError(
                 StatusCode::NOT_FOUND,
@@ -497,6 +548,7 @@ async fn new_session(State(app): State<Shared>, mp: Multipart) -> ApiResult<Resp
             session: Arc::new(Mutex::new(session)),
             last_used: Instant::now(),
             bytes,
+            busy: 0,
         },
     );
     Ok((
@@ -523,7 +575,7 @@ async fn session_info(
     State(app): State<Shared>,
     UrlPath(id): UrlPath<String>,
 ) -> ApiResult<Json<serde_json::Value>> {
-    let s = app.session(&id)?;
+    let (s, _used) = session(&app, &id)?;
     let s = s.lock().map_err(|_| poisoned())?;
     let [w, h, _] = s.image().dims;
     Ok(Json(
@@ -554,7 +606,7 @@ async fn strokes(
     headers: HeaderMap,
     req: Request,
 ) -> ApiResult<Response> {
-    let session = app.session(&id)?;
+    let (session, used) = session(&app, &id)?;
     let json = wants_json(&headers);
     let is_multipart = headers
         .get(header::CONTENT_TYPE)
@@ -585,7 +637,7 @@ async fn strokes(
         Change::Strokes(parsed)
     };
     let a = app.clone();
-    work(&app, move || {
+    let out = work(&app, move || {
         let mut s = session.lock().map_err(|_| poisoned())?;
         let report: StrokeReport = match change {
             Change::Strokes(b) => {
@@ -605,7 +657,9 @@ async fn strokes(
         let text = serde_json::to_string(&report).ok();
         Ok(png(mask_png(s.mask(), s.seeds(), s.image())?, text))
     })
-    .await
+    .await;
+    drop(used);
+    out
 }
 
 async fn refine(
@@ -613,9 +667,9 @@ async fn refine(
     UrlPath(id): UrlPath<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let session = app.session(&id)?;
+    let (session, used) = session(&app, &id)?;
     let json = wants_json(&headers);
-    work(&app, move || {
+    let out = work(&app, move || {
         let mut s = session.lock().map_err(|_| poisoned())?;
         let report = s.refine().map_err(|e| lib_error(e, &[]))?;
         if json {
@@ -630,14 +684,16 @@ async fn refine(
         .ok();
         Ok(png(mask_png(s.mask(), s.seeds(), s.image())?, text))
     })
-    .await
+    .await;
+    drop(used);
+    out
 }
 
 async fn session_seeds(
     State(app): State<Shared>,
     UrlPath(id): UrlPath<String>,
 ) -> ApiResult<Response> {
-    let session = app.session(&id)?;
+    let (session, _used) = session(&app, &id)?;
     work(&app, move || {
         let s = session.lock().map_err(|_| poisoned())?;
         Ok(png(s.seeds_png().map_err(|e| lib_error(e, &[]))?, None))
@@ -649,7 +705,7 @@ async fn session_mask(
     State(app): State<Shared>,
     UrlPath(id): UrlPath<String>,
 ) -> ApiResult<Response> {
-    let session = app.session(&id)?;
+    let (session, _used) = session(&app, &id)?;
     work(&app, move || {
         let s = session.lock().map_err(|_| poisoned())?;
         Ok(png(mask_png(s.mask(), s.seeds(), s.image())?, None))

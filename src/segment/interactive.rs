@@ -275,14 +275,17 @@ impl Session {
         })
     }
 
-    /// Bytes a session on an image of `dims` × `channels` holds at most: what the full pipeline
-    /// needs ([`super::budget::memory_needed`], which [`refine`](Session::refine) runs) plus the
+    /// Bytes a session on an image of `dims` × `channels` holds at most: the per-pixel part of
+    /// what the full pipeline needs ([`super::budget::memory_needed`], which
+    /// [`refine`](Session::refine) runs, less the process's
+    /// [`FIXED_OVERHEAD`](super::budget::FIXED_OVERHEAD), which sessions share) plus the
     /// session's own copy of the image in the models' space, its seeds and mask.
     pub fn memory_needed(dims: [usize; 3], channels: usize, opts: &SegmentOptions) -> u64 {
         let px = dims
             .iter()
             .fold(1u64, |acc, &d| acc.saturating_mul(d as u64));
         super::budget::memory_needed(dims, channels, opts)
+            .saturating_sub(super::budget::FIXED_OVERHEAD)
             .saturating_add(px.saturating_mul(4 * channels as u64 + 3))
     }
 
