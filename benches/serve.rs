@@ -88,6 +88,7 @@ fn main() {
     s.add_strokes(&[stroke(0, wf, hf), stroke(1, wf, hf)])
         .unwrap();
     let mut times = Vec::new();
+    let mut stages = (Vec::new(), Vec::new(), Vec::new());
     let mut solver_ran = String::new();
     for i in 2..2 + n {
         let t = Instant::now();
@@ -95,6 +96,9 @@ fn main() {
         times.push(t.elapsed().as_secs_f64() * 1e3);
         let cut = r.cut.expect("both classes");
         assert!(cut.warm, "stroke {i} was not warm");
+        stages.0.push(cut.models_ms);
+        stages.1.push(cut.graph_ms);
+        stages.2.push(cut.solve_ms);
         solver_ran = cut.solver;
     }
     println!(
