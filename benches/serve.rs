@@ -37,7 +37,7 @@ fn stroke(i: usize, w: f64, h: f64) -> Stroke {
         w * (0.3 + 0.4 * (t.sin() * 0.5 + 0.5)),
         h * (0.3 + 0.4 * (t.cos() * 0.5 + 0.5)),
     );
-    let fg = i % 2 == 0;
+    let fg = i.is_multiple_of(2);
     let (x, y) = if fg {
         (x, y)
     } else {
@@ -105,6 +105,9 @@ fn main() {
         "library stroke 1280x800 ({solver_ran}, warm): {}",
         stats(times)
     );
+    println!("  models: {}", stats(stages.0));
+    println!("  t-links: {}", stats(stages.1));
+    println!("  solve + certificate: {}", stats(stages.2));
 
     // Over HTTP.
     let bin = std::env::var("SEGCUT").unwrap_or_else(|_| "target/release/segcut".into());
