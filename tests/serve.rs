@@ -265,6 +265,9 @@ fn bad_uploads_get_a_4xx_with_a_message() {
         &serde_json::to_vec(&json!({"strokes": []})).unwrap(),
     );
     assert_eq!(r.json()["strokes"], 0);
+    // A strokes body beyond its limit (16 MiB) is refused, not read into memory.
+    let huge = vec![b' '; 17 << 20];
+    assert_eq!(s.post(&path, JSON, JSON, &huge).status, 413);
     // Points far outside the image paint nothing and break nothing.
     let far = json!({ "strokes": [{ "label": "fg", "radius": 3, "points": [[-1e12, 5], [1e12, 1e12]] }] });
     assert_eq!(

@@ -32,6 +32,9 @@ use tokio::sync::Semaphore;
 
 use super::segment::EnergyArgs;
 
+/// The largest JSON strokes request: a long stroke's points are some tens of bytes each.
+const STROKES_BODY_LIMIT: usize = 16 << 20;
+
 /// The page: plain HTML, CSS and JavaScript, no network.
 const PAGE: &str = include_str!("serve/page.html");
 
@@ -625,9 +628,15 @@ async fn strokes(
         let over = parse_options(f.get("options").map(|b| &b[..]))?;
         Change::Seeds(seeds, app.seed_options(&over))
     } else {
-        let body = axum::body::to_bytes(req.into_body(), usize::MAX)
+        // A raw body is not held to `DefaultBodyLimit`: strokes get their own limit.
+        let body = axum::body::to_bytes(req.into_body(), STROKES_BODY_LIMIT)
             .await
-            .map_err(|e| bad(format!("body: {e}")))?;
+            .map_err(|e| {
+                ApiError(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("strokes: a body of at most {STROKES_BODY_LIMIT} bytes ({e})"),
+                )
+            })?;
         let parsed: StrokesBody = serde_json::from_slice(&body).map_err(|e| {
             bad(format!(
                 "strokes: {e} (expected {{\"strokes\": [{{\"label\": \"fg\", \"radius\": 4, \
