@@ -10,6 +10,7 @@ mod gen;
 mod maxflow;
 mod options;
 mod segment;
+mod serve;
 mod startup;
 mod stereo;
 
@@ -57,7 +58,15 @@ enum Command {
     /// Convert a graph between `.max` (plain, .gz, .bz2) and the binary `.sgb` (docs/dimacs.md).
     #[command(after_help = CONVERT_EXAMPLES)]
     Convert(convert::Args),
+    /// A resident HTTP server: segmentations, interactive sessions and a scribble page at /.
+    #[command(after_help = SERVE_EXAMPLES)]
+    Serve(serve::Args),
 }
+
+const SERVE_EXAMPLES: &str = "Examples:
+  segcut serve                                   # http://127.0.0.1:8080/ (loopback only)
+  segcut serve --addr 0.0.0.0:8080 --token \"$(openssl rand -hex 16)\" --solver bk
+  curl -F image=@photo.png -F seeds=@seeds.png http://127.0.0.1:8080/api/segment -o mask.png";
 
 const STEREO_EXAMPLES: &str = "Examples:
   segcut stereo imL.png imR.png -n 16 -o disp.png --color disp-color.png
@@ -142,6 +151,7 @@ pub fn main() -> ExitCode {
         Command::StereoEval(args) => stereo::run_eval(args),
         Command::Multilabel(args) => stereo::run_multilabel(args),
         Command::Convert(args) => convert::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     // Printed results still in the buffer: a full disk or a closed pipe is a failure too.
     let result = result.and_then(|code| {

@@ -147,7 +147,8 @@ impl SegmentOptions {
         })
     }
 
-    fn energy_options(&self, image: &Image) -> EnergyOptions {
+    /// The energy's options for `image` (what every round's graph is built with).
+    pub(crate) fn energy_options(&self, image: &Image) -> EnergyOptions {
         EnergyOptions {
             connectivity: self.connectivity_for(image),
             lambda: self.lambda,
