@@ -159,6 +159,8 @@ pub struct IterationStats {
     pub solve: Duration,
     /// Checking the cut's certificate (zero when not asked).
     pub verify: Duration,
+    /// Applying the cut to the mask and taking the round's energy.
+    pub mask: Duration,
     /// Maximum flow (capacity units).
     pub flow: i64,
     /// Energy of the mask, in nats.
@@ -190,6 +192,12 @@ pub struct SegmentStats {
     pub scale: f64,
     /// Hard-seed capacity `K`.
     pub hard: i32,
+    /// Checking the seeds, the options and the memory budget.
+    pub checks: Duration,
+    /// Choosing the solver: under `auto` this asks the GPU whether it is usable, which creates
+    /// its context unless something did before (the command line starts that at process
+    /// start: see [`warm_up`](super::session::warm_up)).
+    pub plan: Duration,
     /// Converting the image (colour space), before the first round; with the GPU build, the
     /// upload, the conversion and the n-links (see [`SegmentStats::gpu`]).
     pub prepare: Duration,
@@ -204,6 +212,8 @@ pub struct SegmentStats {
     pub iterations: Vec<IterationStats>,
     /// Pixels that [`SegmentOptions::post`] changed after the last cut.
     pub post_changed: usize,
+    /// The post-processing and the graph's read-back (when kept).
+    pub post: Duration,
 }
 
 impl SegmentStats {
@@ -599,6 +609,7 @@ pub fn segment_with(
     data: DataTerm,
     opts: &SegmentOptions,
 ) -> Result<Segmentation> {
+    let t_checks = Instant::now();
     let seed_counts = match data {
         DataTerm::ColourModels => check_seeds(image, seeds)?,
         DataTerm::Probability(p) => {
@@ -635,8 +646,11 @@ pub fn segment_with(
         }
     };
     super::budget::check(image, budgeted)?;
-    // Asked first: creating the GPU context is process start-up, not preparation.
+    let checks = t_checks.elapsed();
+    // Asked first: creating the GPU context is its own phase, not preparation.
+    let t = Instant::now();
     let (choice, on_gpu) = plan_solve(image, opts, data);
+    let plan_time = t.elapsed();
     let t = Instant::now();
     let (mut r, gpu_build_declined) = Rounds::prepare(image, seeds, opts, data, choice, on_gpu)?;
     let gpu_times = match &r.graph {
@@ -675,15 +689,18 @@ pub fn segment_with(
                 (r.cut(TLinks::Models(&fg, &bg))?, models)
             }
         };
+        let t_mask = Instant::now();
         let (changed, foreground) = apply_cut(&mut mask, &cut.solved.cut.sink_side);
         flow = cut.solved.cut.flow;
         value = r.energy_of_flow(flow);
         ran = cut.solved.ran;
+        let mask_time = t_mask.elapsed();
         rounds.push(IterationStats {
             models,
             graph: cut.graph,
             solve: cut.solve,
             verify: cut.verify,
+            mask: mask_time,
             flow,
             energy: value,
             foreground,
@@ -698,8 +715,9 @@ pub fn segment_with(
             break;
         }
     }
+    let t_post = Instant::now();
     let (mask, post_changed) = post_process(&mask, seeds, &opts.post)?;
-    let (stats, kept) = r.finish(SegmentStats {
+    let (mut stats, kept) = r.finish(SegmentStats {
         dims: image.dims,
         connectivity: opts.connectivity_for(image),
         nodes: n,
@@ -708,13 +726,17 @@ pub fn segment_with(
         beta: 0.0,
         scale: 0.0,
         hard: 0,
+        checks,
+        plan: plan_time,
         prepare: prepare_time,
         gpu: gpu_times,
         gpu_build_declined,
         solver: ran,
         iterations: rounds,
         post_changed,
+        post: Duration::ZERO,
     })?;
+    stats.post = t_post.elapsed();
     Ok(Segmentation {
         mask,
         flow,
