@@ -36,6 +36,7 @@ use super::manifest::{Job, JobKind};
 use super::shard::Shard;
 use super::summary::{summary_paths, Row, Status, SummaryWriter};
 use crate::maxflow::MaxFlow;
+use crate::segment::session::Segmenter;
 use crate::{Error, Result};
 
 /// Where a solver worker runs.
@@ -537,6 +538,7 @@ fn solve_worker(
 ) {
     let defaults = defaults_for(device, &opts.defaults);
     let mut mf = MaxFlow::new(defaults.solve.clone());
+    let mut segmenter = Segmenter::new(defaults.segment.clone());
     let finish = |mut item: Item, t: Instant, r: Result<(Done, SolveReport)>| {
         item.row.solve_ms = ms(t.elapsed());
         item.row.device = device.to_string();
@@ -566,8 +568,11 @@ fn solve_worker(
             .partition(|x| opts.pack > 1 && packable(x, &defaults));
         for (item, decoded) in single {
             let t = Instant::now();
-            let r = decoded
-                .and_then(|d| guarded("solving", || solve(&item.job, d, &defaults, &mut mf)));
+            let r = decoded.and_then(|d| {
+                guarded("solving", || {
+                    solve(&item.job, d, &defaults, &mut mf, &mut segmenter)
+                })
+            });
             if !finish(item, t, r) {
                 return;
             }
@@ -575,8 +580,11 @@ fn solve_worker(
         if pack.len() == 1 {
             let (item, decoded) = pack.into_iter().next().expect("one");
             let t = Instant::now();
-            let r = decoded
-                .and_then(|d| guarded("solving", || solve(&item.job, d, &defaults, &mut mf)));
+            let r = decoded.and_then(|d| {
+                guarded("solving", || {
+                    solve(&item.job, d, &defaults, &mut mf, &mut segmenter)
+                })
+            });
             if !finish(item, t, r) {
                 return;
             }

@@ -496,9 +496,8 @@ struct Rounds<'a> {
     host: MaxFlow,
     /// The warm-starting host solver, when BK cuts a host graph and warm starts are on.
     dynamic: Option<Dynamic>,
-    device: CudaGrid,
-    /// The warm-starting GPU solver for a graph built on the GPU.
-    warm_device: WarmGrid,
+    /// The GPU solvers, kept by the caller across images ([`Solvers`]).
+    solvers: &'a mut Solvers,
     buf: Vec<f32>,
     /// The stroke-geometry prior's `δ` per pixel when the prior or the first fit needs it.
     geometry: Option<Vec<f32>>,
@@ -609,6 +608,44 @@ pub fn segment_with(
     data: DataTerm,
     opts: &SegmentOptions,
 ) -> Result<Segmentation> {
+    segment_in(image, seeds, data, opts, &mut Solvers::on(opts.device))
+}
+
+/// The GPU solvers a segmentation cuts with, kept between images by a
+/// [`Segmenter`](super::session::Segmenter): their sessions (streams, pinned staging, the
+/// buffers kept for the next solve of the same size) outlive one image. Nothing of one image's
+/// flow carries to the next: the warm solver is reset at each image's start.
+pub(crate) struct Solvers {
+    pub(crate) device: Device,
+    /// Cold solves (warm starts off).
+    cold: CudaGrid,
+    /// Rounds 2.. from the last round's preflow.
+    warm: WarmGrid,
+}
+
+impl Solvers {
+    pub(crate) fn on(device: Device) -> Self {
+        Solvers {
+            device,
+            cold: CudaGrid::on(device),
+            warm: WarmGrid::on(device),
+        }
+    }
+}
+
+/// [`segment_with`] on the caller's solvers (a [`Segmenter`](super::session::Segmenter)'s).
+pub(crate) fn segment_in(
+    image: &Image,
+    seeds: &Seeds,
+    data: DataTerm,
+    opts: &SegmentOptions,
+    solvers: &mut Solvers,
+) -> Result<Segmentation> {
+    if solvers.device != opts.device {
+        *solvers = Solvers::on(opts.device);
+    }
+    // The last image's preflow is no start for this one.
+    solvers.warm.reset();
     let t_checks = Instant::now();
     let seed_counts = match data {
         DataTerm::ColourModels => check_seeds(image, seeds)?,
@@ -652,7 +689,8 @@ pub fn segment_with(
     let (choice, on_gpu) = plan_solve(image, opts, data);
     let plan_time = t.elapsed();
     let t = Instant::now();
-    let (mut r, gpu_build_declined) = Rounds::prepare(image, seeds, opts, data, choice, on_gpu)?;
+    let (mut r, gpu_build_declined) =
+        Rounds::prepare(image, seeds, opts, data, choice, on_gpu, solvers)?;
     let gpu_times = match &r.graph {
         Some(Graph::Device(d)) => Some(d.times.clone()),
         _ => None,
@@ -769,6 +807,7 @@ impl<'a> Rounds<'a> {
         data: DataTerm,
         choice: Choice,
         on_gpu: bool,
+        solvers: &'a mut Solvers,
     ) -> Result<(Self, Option<String>)> {
         let eopts = opts.energy_options(image);
         // The GPU build checks the image in its own (parallel) pass over it.
@@ -824,8 +863,7 @@ impl<'a> Rounds<'a> {
             choice,
             host,
             dynamic: None,
-            device: CudaGrid::on(opts.device),
-            warm_device: WarmGrid::on(opts.device),
+            solvers,
             buf: Vec::new(),
             geometry,
             prior,
@@ -968,14 +1006,16 @@ impl<'a> Rounds<'a> {
                 // round (or one after an overflow) solves from scratch and keeps it.
                 let (dims, conn, source, sink) = d.terminals();
                 let warm_solved = match self.opts.warm_start {
-                    true => self.warm_device.resolve_device(dims, conn, source, sink)?,
+                    true => self.solvers.warm.resolve_device(dims, conn, source, sink)?,
                     false => None,
                 };
                 let warm = warm_solved.is_some();
                 let attempt = match warm_solved {
                     Some(s) => Ok(s),
-                    None if self.opts.warm_start => self.warm_device.solve_device(d.device_grid()?),
-                    None => self.device.solve_device(d.device_grid()?),
+                    None if self.opts.warm_start => {
+                        self.solvers.warm.solve_device(d.device_grid()?)
+                    }
+                    None => self.solvers.cold.solve_device(d.device_grid()?),
                 };
                 let mut solved = match attempt {
                     Ok(s) => Solved {
