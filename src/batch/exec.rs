@@ -537,6 +537,12 @@ fn solve_worker(
     opts: &BatchOptions,
 ) {
     let defaults = defaults_for(device, &opts.defaults);
+    // The GPU's context and kernels are set up while the decoders read the first jobs (once
+    // per device: the other workers of the device wait for the first). A device that is not
+    // usable is the jobs' business: each says why.
+    if let Device::Cuda(i) = device {
+        let _ = crate::segment::session::warm_up(crate::cuda::Device::new(i));
+    }
     let mut mf = MaxFlow::new(defaults.solve.clone());
     let mut segmenter = Segmenter::new(defaults.segment.clone());
     let finish = |mut item: Item, t: Instant, r: Result<(Done, SolveReport)>| {
