@@ -116,6 +116,19 @@ impl BatchOptions {
         }
     }
 
+    /// Solver workers per GPU when `gpus` GPUs share this host's cores: a segmentation's CPU
+    /// work is longer than its solve, so several jobs are kept in flight on each GPU (2 to 8).
+    ///
+    /// ```
+    /// use segcut::batch::BatchOptions;
+    /// let n = BatchOptions::workers_per_gpu(2);
+    /// assert!((2..=8).contains(&n));
+    /// ```
+    pub fn workers_per_gpu(gpus: usize) -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        (cores / gpus.max(1)).clamp(2, 8)
+    }
+
     /// The summary's path without extension.
     pub fn summary_stem(&self) -> PathBuf {
         self.summary

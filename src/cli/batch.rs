@@ -81,7 +81,7 @@ pub struct Args {
 }
 
 /// `auto`'s GPU threshold in a batch on GPUs (see `run`).
-const BATCH_MIN_GPU_NODES: usize = 1 << 14;
+pub(crate) const BATCH_MIN_GPU_NODES: usize = 1 << 14;
 
 /// The devices `--gpus` names.
 fn devices(spec: &str) -> Result<Vec<usize>> {
@@ -275,9 +275,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             opts.defaults.solve.auto.use_gpu = false;
             opts.defaults.stereo.expansion.solve.auto.use_gpu = false;
         } else {
-            // A job's CPU work (decoding aside: the models, and until they move to the device
-            // the prior) is longer than its solve, so a GPU is kept busy by several workers.
-            let share = (cores / gpus.len()).clamp(2, 8);
+            let share = BatchOptions::workers_per_gpu(gpus.len());
             opts.devices = gpus.into_iter().map(Device::Cuda).collect();
             opts.workers_per_device = args.workers_per_gpu.unwrap_or(share).max(1);
             // A batch pays the GPU's start-up once, so `auto` may send smaller graphs to it:
