@@ -263,8 +263,16 @@ fn batch_rate(
     Ok((rate, report.failed))
 }
 
-fn keep(only: &[String], name: &str) -> bool {
-    only.is_empty() || only.iter().any(|o| name.contains(o.as_str()))
+/// The cases `--only` may name; anything else in it names photos.
+const CASES: [&str; 4] = ["file", "memory", "small", "batch"];
+
+/// Whether `--only` keeps `name` among `among` (all of them when it names none of `among`).
+fn keep_of(only: &[String], among: &[&str], name: &str) -> bool {
+    let named: Vec<&String> = only
+        .iter()
+        .filter(|o| among.iter().any(|a| a.contains(o.as_str())))
+        .collect();
+    named.is_empty() || named.iter().any(|o| name.contains(o.as_str()))
 }
 
 pub fn run(a: PipelineArgs) -> Result<ExitCode> {
@@ -278,7 +286,12 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     let dir = std::env::temp_dir().join(format!("segcut-pipeline-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let mut lines: Vec<Line> = Vec::new();
-    let photos: Vec<&str> = PHOTOS.iter().copied().filter(|p| keep(a.only, p)).collect();
+    let photos: Vec<&str> = PHOTOS
+        .iter()
+        .copied()
+        .filter(|p| keep_of(a.only, &PHOTOS, p))
+        .collect();
+    let keep = |case: &str| keep_of(a.only, &CASES, case);
     let mut add = |l: Line| {
         println!(
             "{:<14} {:<9} {:<8} {:>9.1} {:>9}  {}",
@@ -296,40 +309,22 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
         "case", "solver", "photo", "ms", "jobs/s"
     );
     for name in &photos {
-        let (img, seeds) = make_4k(a.data, name, a.width, &dir)?;
-        for &solver in &solvers {
-            if keep(a.only, "file") {
-                let mut runs = Vec::new();
-                for _ in 0..a.runs.max(1) {
-                    runs.push(one_process(&img, &seeds, solver, &dir)?);
-                }
-                let m = median(runs.iter().map(|r| r.0).collect());
-                let p = runs
-                    .into_iter()
-                    .min_by(|x, y| (x.0 - m).abs().total_cmp(&(y.0 - m).abs()))
-                    .map(|r| r.1)
-                    .unwrap_or_default();
-                add(Line {
-                    case: "file 4K".into(),
-                    solver: solver.name().into(),
-                    photo: name.to_string(),
-                    ms: m,
-                    jobs_per_s: None,
-                    phases: p,
-                });
-            }
-            if keep(a.only, "memory") {
-                let image = segcut::io::load_image(&img)?;
-                let s = segcut::io::load_seeds(&seeds, image.dims, &Default::default())?;
-                for iterations in [SegmentOptions::default().iterations, 1] {
-                    let opts = SegmentOptions {
-                        solver,
-                        iterations,
-                        ..SegmentOptions::default()
-                    };
-                    let (m, p) = in_memory(&opts, &image, &s, a.runs)?;
+        if keep("file") || keep("memory") {
+            let (img, seeds) = make_4k(a.data, name, a.width, &dir)?;
+            for &solver in &solvers {
+                if keep("file") {
+                    let mut runs = Vec::new();
+                    for _ in 0..a.runs.max(1) {
+                        runs.push(one_process(&img, &seeds, solver, &dir)?);
+                    }
+                    let m = median(runs.iter().map(|r| r.0).collect());
+                    let p = runs
+                        .into_iter()
+                        .min_by(|x, y| (x.0 - m).abs().total_cmp(&(y.0 - m).abs()))
+                        .map(|r| r.1)
+                        .unwrap_or_default();
                     add(Line {
-                        case: format!("memory 4K i{iterations}"),
+                        case: "file 4K".into(),
                         solver: solver.name().into(),
                         photo: name.to_string(),
                         ms: m,
@@ -337,9 +332,29 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
                         phases: p,
                     });
                 }
+                if keep("memory") {
+                    let image = segcut::io::load_image(&img)?;
+                    let s = segcut::io::load_seeds(&seeds, image.dims, &Default::default())?;
+                    for iterations in [SegmentOptions::default().iterations, 1] {
+                        let opts = SegmentOptions {
+                            solver,
+                            iterations,
+                            ..SegmentOptions::default()
+                        };
+                        let (m, p) = in_memory(&opts, &image, &s, a.runs)?;
+                        add(Line {
+                            case: format!("memory 4K i{iterations}"),
+                            solver: solver.name().into(),
+                            photo: name.to_string(),
+                            ms: m,
+                            jobs_per_s: None,
+                            phases: p,
+                        });
+                    }
+                }
             }
         }
-        if keep(a.only, "small") {
+        if keep("small") {
             let (image, s) = load_photo(&spec(a.data, name, None))?;
             for &solver in &solvers {
                 let opts = SegmentOptions {
@@ -358,7 +373,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
             }
         }
     }
-    if keep(a.only, "batch") {
+    if keep("batch") {
         let gpus = if gpu { segcut::cuda::device_count() } else { 0 };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut setups: Vec<(String, Vec<Device>, usize, SolverKind)> = Vec::new();
