@@ -1293,3 +1293,74 @@ fn corrupted_files_never_panic() {
         }
     }
 }
+
+/// The decoders keep the `image` crate's pixels exactly: a JPEG (the dev photos), an RGB PNG,
+/// a 16-bit grey PNG and an RGBA PNG made here, each against `image::open`.
+#[test]
+fn decoded_pixels_match_the_image_crate() {
+    let dir = tmp();
+    let mut files: Vec<PathBuf> = vec![common::repo_root().join("samples/balloon.png")];
+    if let Some(data) = common::shared_data() {
+        let photos = data.join("segmentation/grabcut-bsds-dev/images");
+        let mut jpegs: Vec<PathBuf> = std::fs::read_dir(&photos)
+            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        jpegs.sort();
+        files.extend(jpegs.into_iter().take(3));
+    }
+    let grey16 = dir.path().join("g16.png");
+    image::ImageBuffer::<image::Luma<u16>, _>::from_fn(37, 11, |x, y| {
+        image::Luma([(x * 1000 + y * 7) as u16])
+    })
+    .save(&grey16)
+    .unwrap();
+    let rgba = dir.path().join("rgba.png");
+    image::RgbaImage::from_fn(13, 9, |x, y| {
+        image::Rgba([x as u8, y as u8, 200, 17 * x as u8])
+    })
+    .save(&rgba)
+    .unwrap();
+    files.extend([grey16, rgba]);
+    for f in &files {
+        let ours = load_image(f).unwrap();
+        let theirs = image::open(f).unwrap();
+        let want: Vec<f32> = if ours.channels == 1 {
+            theirs
+                .to_luma16()
+                .as_raw()
+                .iter()
+                .map(|&v| v as f32)
+                .collect()
+        } else if matches!(
+            theirs.color(),
+            image::ColorType::Rgb16 | image::ColorType::Rgba16
+        ) {
+            theirs
+                .to_rgb16()
+                .as_raw()
+                .iter()
+                .map(|&v| v as f32)
+                .collect()
+        } else {
+            theirs
+                .to_rgb8()
+                .as_raw()
+                .iter()
+                .map(|&v| v as f32)
+                .collect()
+        };
+        let want = match (ours.channels, theirs.color()) {
+            // 8-bit grey through luma16 is scaled by 257: compare in the file's range.
+            (1, image::ColorType::L8 | image::ColorType::La8) => {
+                want.iter().map(|v| v / 257.0).collect()
+            }
+            _ => want,
+        };
+        assert_eq!(
+            ours.dims[..2],
+            [theirs.width() as usize, theirs.height() as usize]
+        );
+        assert!(ours.data == want, "{}: pixels differ", f.display());
+    }
+    assert!(files.len() >= 3);
+}

@@ -12,10 +12,32 @@ use segcut::io::{
     rect_seeds, rect_with_seeds, seeds_from_values, Image, Rect, Seed, SeedFormat, Seeds,
 };
 use segcut::options::Table;
+use segcut::segment::pipeline::DataTerm;
 use segcut::segment::pipeline::SegmentOptions;
 use segcut::segment::report::Report;
-use segcut::segment::unary::segment_probability;
+use segcut::segment::session::Segmenter;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// The process's segmenters: the GPU sessions and buffers of one call stay for the next on the
+/// same device. A call takes one out (or makes one) and puts it back, so calls from several
+/// Python threads run side by side, each on a segmenter of its own.
+static SEGMENTERS: Mutex<Vec<Segmenter>> = Mutex::new(Vec::new());
+
+/// Runs `f` on a kept segmenter of `opts.device`, set to `opts`.
+fn with_segmenter<R>(opts: &SegmentOptions, f: impl FnOnce(&mut Segmenter) -> R) -> R {
+    let lock = || SEGMENTERS.lock().unwrap_or_else(|p| p.into_inner());
+    let kept = {
+        let mut pool = lock();
+        let at = pool.iter().position(|s| s.options().device == opts.device);
+        at.map(|i| pool.swap_remove(i))
+    };
+    let mut s = kept.unwrap_or_else(|| Segmenter::new(opts.clone()));
+    s.set_options(opts.clone());
+    let r = f(&mut s);
+    lock().push(s);
+    r
+}
 
 /// An image's pixels in one of the dtypes taken without conversion on the Python side.
 #[derive(FromPyObject)]
@@ -193,8 +215,10 @@ pub fn segment<'py>(
     py.check_signals()?;
     let seg = py
         .detach(|| match prob {
-            Some(p) => segment_probability(&img, p, Some(&seeds), &opts),
-            None => segcut::segment::segment(&img, &seeds, &opts),
+            Some(p) => with_segmenter(&opts, |s| {
+                s.segment_with(&img, &seeds, DataTerm::Probability(p))
+            }),
+            None => with_segmenter(&opts, |s| s.segment(&img, &seeds)),
         })
         .map_err(py_err)?;
     py.check_signals()?;

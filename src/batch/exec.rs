@@ -36,6 +36,7 @@ use super::manifest::{Job, JobKind};
 use super::shard::Shard;
 use super::summary::{summary_paths, Row, Status, SummaryWriter};
 use crate::maxflow::MaxFlow;
+use crate::segment::session::Segmenter;
 use crate::{Error, Result};
 
 /// Where a solver worker runs.
@@ -113,6 +114,19 @@ impl BatchOptions {
             summary: None,
             inputs: Vec::new(),
         }
+    }
+
+    /// Solver workers per GPU when `gpus` GPUs share this host's cores: a segmentation's CPU
+    /// work is longer than its solve, so several jobs are kept in flight on each GPU (2 to 8).
+    ///
+    /// ```
+    /// use segcut::batch::BatchOptions;
+    /// let n = BatchOptions::workers_per_gpu(2);
+    /// assert!((2..=8).contains(&n));
+    /// ```
+    pub fn workers_per_gpu(gpus: usize) -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        (cores / gpus.max(1)).clamp(2, 8)
     }
 
     /// The summary's path without extension.
@@ -536,7 +550,14 @@ fn solve_worker(
     opts: &BatchOptions,
 ) {
     let defaults = defaults_for(device, &opts.defaults);
+    // The GPU's context and kernels are set up while the decoders read the first jobs (once
+    // per device: the other workers of the device wait for the first). A device that is not
+    // usable is the jobs' business: each says why.
+    if let Device::Cuda(i) = device {
+        let _ = crate::segment::session::warm_up(crate::cuda::Device::new(i));
+    }
     let mut mf = MaxFlow::new(defaults.solve.clone());
+    let mut segmenter = Segmenter::new(defaults.segment.clone());
     let finish = |mut item: Item, t: Instant, r: Result<(Done, SolveReport)>| {
         item.row.solve_ms = ms(t.elapsed());
         item.row.device = device.to_string();
@@ -566,8 +587,11 @@ fn solve_worker(
             .partition(|x| opts.pack > 1 && packable(x, &defaults));
         for (item, decoded) in single {
             let t = Instant::now();
-            let r = decoded
-                .and_then(|d| guarded("solving", || solve(&item.job, d, &defaults, &mut mf)));
+            let r = decoded.and_then(|d| {
+                guarded("solving", || {
+                    solve(&item.job, d, &defaults, &mut mf, &mut segmenter)
+                })
+            });
             if !finish(item, t, r) {
                 return;
             }
@@ -575,8 +599,11 @@ fn solve_worker(
         if pack.len() == 1 {
             let (item, decoded) = pack.into_iter().next().expect("one");
             let t = Instant::now();
-            let r = decoded
-                .and_then(|d| guarded("solving", || solve(&item.job, d, &defaults, &mut mf)));
+            let r = decoded.and_then(|d| {
+                guarded("solving", || {
+                    solve(&item.job, d, &defaults, &mut mf, &mut segmenter)
+                })
+            });
             if !finish(item, t, r) {
                 return;
             }

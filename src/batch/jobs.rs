@@ -15,7 +15,8 @@ use crate::io::{self, Image, LoadOptions, MaskFormat, SeedOptions, Seeds};
 use crate::maxflow::{MaxFlow, SolveOptions, Solved};
 use crate::options::Values;
 use crate::segment::report::Report;
-use crate::segment::{segment, SegmentOptions};
+use crate::segment::session::Segmenter;
+use crate::segment::SegmentOptions;
 use crate::stereo::{stereo, StereoOptions};
 use crate::{Error, Result};
 
@@ -184,18 +185,20 @@ pub fn decode(job: &Job, defaults: &Defaults) -> Result<Decoded> {
     }
 }
 
-/// Solves one decoded job with a solver held by the worker (`mf` for max-flow jobs; the
-/// segmentation pipeline holds its own).
+/// Solves one decoded job with solvers held by the worker: `mf` for max-flow jobs, `segmenter`
+/// for segmentations (its GPU sessions and buffers stay from job to job).
 pub fn solve(
     job: &Job,
     input: Decoded,
     defaults: &Defaults,
     mf: &mut MaxFlow,
+    segmenter: &mut Segmenter,
 ) -> Result<(Done, SolveReport)> {
     match input {
         Decoded::Segment { image, seeds } => {
             let opts = defaults.segment_for(&job.overrides)?;
-            let seg = segment(&image, &seeds, &opts)?;
+            segmenter.set_options(opts.clone());
+            let seg = segmenter.segment(&image, &seeds)?;
             // The summary's columns come from the segmentation's report (as --stats-json).
             let r = Report::new(&seg, &opts);
             let report = SolveReport {

@@ -32,9 +32,10 @@ pub struct Args {
     /// `none`, ordinals (`1` is the second GPU, `0,2`), or `first:N` (the first N).
     #[arg(long, default_value = "all")]
     gpus: String,
-    /// Solver workers per GPU.
-    #[arg(long, value_name = "N", default_value_t = 2)]
-    workers_per_gpu: usize,
+    /// Solver workers per GPU, each with its own streams and kept buffers, so that several jobs
+    /// are in flight on every GPU (default: the cores shared out over the GPUs, 2 to 8 each).
+    #[arg(long, value_name = "N")]
+    workers_per_gpu: Option<usize>,
     /// CPU solver workers when no GPU is used (default: one per core).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
@@ -80,7 +81,7 @@ pub struct Args {
 }
 
 /// `auto`'s GPU threshold in a batch on GPUs (see `run`).
-const BATCH_MIN_GPU_NODES: usize = 1 << 14;
+pub(crate) const BATCH_MIN_GPU_NODES: usize = 1 << 14;
 
 /// The devices `--gpus` names.
 fn devices(spec: &str) -> Result<Vec<usize>> {
@@ -264,7 +265,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if let Some(n) = args.fake_devices {
         opts.devices = (0..n).map(Device::Fake).collect();
-        opts.workers_per_device = args.workers_per_gpu;
+        opts.workers_per_device = args.workers_per_gpu.unwrap_or(2);
     } else {
         let gpus = devices(&args.gpus)?;
         if gpus.is_empty() {
@@ -274,8 +275,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             opts.defaults.solve.auto.use_gpu = false;
             opts.defaults.stereo.expansion.solve.auto.use_gpu = false;
         } else {
+            let share = BatchOptions::workers_per_gpu(gpus.len());
             opts.devices = gpus.into_iter().map(Device::Cuda).collect();
-            opts.workers_per_device = args.workers_per_gpu.max(1);
+            opts.workers_per_device = args.workers_per_gpu.unwrap_or(share).max(1);
             // A batch pays the GPU's start-up once, so `auto` may send smaller graphs to it:
             // down to the measured crossover with BK (16 K nodes, docs/benchmarks.md), unless
             // --gpu-min-nodes was given.

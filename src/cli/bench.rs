@@ -61,9 +61,19 @@ pub struct Args {
     /// segmentation phase, cold and warm.
     #[arg(long)]
     warm: bool,
-    /// With --warm: upscale the photos (Catmull–Rom) to this width first, e.g. 3840 for 4K.
-    #[arg(long, value_name = "WIDTH", requires = "warm")]
+    /// With --warm: upscale the photos (Catmull–Rom) to this width first, e.g. 3840 for 4K;
+    /// with --pipeline the width of its "4K" photos (default 3840).
+    #[arg(long, value_name = "WIDTH")]
     upscale: Option<usize>,
+    /// Instead of a suite: what a user waits for around the cut (issue 22), per phase: 4K file
+    /// → file per process, 4K and 481×321 in memory on a warm session, batch jobs/s on one and
+    /// two GPUs and on the CPU; --solvers (default auto,bk), --runs, --data, --only (file,
+    /// memory, small, batch, or a photo).
+    #[arg(long)]
+    pipeline: bool,
+    /// With --pipeline: jobs in each batch (the dev pairs repeated).
+    #[arg(long, value_name = "N", default_value_t = 1014)]
+    batch_jobs: usize,
     /// With --warm: instead of whole segmentations, each round's graph solved by cuda-grid
     /// from scratch and warm-started, with the solver's profile, for the default tuning, for
     /// --grid-tune's, and for both with the local warm relabel switched.
@@ -96,6 +106,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     if args.startup {
         return super::startup::run(args.runs, args.json.as_deref());
+    }
+    if args.pipeline {
+        return super::pipeline_bench::run(super::pipeline_bench::PipelineArgs {
+            data: &args.data,
+            solvers: args.solvers.clone(),
+            runs: args.runs,
+            width: args.upscale.unwrap_or(3840),
+            batch_jobs: args.batch_jobs,
+            only: &args.only,
+            json: args.json.as_deref(),
+        });
     }
     if args.warm && args.gpu_rounds {
         return run_gpu_rounds(&args);

@@ -9,6 +9,7 @@ mod eval;
 mod gen;
 mod maxflow;
 mod options;
+mod pipeline_bench;
 mod segment;
 mod serve;
 mod startup;

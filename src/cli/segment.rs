@@ -4,8 +4,9 @@ use anyhow::{bail, Result};
 use segcut::graph::Network;
 use segcut::io::{self, LoadOptions, MaskFormat, Rect, SeedOptions};
 use segcut::io::{dimacs, overlay};
+use segcut::maxflow::SolverKind;
 use segcut::segment::pipeline::SegmentOptions;
-use segcut::segment::report::Report;
+use segcut::segment::report::{ProcessPhases, Report};
 use segcut::segment::unary::segment_probability;
 use segcut::segment::{segment, Image, Seeds};
 use serde_json::json;
@@ -154,6 +155,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         None => args.energy.options()?,
     };
     opts.keep_graph = args.export_graph.is_some();
+    // The GPU's context and kernels are set up on their own thread while the files are read;
+    // the library waits for them when it needs them.
+    let device = opts.device;
+    let warm_up = (opts.solver != SolverKind::Bk)
+        .then(|| std::thread::spawn(move || segcut::segment::session::warm_up(device)));
     plan_outputs(&args)?;
     let t = Instant::now();
     let image = io::load_image_with(&args.image, &LoadOptions::default())?;
@@ -221,20 +227,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
         eprintln!("segcut: graph built on the CPU ({why})");
     }
     let [w, h, d] = image.dims;
-    // Every phase from the process's start to here, so that they add up to `total`: what no
-    // phase names (CUDA initialisation, seed checks, post-processing) is `other`.
+    // Every phase from the process's start to here, so that they add up to `total`.
     let report = Report::new(&seg, &opts);
-    let lib = &report.phases_ms;
-    let startup_ms = super::ms(t_all.duration_since(super::started()));
-    let phases_total_ms = super::ms(super::started().elapsed());
-    let named = startup_ms
-        + load_ms
-        + seeds_ms
-        + lib.prepare
-        + lib.models
-        + lib.graph
-        + lib.rounds.iter().sum::<f64>()
-        + save_ms;
+    let gpu_context = warm_up
+        .and_then(|t| t.join().ok())
+        .and_then(|r| r.ok())
+        .map(super::ms);
+    let phases = ProcessPhases::new(
+        super::ms(t_all.duration_since(super::started())),
+        [load_ms, seeds_ms],
+        report.phases_ms.clone(),
+        save_ms,
+        super::ms(super::started().elapsed()),
+        gpu_context,
+    );
     // The library's report, with what only the command knows: the files, and its own phases.
     let mut stats = serde_json::to_value(&report)?;
     stats["image"] = json!(args.image.display().to_string());
@@ -242,13 +248,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     stats["spacing"] = json!(image.spacing);
     stats["options"]["unary"] = json!(args.unary.as_ref().map(|p| p.display().to_string()));
     stats["times_ms"] = json!({ "load_image": load_ms, "load_seeds": seeds_ms,
-        "prepare": lib.prepare, "encode_outputs": save_ms, "total": super::ms(t_all.elapsed()) });
-    stats["phases_ms"] = json!({
-        "startup": startup_ms, "decode_image": load_ms, "decode_seeds": seeds_ms,
-        "prepare": lib.prepare, "models": lib.models, "graph": lib.graph,
-        "rounds": lib.rounds, "encode": save_ms, "other": phases_total_ms - named,
-        "total": phases_total_ms,
-    });
+        "prepare": phases.library.prepare, "encode_outputs": save_ms, "total": super::ms(t_all.elapsed()) });
+    stats["phases_ms"] = serde_json::to_value(&phases)?;
     if let Some(p) = &args.stats_json {
         staged.push(io::stage(
             p,

@@ -402,6 +402,10 @@ fn read_indexed_png(path: &Path, dims: [usize; 3], opts: &SeedOptions) -> Result
     let mask = ((1u16 << bits) - 1) as u8;
     for y in 0..h {
         let row = &buf[y * frame.line_size..(y + 1) * frame.line_size];
+        if bits == 8 {
+            idx.extend_from_slice(&row[..w]);
+            continue;
+        }
         for x in 0..w {
             // Low bit depths pack pixels from the most significant bits down.
             let byte = row[x / per_byte];
@@ -413,6 +417,11 @@ fn read_indexed_png(path: &Path, dims: [usize; 3], opts: &SeedOptions) -> Result
 }
 
 fn palette_labels(path: &Path, dims: [usize; 3], idx: &[u8]) -> Result<Vec<Seed>> {
+    // The common case in one branch-free pass; the error path below names the first bad pixel.
+    if idx.iter().all(|&v| v <= 2) {
+        const BY_INDEX: [Seed; 3] = [Seed::Unknown, Seed::Foreground, Seed::Background];
+        return Ok(idx.iter().map(|&v| BY_INDEX[v as usize]).collect());
+    }
     idx.iter()
         .enumerate()
         .map(|(i, &v)| match v {

@@ -284,7 +284,7 @@ impl Session {
         let px = dims
             .iter()
             .fold(1u64, |acc, &d| acc.saturating_mul(d as u64));
-        super::budget::memory_needed(dims, channels, opts)
+        super::budget::memory_needed(dims, channels, opts.memory_needs())
             .saturating_sub(super::budget::FIXED_OVERHEAD)
             .saturating_add(px.saturating_mul(4 * channels as u64 + 3))
     }

@@ -18,6 +18,7 @@ pub mod pipeline;
 pub mod post;
 pub mod prior;
 pub mod report;
+pub mod session;
 pub mod unary;
 
 pub use crate::io::{Image, Seed, Seeds};

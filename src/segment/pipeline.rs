@@ -169,6 +169,8 @@ pub struct IterationStats {
     pub solve: Duration,
     /// Checking the cut's certificate (zero when not asked).
     pub verify: Duration,
+    /// Applying the cut to the mask and taking the round's energy.
+    pub mask: Duration,
     /// Maximum flow (capacity units).
     pub flow: i64,
     /// Energy of the mask, in nats.
@@ -200,6 +202,12 @@ pub struct SegmentStats {
     pub scale: f64,
     /// Hard-seed capacity `K`.
     pub hard: i32,
+    /// Checking the seeds, the options and the memory budget.
+    pub checks: Duration,
+    /// Choosing the solver: under `auto` this asks the GPU whether it is usable, which creates
+    /// its context unless something did before (the command line starts that at process
+    /// start: see [`warm_up`](super::session::warm_up)).
+    pub plan: Duration,
     /// Converting the image (colour space), before the first round; with the GPU build, the
     /// upload, the conversion and the n-links (see [`SegmentStats::gpu`]).
     pub prepare: Duration,
@@ -214,6 +222,8 @@ pub struct SegmentStats {
     pub iterations: Vec<IterationStats>,
     /// Pixels that [`SegmentOptions::post`] changed after the last cut.
     pub post_changed: usize,
+    /// The post-processing and the graph's read-back (when kept).
+    pub post: Duration,
 }
 
 impl SegmentStats {
@@ -496,9 +506,8 @@ struct Rounds<'a> {
     host: MaxFlow,
     /// The warm-starting host solver, when BK cuts a host graph and warm starts are on.
     dynamic: Option<Dynamic>,
-    device: CudaGrid,
-    /// The warm-starting GPU solver for a graph built on the GPU.
-    warm_device: WarmGrid,
+    /// The GPU solvers, kept by the caller across images ([`Solvers`]).
+    solvers: &'a mut Solvers,
     buf: Vec<f32>,
     /// The stroke-geometry prior's `δ` per pixel when the prior or the first fit needs it.
     geometry: Option<Vec<f32>>,
@@ -609,6 +618,45 @@ pub fn segment_with(
     data: DataTerm,
     opts: &SegmentOptions,
 ) -> Result<Segmentation> {
+    segment_in(image, seeds, data, opts, &mut Solvers::on(opts.device))
+}
+
+/// The GPU solvers a segmentation cuts with, kept between images by a
+/// [`Segmenter`](super::session::Segmenter): their sessions (streams, pinned staging, the
+/// buffers kept for the next solve of the same size) outlive one image. Nothing of one image's
+/// flow carries to the next: the warm solver is reset at each image's start.
+pub(crate) struct Solvers {
+    pub(crate) device: Device,
+    /// Cold solves (warm starts off).
+    cold: CudaGrid,
+    /// Rounds 2.. from the last round's preflow.
+    warm: WarmGrid,
+}
+
+impl Solvers {
+    pub(crate) fn on(device: Device) -> Self {
+        Solvers {
+            device,
+            cold: CudaGrid::on(device),
+            warm: WarmGrid::on(device),
+        }
+    }
+}
+
+/// [`segment_with`] on the caller's solvers (a [`Segmenter`](super::session::Segmenter)'s).
+pub(crate) fn segment_in(
+    image: &Image,
+    seeds: &Seeds,
+    data: DataTerm,
+    opts: &SegmentOptions,
+    solvers: &mut Solvers,
+) -> Result<Segmentation> {
+    if solvers.device != opts.device {
+        *solvers = Solvers::on(opts.device);
+    }
+    // The last image's preflow is no start for this one.
+    solvers.warm.reset();
+    let t_checks = Instant::now();
     let seed_counts = match data {
         DataTerm::ColourModels => check_seeds(image, seeds)?,
         DataTerm::Probability(p) => {
@@ -645,10 +693,14 @@ pub fn segment_with(
         }
     };
     super::budget::check(image, budgeted.memory_needs())?;
-    // Asked first: creating the GPU context is process start-up, not preparation.
-    let (choice, on_gpu) = plan_solve(image, opts, data);
+    let checks = t_checks.elapsed();
+    // Asked first: creating the GPU context is its own phase, not preparation.
     let t = Instant::now();
-    let (mut r, gpu_build_declined) = Rounds::prepare(image, seeds, opts, data, choice, on_gpu)?;
+    let (choice, on_gpu) = plan_solve(image, opts, data);
+    let plan_time = t.elapsed();
+    let t = Instant::now();
+    let (mut r, gpu_build_declined) =
+        Rounds::prepare(image, seeds, opts, data, choice, on_gpu, solvers)?;
     let gpu_times = match &r.graph {
         Some(Graph::Device(d)) => Some(d.times.clone()),
         _ => None,
@@ -685,15 +737,18 @@ pub fn segment_with(
                 (r.cut(TLinks::Models(&fg, &bg))?, models)
             }
         };
+        let t_mask = Instant::now();
         let (changed, foreground) = apply_cut(&mut mask, &cut.solved.cut.sink_side);
         flow = cut.solved.cut.flow;
         value = r.energy_of_flow(flow);
         ran = cut.solved.ran;
+        let mask_time = t_mask.elapsed();
         rounds.push(IterationStats {
             models,
             graph: cut.graph,
             solve: cut.solve,
             verify: cut.verify,
+            mask: mask_time,
             flow,
             energy: value,
             foreground,
@@ -708,8 +763,9 @@ pub fn segment_with(
             break;
         }
     }
+    let t_post = Instant::now();
     let (mask, post_changed) = post_process(&mask, seeds, &opts.post)?;
-    let (stats, kept) = r.finish(SegmentStats {
+    let (mut stats, kept) = r.finish(SegmentStats {
         dims: image.dims,
         connectivity: opts.connectivity_for(image),
         nodes: n,
@@ -718,13 +774,17 @@ pub fn segment_with(
         beta: 0.0,
         scale: 0.0,
         hard: 0,
+        checks,
+        plan: plan_time,
         prepare: prepare_time,
         gpu: gpu_times,
         gpu_build_declined,
         solver: ran,
         iterations: rounds,
         post_changed,
+        post: Duration::ZERO,
     })?;
+    stats.post = t_post.elapsed();
     Ok(Segmentation {
         mask,
         flow,
@@ -757,6 +817,7 @@ impl<'a> Rounds<'a> {
         data: DataTerm,
         choice: Choice,
         on_gpu: bool,
+        solvers: &'a mut Solvers,
     ) -> Result<(Self, Option<String>)> {
         let eopts = opts.energy_options(image);
         // The GPU build checks the image in its own (parallel) pass over it.
@@ -812,8 +873,7 @@ impl<'a> Rounds<'a> {
             choice,
             host,
             dynamic: None,
-            device: CudaGrid::on(opts.device),
-            warm_device: WarmGrid::on(opts.device),
+            solvers,
             buf: Vec::new(),
             geometry,
             prior,
@@ -956,14 +1016,16 @@ impl<'a> Rounds<'a> {
                 // round (or one after an overflow) solves from scratch and keeps it.
                 let (dims, conn, source, sink) = d.terminals();
                 let warm_solved = match self.opts.warm_start {
-                    true => self.warm_device.resolve_device(dims, conn, source, sink)?,
+                    true => self.solvers.warm.resolve_device(dims, conn, source, sink)?,
                     false => None,
                 };
                 let warm = warm_solved.is_some();
                 let attempt = match warm_solved {
                     Some(s) => Ok(s),
-                    None if self.opts.warm_start => self.warm_device.solve_device(d.device_grid()?),
-                    None => self.device.solve_device(d.device_grid()?),
+                    None if self.opts.warm_start => {
+                        self.solvers.warm.solve_device(d.device_grid()?)
+                    }
+                    None => self.solvers.cold.solve_device(d.device_grid()?),
                 };
                 let mut solved = match attempt {
                     Ok(s) => Solved {

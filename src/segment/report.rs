@@ -146,10 +146,14 @@ impl From<&IterationStats> for RoundReport {
     }
 }
 
-/// The library's phases, in ms: they add up to the time [`super::segment`] took, less the seed
-/// checks and post-processing.
+/// The library's phases, in ms: together they are the time [`super::segment`] took.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Phases {
+    /// Checking the seeds, the options and the memory budget.
+    pub checks: f64,
+    /// Choosing the solver (under `auto`, asking the GPU: its context is created here unless
+    /// it was before).
+    pub plan: f64,
     /// Converting the image (and, on the GPU, the upload and the n-links).
     pub prepare: f64,
     /// Fitting the models, all rounds.
@@ -158,6 +162,76 @@ pub struct Phases {
     pub graph: f64,
     /// Solve and certificate check of each round.
     pub rounds: Vec<f64>,
+    /// Applying each cut to the mask and taking its energy, all rounds.
+    pub mask: f64,
+    /// Post-processing the mask (and reading the graph back when it is kept).
+    pub post: f64,
+}
+
+impl Phases {
+    /// Their sum.
+    pub fn total(&self) -> f64 {
+        self.checks
+            + self.plan
+            + self.prepare
+            + self.models
+            + self.graph
+            + self.rounds.iter().sum::<f64>()
+            + self.mask
+            + self.post
+    }
+}
+
+/// A whole `segcut segment` process's phases, in ms (`--stats-json`'s `phases_ms`): the
+/// library's [`Phases`] with the command's own around them. Every field but `gpu_context`
+/// adds up to `total`; `other` is what no phase names (writing the stats file itself comes
+/// after the clock stops).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProcessPhases {
+    /// From `main` to the subcommand's start (argument parsing).
+    pub startup: f64,
+    /// Reading and decoding the image.
+    pub decode_image: f64,
+    /// Reading and decoding the seeds.
+    pub decode_seeds: f64,
+    /// The library's phases.
+    #[serde(flatten)]
+    pub library: Phases,
+    /// Encoding the outputs and staging them (written and synced beside their targets; the
+    /// renames that put them in place come after the clock stops, with the stats file).
+    pub encode: f64,
+    /// The remainder.
+    pub other: f64,
+    /// From `main` to the outputs in place.
+    pub total: f64,
+    /// Creating the GPU context and loading the kernels on their own thread from the start,
+    /// overlapping the phases above, so not part of their sum (what the main thread waited
+    /// for it is in `plan`); `None` when no GPU was set up.
+    pub gpu_context: Option<f64>,
+}
+
+impl ProcessPhases {
+    /// The phases, with `other` the part of `total` that none of them names.
+    pub fn new(
+        startup: f64,
+        decode: [f64; 2],
+        library: Phases,
+        encode: f64,
+        total: f64,
+        gpu_context: Option<f64>,
+    ) -> Self {
+        let named = startup + decode[0] + decode[1] + library.total() + encode;
+        ProcessPhases {
+            startup,
+            decode_image: decode[0],
+            decode_seeds: decode[1],
+            library,
+            encode,
+            other: total - named,
+            total,
+            gpu_context,
+        }
+    }
 }
 
 /// What a segmentation did; see the module docs.
@@ -281,6 +355,8 @@ impl Report {
             graph_build,
             iterations: st.iterations.iter().map(RoundReport::from).collect(),
             phases_ms: Phases {
+                checks: ms(st.checks),
+                plan: ms(st.plan),
                 prepare: ms(st.prepare),
                 models: sum(|it| it.models),
                 graph: sum(|it| it.graph),
@@ -289,6 +365,8 @@ impl Report {
                     .iter()
                     .map(|it| ms(it.solve + it.verify))
                     .collect(),
+                mask: sum(|it| it.mask),
+                post: ms(st.post),
             },
         }
     }

@@ -1,0 +1,107 @@
+//! What a segmentation keeps between calls, and what a process can set up before its first
+//! image arrives.
+//!
+//! A [`Segmenter`] holds the options and the GPU solvers' state (their sessions: a stream, a
+//! pinned staging buffer, the device buffers kept for the next solve of the same size), so that
+//! a second image costs no set-up; [`segment`](super::segment) is a one-shot `Segmenter`. The
+//! Python module keeps one per process and device, and each batch worker one of its own.
+//!
+//! [`warm_up`] creates a GPU's context and loads the segmentation's kernel modules; the command
+//! line runs it on a thread of its own at process start so that it overlaps decoding the image,
+//! and a one-shot run pays for it once instead of on top.
+
+use std::time::{Duration, Instant};
+
+use super::pipeline::{segment_in, DataTerm, SegmentOptions, Segmentation, Solvers};
+use crate::cuda::Device;
+use crate::io::{Image, Seeds};
+use crate::Result;
+
+/// Segments one image after another with the same options, keeping what the GPU solvers set up
+/// (see the module docs). The masks are those of [`segment`](super::segment): nothing of one
+/// image's cut carries over to the next.
+///
+/// ```
+/// use segcut::segment::session::Segmenter;
+/// use segcut::segment::{Image, Seed, Seeds, SegmentOptions};
+/// let mut s = Segmenter::new(SegmentOptions::default());
+/// for bright in [200.0, 220.0] {
+///     let image = Image::new([4, 1, 1], 1, vec![10.0, 12.0, bright, bright + 5.0]);
+///     let mut seeds = Seeds::unknown(image.dims);
+///     seeds.labels[0] = Seed::Foreground;
+///     seeds.labels[3] = Seed::Background;
+///     let seg = s.segment(&image, &seeds).unwrap();
+///     assert_eq!(seg.mask, [true, true, false, false]);
+/// }
+/// ```
+pub struct Segmenter {
+    opts: SegmentOptions,
+    solvers: Solvers,
+}
+
+impl std::fmt::Debug for Segmenter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segmenter")
+            .field("opts", &self.opts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Segmenter {
+    /// A segmenter with `opts`; nothing is set up until the first image (see [`warm_up`] to
+    /// start the GPU early).
+    pub fn new(opts: SegmentOptions) -> Self {
+        let solvers = Solvers::on(opts.device);
+        Segmenter { opts, solvers }
+    }
+
+    /// The options it segments with.
+    pub fn options(&self) -> &SegmentOptions {
+        &self.opts
+    }
+
+    /// Changes the options; the GPU state is kept unless the device changes.
+    pub fn set_options(&mut self, opts: SegmentOptions) {
+        self.opts = opts;
+    }
+
+    /// Segments `image` given `seeds`, with colour models ([`segment`](super::segment)).
+    pub fn segment(&mut self, image: &Image, seeds: &Seeds) -> Result<Segmentation> {
+        self.segment_with(image, seeds, DataTerm::ColourModels)
+    }
+
+    /// Segments `image` given `seeds` and a data term
+    /// ([`segment_with`](super::pipeline::segment_with)).
+    pub fn segment_with(
+        &mut self,
+        image: &Image,
+        seeds: &Seeds,
+        data: DataTerm,
+    ) -> Result<Segmentation> {
+        segment_in(image, seeds, data, &self.opts, &mut self.solvers)
+    }
+}
+
+/// The kernel files a GPU segmentation runs (the graph build and the grid solver).
+const SEGMENT_KERNELS: [&str; 2] = ["seg_energy", "grid_pr"];
+
+/// Creates `device`'s context and loads the segmentation's kernels (from the process, the disk
+/// cache, else NVRTC), returning how long that took. Later users of the device find both ready;
+/// a caller that needs them while this runs on another thread waits for it instead of doing
+/// the work twice. An [`Error::Unsupported`](crate::Error::Unsupported) when the device is not
+/// usable (the segmentation then decides on its own, as without a warm-up).
+///
+/// ```
+/// use segcut::cuda::Device;
+/// // Start the GPU's set-up while the image is read; without a GPU it says why.
+/// let setup = std::thread::spawn(|| segcut::segment::session::warm_up(Device::new(0)));
+/// let _ = setup.join().unwrap();
+/// ```
+pub fn warm_up(device: Device) -> Result<Duration> {
+    let t = Instant::now();
+    let gpu = device.gpu()?;
+    for name in SEGMENT_KERNELS {
+        gpu.module(name)?;
+    }
+    Ok(t.elapsed())
+}

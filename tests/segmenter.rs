@@ -1,0 +1,108 @@
+//! `segment::session::Segmenter`: a session kept across images gives the one-shot masks, on the
+//! CPU and (when a GPU is usable; required under `SEGCUT_REQUIRE_GPU=1`) on the GPU, where its
+//! solvers' sessions and buffers are reused from image to image.
+
+mod common;
+
+use segcut::maxflow::SolverKind;
+use segcut::rng::Rng;
+use segcut::segment::session::{warm_up, Segmenter};
+use segcut::segment::{segment, Image, Seed, Seeds, SegmentOptions};
+
+/// A noisy blob on a background, its position and colours varying with `seed`.
+fn picture(w: usize, h: usize, seed: u64) -> (Image, Seeds) {
+    let mut rng = Rng::new(seed);
+    let (cx, cy) = (w / 3 + rng.below(w as u64 / 3) as usize, h / 2);
+    let r = (h / 4) as f32 + rng.below(4) as f32;
+    let fg = [30.0 + rng.below(60) as f32, 150.0, 60.0];
+    let bg = [200.0, 90.0 + rng.below(60) as f32, 40.0];
+    let mut data = Vec::with_capacity(w * h * 3);
+    for i in 0..w * h {
+        let (x, y) = ((i % w) as f32, (i / w) as f32);
+        let inside = ((x - cx as f32).powi(2) + (y - cy as f32).powi(2)).sqrt() < r;
+        let c = if inside { fg } else { bg };
+        for v in c {
+            data.push((v + rng.below(50) as f32 - 25.0).clamp(0.0, 255.0).round());
+        }
+    }
+    let image = Image::new([w, h, 1], 3, data);
+    let mut seeds = Seeds::unknown(image.dims);
+    seeds.labels[cx + w * cy] = Seed::Foreground;
+    seeds.labels[cx + 1 + w * cy] = Seed::Foreground;
+    for x in 0..w {
+        seeds.labels[x] = Seed::Background;
+        seeds.labels[x + w * (h - 1)] = Seed::Background;
+    }
+    (image, seeds)
+}
+
+/// Segments every picture with one segmenter and each with a one-shot `segment`: same masks,
+/// flows and energies. The list repeats a picture and mixes sizes, so both a reuse of the same
+/// size and a change of size come up.
+fn same_as_one_shot(opts: &SegmentOptions) {
+    let pictures: Vec<(Image, Seeds)> = [
+        (64, 48, 1),
+        (64, 48, 2),
+        (64, 48, 1),
+        (50, 70, 3),
+        (64, 48, 4),
+    ]
+    .iter()
+    .map(|&(w, h, s)| picture(w, h, s))
+    .collect();
+    let mut session = Segmenter::new(opts.clone());
+    let mut foregrounds = Vec::new();
+    for (image, seeds) in &pictures {
+        let kept = session.segment(image, seeds).unwrap();
+        let fresh = segment(image, seeds, opts).unwrap();
+        assert_eq!(kept.mask, fresh.mask);
+        assert_eq!(kept.flow, fresh.flow);
+        assert_eq!(kept.energy, fresh.energy);
+        assert_eq!(kept.stats.solver.solver, fresh.stats.solver.solver);
+        foregrounds.push(kept.mask.iter().filter(|&&m| m).count());
+    }
+    // The pictures differ: a test that sees one mask over and over would prove nothing.
+    assert!(
+        foregrounds.iter().any(|&f| f != foregrounds[0]),
+        "{foregrounds:?}"
+    );
+    assert!(foregrounds.iter().all(|&f| f > 0), "{foregrounds:?}");
+}
+
+#[test]
+fn segmenter_gives_the_one_shot_masks_on_the_cpu() {
+    for warm_start in [true, false] {
+        same_as_one_shot(&SegmentOptions {
+            solver: SolverKind::Bk,
+            warm_start,
+            ..SegmentOptions::default()
+        });
+    }
+}
+
+#[test]
+fn gpu_segmenter_gives_the_one_shot_masks() {
+    if !common::gpu_or_skip() {
+        return;
+    }
+    let device = SegmentOptions::default().device;
+    warm_up(device).unwrap();
+    for warm_start in [true, false] {
+        same_as_one_shot(&SegmentOptions {
+            solver: SolverKind::CudaGrid,
+            warm_start,
+            ..SegmentOptions::default()
+        });
+    }
+}
+
+/// Without a GPU the warm-up says why instead of failing later or panicking.
+#[test]
+fn warm_up_without_a_gpu_is_an_error_not_a_panic() {
+    let device = SegmentOptions::default().device;
+    match (warm_up(device), device.unavailable_reason()) {
+        (Ok(_), None) => {}
+        (Err(e), Some(_)) => assert!(!e.to_string().is_empty()),
+        (r, why) => panic!("warm-up {r:?} but the device says {why:?}"),
+    }
+}
