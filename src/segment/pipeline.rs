@@ -403,6 +403,25 @@ fn initial_geometry(
     Ok(None)
 }
 
+/// [`initial_geometry`] computed on the device, which keeps it as the t-links' prior.
+fn device_geometry(
+    d: &mut GpuEnergy,
+    image: &Image,
+    seeds: &Seeds,
+    opts: &SegmentOptions,
+) -> Result<Option<Vec<f32>>> {
+    let prior = match (opts.prior.weight > 0.0, opts.initial) {
+        (true, _) => opts.prior,
+        (false, InitialModels::NearestStroke) => SpatialPrior {
+            weight: 1.0,
+            ..opts.prior
+        },
+        (false, _) => return Ok(None),
+    };
+    d.compute_prior(image, seeds, &prior)?;
+    d.prior_host()
+}
+
 /// The first round's models when [`SegmentOptions::initial`] asks for more than the seeds
 /// (`None`: the seeds' models are the first round's).
 fn fit_initial_models(
@@ -770,17 +789,19 @@ impl<'a> Rounds<'a> {
         };
         // From the input image (checked by now), not the working space: the GPU build never
         // converts the whole image on the host.
-        let geometry = match data {
-            DataTerm::ColourModels => initial_geometry(image, seeds, opts)?,
-            DataTerm::Probability(_) => None,
+        let geometry = match (data, device.as_mut()) {
+            // On the device (gpu_prior.rs): the same values, left there for the t-links.
+            (DataTerm::ColourModels, Some(d)) => device_geometry(d, image, seeds, opts)?,
+            (DataTerm::ColourModels, None) => initial_geometry(image, seeds, opts)?,
+            (DataTerm::Probability(_), _) => None,
         };
         let prior = if opts.prior.weight > 0.0 && geometry.is_some() {
             geometry.clone()
         } else {
             None
         };
-        if let Some(d) = device.as_mut() {
-            d.set_prior(prior.as_deref())?;
+        if let (Some(d), None) = (device.as_mut(), &prior) {
+            d.set_prior(None)?;
         }
         // The host solver runs what was chosen (BK, or cuda-grid on a CPU-built graph); the
         // certificate is checked here, per round, on whichever graph was cut.

@@ -6,6 +6,7 @@
 use super::csr_pr::CsrPr;
 use super::grid_pr::GridPr;
 use super::seg_energy::SegEnergy;
+use super::seg_prior::SegPrior;
 use super::stereo::StereoKernels;
 use super::{KernelSignature, BLOCK};
 use crate::cuda::{GridShape, COMMON_HEADER, KERNELS};
@@ -16,6 +17,7 @@ const LAUNCHERS: &[(&str, &[KernelSignature])] = &[
     (GridPr::FILE, GridPr::SIGNATURES),
     (CsrPr::FILE, CsrPr::SIGNATURES),
     (SegEnergy::FILE, SegEnergy::SIGNATURES),
+    (SegPrior::FILE, SegPrior::SIGNATURES),
     (StereoKernels::FILE, StereoKernels::SIGNATURES),
 ];
 
