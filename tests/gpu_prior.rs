@@ -17,16 +17,7 @@ use segcut::segment::gpu_prior::{PriorRun, MAX_DEVICE_PASSES, PRIOR_TOLERANCE};
 use segcut::segment::prior::{prior_costs, SpatialPrior};
 use segcut::segment::{Image, Seed, Seeds};
 
-fn image(dims: [usize; 3], channels: usize, f: impl FnMut(usize) -> f32) -> Image {
-    let n: usize = dims.iter().product();
-    Image {
-        dims,
-        channels,
-        data: (0..n * channels).map(f).collect(),
-        spacing: [1.0; 3],
-        meta: Default::default(),
-    }
-}
+use common::image_from as image;
 
 const PRIORS: [SpatialPrior; 3] = [
     SpatialPrior {

@@ -21,6 +21,8 @@ pub const KERNELS: &[(&str, &str)] = &[
     ("seg_energy", include_str!("../../kernels/seg_energy.cu")),
     // the stroke-geometry prior (src/segment/gpu_prior.rs)
     ("seg_prior", include_str!("../../kernels/seg_prior.cu")),
+    // the colour models' samples (src/segment/gpu_model.rs)
+    ("seg_model", include_str!("../../kernels/seg_model.cu")),
     // α-expansion stereo on the device (src/stereo/gpu.rs)
     ("stereo", include_str!("../../kernels/stereo.cu")),
 ];

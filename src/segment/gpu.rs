@@ -108,6 +108,8 @@ pub struct GpuEnergy {
     pub(super) prior: Option<CudaSlice<f32>>,
     /// The prior's kernels, loaded on first use.
     pub(super) prior_kernels: Option<crate::cuda::launch::seg_prior::SegPrior>,
+    /// The sample-gathering kernels, loaded on first use.
+    pub(super) model_kernels: Option<crate::cuda::launch::seg_model::SegModel>,
     /// The working colour space (the host computes the models' samples in it).
     pub space: WorkSpace,
     /// Model parameters from the whole working image (as [`ModelParams::from_image`]).
@@ -303,6 +305,7 @@ impl GpuEnergy {
             sink,
             prior: None,
             prior_kernels: None,
+            model_kernels: None,
             space: ws,
             params: stats.params,
             grey_range: stats.grey_range,

@@ -21,6 +21,7 @@ pub use super::color::ColorSpace;
 use super::color::{to_color_space, WorkSpace};
 use super::energy::{self, Energy, EnergyOptions, PROBABILITY_FLOOR};
 use super::gpu::{GpuEnergy, GpuTimes};
+use super::gpu_model::FitLabels;
 use super::model::{Blend, ColorModel, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
 use super::post::{post_process, PostProcess};
 use super::prior::{adapt_to_colours, explained_threshold, prior_costs, SpatialPrior};
@@ -834,6 +835,18 @@ impl<'a> Rounds<'a> {
 
     /// The models of `round`: fitted on the seeds in the first, on the last mask after.
     fn fit(&mut self, round: usize, mask: &[bool]) -> Result<(Model, Model)> {
+        // With the graph on the device, the samples are gathered there (gpu_model.rs); the
+        // host gathers them if the device cannot.
+        if let Some(Graph::Device(d)) = self.graph.as_mut() {
+            let labels = match round {
+                0 => FitLabels::Seeds,
+                _ => FitLabels::Mask(mask),
+            };
+            match d.fit(self.opts.model, &self.params, labels) {
+                Err(Error::Unsupported(_)) => {}
+                fitted => return fitted,
+            }
+        }
         let (work, params, kind) = (&self.work, &self.params, self.opts.model);
         if round == 0 {
             fit_seed_models(work, params, kind, self.seeds, &mut self.buf)

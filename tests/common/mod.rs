@@ -176,3 +176,19 @@ pub fn dev_photos() -> Vec<(String, PathBuf, PathBuf)> {
         })
         .collect()
 }
+
+/// An image of `channels` values per pixel, value `i` from `f(i)`, unit spacing.
+pub fn image_from(
+    dims: [usize; 3],
+    channels: usize,
+    f: impl FnMut(usize) -> f32,
+) -> segcut::io::Image {
+    let n: usize = dims.iter().product();
+    segcut::io::Image {
+        dims,
+        channels,
+        data: (0..n * channels).map(f).collect(),
+        spacing: [1.0; 3],
+        meta: Default::default(),
+    }
+}

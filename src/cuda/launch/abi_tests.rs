@@ -6,6 +6,7 @@
 use super::csr_pr::CsrPr;
 use super::grid_pr::GridPr;
 use super::seg_energy::SegEnergy;
+use super::seg_model::SegModel;
 use super::seg_prior::SegPrior;
 use super::stereo::StereoKernels;
 use super::{KernelSignature, BLOCK};
@@ -18,6 +19,7 @@ const LAUNCHERS: &[(&str, &[KernelSignature])] = &[
     (CsrPr::FILE, CsrPr::SIGNATURES),
     (SegEnergy::FILE, SegEnergy::SIGNATURES),
     (SegPrior::FILE, SegPrior::SIGNATURES),
+    (SegModel::FILE, SegModel::SIGNATURES),
     (StereoKernels::FILE, StereoKernels::SIGNATURES),
 ];
 
