@@ -19,6 +19,10 @@ pub const KERNELS: &[(&str, &str)] = &[
     ("csr_pr", include_str!("../../kernels/csr_pr.cu")),
     // the segmentation energy (src/segment/gpu.rs)
     ("seg_energy", include_str!("../../kernels/seg_energy.cu")),
+    // the stroke-geometry prior (src/segment/gpu_prior.rs)
+    ("seg_prior", include_str!("../../kernels/seg_prior.cu")),
+    // the colour models' samples (src/segment/gpu_model.rs)
+    ("seg_model", include_str!("../../kernels/seg_model.cu")),
     // α-expansion stereo on the device (src/stereo/gpu.rs)
     ("stereo", include_str!("../../kernels/stereo.cu")),
 ];
@@ -34,6 +38,8 @@ pub const COMMON_HEADER: (&str, &str) = ("common.cuh", include_str!("../../kerne
 /// builder's, and Rust never contracts.
 const EXTRA_OPTIONS: &[(&str, &[&str])] = &[
     ("seg_energy", &["--fmad=false"]),
+    // The geodesic distances must reach the CPU's fixed point bit for bit.
+    ("seg_prior", &["--fmad=false"]),
     // The cost volume must equal the host's bit for bit: no fused multiply-adds.
     ("stereo", &["--fmad=false"]),
 ];

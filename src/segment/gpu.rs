@@ -89,19 +89,27 @@ pub struct GpuTimes {
 /// The energy's graph in GPU memory, with what the rounds need to rewrite its t-links and to
 /// check cuts. Built by [`GpuEnergy::new`]; t-links by [`GpuEnergy::set_tlinks`].
 pub struct GpuEnergy {
-    stream: Arc<CudaStream>,
+    pub(super) device: Device,
+    pub(super) stream: Arc<CudaStream>,
     k: SegEnergy,
-    shape: GridShape,
+    pub(super) shape: GridShape,
     conn: Connectivity,
-    dims: [usize; 3],
-    channels: usize,
-    work: CudaSlice<f32>,
-    seeds: CudaSlice<u8>,
+    pub(super) dims: [usize; 3],
+    pub(super) channels: usize,
+    pub(super) work: CudaSlice<f32>,
+    /// Where the input image's own values are on the device (for the prior).
+    pub(super) original: Original,
+    pub(super) seeds: CudaSlice<u8>,
     caps: CudaSlice<i32>,
     source: CudaSlice<i32>,
     sink: CudaSlice<i32>,
-    /// The stroke-geometry prior per pixel ([`GpuEnergy::set_prior`]).
-    prior: Option<CudaSlice<f32>>,
+    /// The stroke-geometry prior per pixel ([`GpuEnergy::set_prior`],
+    /// [`GpuEnergy::compute_prior`]).
+    pub(super) prior: Option<CudaSlice<f32>>,
+    /// The prior's kernels, loaded on first use.
+    pub(super) prior_kernels: Option<crate::cuda::launch::seg_prior::SegPrior>,
+    /// The sample-gathering kernels, loaded on first use.
+    pub(super) model_kernels: Option<crate::cuda::launch::seg_model::SegModel>,
     /// The working colour space (the host computes the models' samples in it).
     pub space: WorkSpace,
     /// Model parameters from the whole working image (as [`ModelParams::from_image`]).
@@ -169,9 +177,20 @@ fn seed_bytes(seeds: &Seeds) -> &[u8] {
 }
 
 /// The image as uploaded: bytes when every value is one, else floats.
-enum RawImage {
+pub(super) enum RawImage {
     Bytes(CudaSlice<u8>),
     Floats(CudaSlice<f32>),
+}
+
+/// Where the input image's values are on the device: the stroke-geometry prior measures colour
+/// differences in the input image, not in the working space.
+pub(super) enum Original {
+    /// The working image holds them (no conversion: bytes widened, or the floats themselves).
+    Work,
+    /// The upload before the Lab conversion, kept.
+    Raw(RawImage),
+    /// Not on the device (the host converted the image first): uploaded when needed.
+    Host,
 }
 
 /// The image's statistics, from the device's per-block partials.
@@ -246,7 +265,12 @@ impl GpuEnergy {
         } else {
             ws
         };
-        let work = working_image(&k, &stream, raw, ws_device, n, ch)?;
+        let (work, original) = working_image(&k, &stream, raw, ws_device, n, ch)?;
+        let original = if host_lab.is_some() {
+            Original::Host
+        } else {
+            original
+        };
         let stats = image_stats(&k, &stream, &work, n, ch)?;
         let t2 = Instant::now();
         let w = Working {
@@ -266,6 +290,7 @@ impl GpuEnergy {
         let sink = cuda::zeros::<i32>(&stream, n, "sink capacities")?;
         let t3 = Instant::now();
         Ok(GpuEnergy {
+            device,
             stream,
             k,
             shape,
@@ -273,11 +298,14 @@ impl GpuEnergy {
             dims: image.dims,
             channels: ch,
             work,
+            original,
             seeds: seeds_dev,
             caps: links.caps,
             source,
             sink,
             prior: None,
+            prior_kernels: None,
+            model_kernels: None,
             space: ws,
             params: stats.params,
             grey_range: stats.grey_range,
@@ -555,7 +583,7 @@ fn upload(
 }
 
 /// The image in its working space on the device: Lab through the sRGB table, or the values as
-/// floats.
+/// floats; and where the uploaded values stay (the raw upload is kept when converted to Lab).
 fn working_image(
     k: &SegEnergy,
     stream: &Arc<CudaStream>,
@@ -563,31 +591,31 @@ fn working_image(
     space: WorkSpace,
     n: usize,
     ch: usize,
-) -> Result<CudaSlice<f32>> {
+) -> Result<(CudaSlice<f32>, Original)> {
     let nn = n as u32;
     match (space, raw) {
         (WorkSpace::Lab(full), raw) => {
             let table = linear_table(full);
             let lin = cuda::upload(stream, &table, "sRGB table")?;
             let mut lab = cuda::zeros::<f32>(stream, 3 * n, "Lab image")?;
-            match raw {
+            match &raw {
                 // SAFETY: rgb and lab have 3n entries, lin 256 (the values are bytes).
-                RawImage::Bytes(rgb) => unsafe { k.lab_from_u8(stream, nn, &rgb, &lin, &mut lab)? },
+                RawImage::Bytes(rgb) => unsafe { k.lab_from_u8(stream, nn, rgb, &lin, &mut lab)? },
                 // SAFETY: rgb and lab have 3n entries, every value is an integer in 0..=full
                 // (WorkSpace::of and the host's check), lin has full + 1 entries.
                 RawImage::Floats(rgb) => unsafe {
-                    k.lab_from_f32(stream, nn, &rgb, &lin, &mut lab)?
+                    k.lab_from_f32(stream, nn, rgb, &lin, &mut lab)?
                 },
             }
-            Ok(lab)
+            Ok((lab, Original::Raw(raw)))
         }
         (WorkSpace::AsIs, RawImage::Bytes(raw)) => {
             let mut out = cuda::zeros::<f32>(stream, n * ch, "image")?;
             // SAFETY: both buffers have n·ch entries.
             unsafe { k.widen_u8(stream, (n * ch) as u64, &raw, &mut out)? };
-            Ok(out)
+            Ok((out, Original::Work))
         }
-        (WorkSpace::AsIs, RawImage::Floats(raw)) => Ok(raw),
+        (WorkSpace::AsIs, RawImage::Floats(raw)) => Ok((raw, Original::Work)),
     }
 }
 
@@ -760,7 +788,7 @@ fn params_from_stats(stats: &[[f64; 4]], n: usize) -> ModelParams {
 }
 
 /// Neighbour pairs of a grid: each even direction's arcs.
-fn pair_count(dims: [usize; 3], conn: Connectivity) -> u64 {
+pub(super) fn pair_count(dims: [usize; 3], conn: Connectivity) -> u64 {
     conn.offsets()
         .iter()
         .step_by(2)

@@ -12,6 +12,8 @@ pub mod cv;
 pub mod energy;
 pub mod eval;
 pub mod gpu;
+pub mod gpu_model;
+pub mod gpu_prior;
 pub mod interactive;
 pub mod model;
 pub mod pipeline;

@@ -21,6 +21,7 @@ pub use super::color::ColorSpace;
 use super::color::{to_color_space, WorkSpace};
 use super::energy::{self, Energy, EnergyOptions, PROBABILITY_FLOOR};
 use super::gpu::{GpuEnergy, GpuTimes};
+use super::gpu_model::FitLabels;
 use super::model::{Blend, ColorModel, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
 use super::post::{post_process, PostProcess};
 use super::prior::{adapt_to_colours, explained_threshold, prior_costs, SpatialPrior};
@@ -421,6 +422,25 @@ fn initial_geometry(
         return prior_costs(image, seeds, &unit);
     }
     Ok(None)
+}
+
+/// [`initial_geometry`] computed on the device, which keeps it as the t-links' prior.
+fn device_geometry(
+    d: &mut GpuEnergy,
+    image: &Image,
+    seeds: &Seeds,
+    opts: &SegmentOptions,
+) -> Result<Option<Vec<f32>>> {
+    let prior = match (opts.prior.weight > 0.0, opts.initial) {
+        (true, _) => opts.prior,
+        (false, InitialModels::NearestStroke) => SpatialPrior {
+            weight: 1.0,
+            ..opts.prior
+        },
+        (false, _) => return Ok(None),
+    };
+    d.compute_prior(image, seeds, &prior)?;
+    d.prior_host()
 }
 
 /// The first round's models when [`SegmentOptions::initial`] asks for more than the seeds
@@ -841,17 +861,19 @@ impl<'a> Rounds<'a> {
         };
         // From the input image (checked by now), not the working space: the GPU build never
         // converts the whole image on the host.
-        let geometry = match data {
-            DataTerm::ColourModels => initial_geometry(image, seeds, opts)?,
-            DataTerm::Probability(_) => None,
+        let geometry = match (data, device.as_mut()) {
+            // On the device (gpu_prior.rs): the same values, left there for the t-links.
+            (DataTerm::ColourModels, Some(d)) => device_geometry(d, image, seeds, opts)?,
+            (DataTerm::ColourModels, None) => initial_geometry(image, seeds, opts)?,
+            (DataTerm::Probability(_), _) => None,
         };
         let prior = if opts.prior.weight > 0.0 && geometry.is_some() {
             geometry.clone()
         } else {
             None
         };
-        if let Some(d) = device.as_mut() {
-            d.set_prior(prior.as_deref())?;
+        if let (Some(d), None) = (device.as_mut(), &prior) {
+            d.set_prior(None)?;
         }
         // The host solver runs what was chosen (BK, or cuda-grid on a CPU-built graph); the
         // certificate is checked here, per round, on whichever graph was cut.
@@ -883,6 +905,18 @@ impl<'a> Rounds<'a> {
 
     /// The models of `round`: fitted on the seeds in the first, on the last mask after.
     fn fit(&mut self, round: usize, mask: &[bool]) -> Result<(Model, Model)> {
+        // With the graph on the device, the samples are gathered there (gpu_model.rs); the
+        // host gathers them if the device cannot.
+        if let Some(Graph::Device(d)) = self.graph.as_mut() {
+            let labels = match round {
+                0 => FitLabels::Seeds,
+                _ => FitLabels::Mask(mask),
+            };
+            match d.fit(self.opts.model, &self.params, labels) {
+                Err(Error::Unsupported(_)) => {}
+                fitted => return fitted,
+            }
+        }
         let (work, params, kind) = (&self.work, &self.params, self.opts.model);
         if round == 0 {
             fit_seed_models(work, params, kind, self.seeds, &mut self.buf)

@@ -154,3 +154,41 @@ pub fn assert_same_cut<G: segcut::graph::FlowNetwork>(
     segcut::maxflow::verify(g, gpu).unwrap_or_else(|e| panic!("{what}: certificate: {e}"));
     gpu.flow
 }
+
+/// The dev photos (sorted by id) as `(id, image path, scribbles-1 seeds path)`; empty (and said)
+/// without the shared data.
+pub fn dev_photos() -> Vec<(String, PathBuf, PathBuf)> {
+    let Some(data) = shared_data() else {
+        return Vec::new();
+    };
+    let dir = data.join("segmentation/grabcut-bsds-dev");
+    let mut ids: Vec<String> = std::fs::read_dir(dir.join("images"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().replace(".jpg", ""))
+        .collect();
+    ids.sort();
+    assert!(!ids.is_empty(), "no dev photos in {}", dir.display());
+    ids.into_iter()
+        .map(|id| {
+            let image = dir.join(format!("images/{id}.jpg"));
+            let seeds = dir.join(format!("scribbles-1/{id}-anno.png"));
+            (id, image, seeds)
+        })
+        .collect()
+}
+
+/// An image of `channels` values per pixel, value `i` from `f(i)`, unit spacing.
+pub fn image_from(
+    dims: [usize; 3],
+    channels: usize,
+    f: impl FnMut(usize) -> f32,
+) -> segcut::io::Image {
+    let n: usize = dims.iter().product();
+    segcut::io::Image {
+        dims,
+        channels,
+        data: (0..n * channels).map(f).collect(),
+        spacing: [1.0; 3],
+        meta: Default::default(),
+    }
+}

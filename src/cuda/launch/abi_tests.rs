@@ -6,6 +6,8 @@
 use super::csr_pr::CsrPr;
 use super::grid_pr::GridPr;
 use super::seg_energy::SegEnergy;
+use super::seg_model::SegModel;
+use super::seg_prior::SegPrior;
 use super::stereo::StereoKernels;
 use super::{KernelSignature, BLOCK};
 use crate::cuda::{GridShape, COMMON_HEADER, KERNELS};
@@ -16,6 +18,8 @@ const LAUNCHERS: &[(&str, &[KernelSignature])] = &[
     (GridPr::FILE, GridPr::SIGNATURES),
     (CsrPr::FILE, CsrPr::SIGNATURES),
     (SegEnergy::FILE, SegEnergy::SIGNATURES),
+    (SegPrior::FILE, SegPrior::SIGNATURES),
+    (SegModel::FILE, SegModel::SIGNATURES),
     (StereoKernels::FILE, StereoKernels::SIGNATURES),
 ];
 

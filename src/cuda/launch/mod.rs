@@ -20,6 +20,8 @@ use super::GridShape;
 pub(crate) mod csr_pr;
 pub(crate) mod grid_pr;
 pub(crate) mod seg_energy;
+pub(crate) mod seg_model;
+pub(crate) mod seg_prior;
 pub(crate) mod stereo;
 
 #[cfg(test)]

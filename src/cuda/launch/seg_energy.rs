@@ -16,7 +16,7 @@ use crate::Result;
 pub(crate) const MAX_BLOCKS: u32 = 2048;
 
 /// The launch over `n` items: a thread per item up to [`MAX_BLOCKS`] blocks, then strides.
-fn strided(n: u64) -> LaunchConfig {
+pub(crate) fn strided(n: u64) -> LaunchConfig {
     blocks(n.div_ceil(BLOCK as u64).clamp(1, MAX_BLOCKS as u64) as u32)
 }
 

@@ -1,0 +1,57 @@
+//! The launchers of `kernels/seg_model.cu` (driven by `src/segment/gpu_model.rs`).
+//!
+//! Both kernels take the pixels in contiguous chunks of `chunk` pixels (a multiple of
+//! [`BLOCK`](super::BLOCK)), one block per chunk: `chunks` blocks with `chunks · chunk ≥ n`.
+//! Buffers: `labels` `n` bytes, `img` `n·ch` values, `counts` and `first` two per block.
+
+use cudarc::driver::CudaSlice;
+
+use super::{blocks, kernel_file};
+use crate::cuda::Gpu;
+use crate::Result;
+
+kernel_file! {
+    /// The kernels of `kernels/seg_model.cu`.
+    pub(crate) struct SegModel for "seg_model" {
+        /// Each chunk's count of foreground and background pixels.
+        ///
+        /// # Safety
+        /// `labels` has `n` entries, `counts` `2·chunks`; `chunks · chunk ≥ n`.
+        fn count = "model_count" [chunks: u32](
+            n: u32,
+            labels: &CudaSlice<u8>,
+            fg_set: u32,
+            bg_set: u32,
+            chunk: u32,
+            counts: &mut CudaSlice<u32>,
+        ) => blocks(chunks);
+
+        /// Every `step`-th pixel of each class, in pixel order, into `out_fg` / `out_bg`.
+        ///
+        /// # Safety
+        /// `labels` has `n` entries, `img` `n·ch`, `first` `2·chunks` (the exclusive prefix
+        /// sums of [`SegModel::count`]'s counts, same `chunk`), `out_fg` and `out_bg` `ch` values
+        /// per sample (`⌈total / step⌉` samples of each class); `chunks · chunk ≥ n`; steps ≥ 1.
+        fn gather = "model_gather" [chunks: u32](
+            n: u32,
+            ch: u32,
+            img: &CudaSlice<f32>,
+            labels: &CudaSlice<u8>,
+            fg_set: u32,
+            bg_set: u32,
+            chunk: u32,
+            first: &CudaSlice<u32>,
+            step_fg: u32,
+            step_bg: u32,
+            out_fg: &mut CudaSlice<f32>,
+            out_bg: &mut CudaSlice<f32>,
+        ) => blocks(chunks);
+    }
+}
+
+impl SegModel {
+    /// The kernels, for this device.
+    pub(crate) fn load(gpu: &Gpu) -> Result<Self> {
+        Self::load_with(gpu, str::to_string)
+    }
+}

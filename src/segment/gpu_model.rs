@@ -1,0 +1,166 @@
+//! The colour models fitted from samples gathered on the device: each class's pixels of the
+//! working image already there (by the seeds it was built with, or by a mask), every `step`-th
+//! of them in pixel order with the step of the host's gather (`⌈count / MAX_FIT_SAMPLES⌉` for a
+//! mixture, 1 for a histogram), so the host receives exactly the samples its own gather would
+//! collect, and fits them with the same code ([`Model::fit`]). The kernels are in
+//! `kernels/seg_model.cu`, launched through `src/cuda/launch/seg_model.rs`.
+//!
+//! What moves to the device is the pass over every pixel (classifying it, counting, picking and
+//! converting the samples), the part of a fit that grows with the image; the fit itself works on
+//! at most [`MAX_FIT_SAMPLES`] samples. **Same parameters as the host:** the samples are the
+//! working image's values, which equal the host's conversion (see [`super::gpu`]: the Lab
+//! conversion's cube root is correctly rounded on both), so the models are the same bits; where
+//! the device's Lab differs in the last bit of a value, the parameters move by as little
+//! (`tests/gpu_segment.rs` checks).
+
+use rayon::prelude::*;
+
+use super::gpu::GpuEnergy;
+use super::model::{Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
+use crate::cuda::launch::seg_energy::MAX_BLOCKS;
+use crate::cuda::launch::seg_model::SegModel;
+use crate::cuda::{self, BLOCK};
+use crate::io::Seed;
+use crate::{Error, Result};
+
+/// Which pixels each class's model is fitted on.
+#[derive(Clone, Copy, Debug)]
+pub enum FitLabels<'a> {
+    /// The seeds the energy was built with: hard and soft foreground seeds for the foreground,
+    /// hard and soft background seeds for the background (the first round's models, and the
+    /// blend partner of the later rounds').
+    Seeds,
+    /// A mask (`true`: foreground), one entry per pixel: the refit rounds'.
+    Mask(&'a [bool]),
+}
+
+/// The bit of each label value in a class's set.
+const fn bit(label: u8) -> u32 {
+    1 << label
+}
+
+impl GpuEnergy {
+    /// Fits the foreground and background models of `kind` on the pixels `labels` selects, with
+    /// the samples gathered on the device (the module docs). The same models as the pipeline's
+    /// host gather and [`Model::fit`] give.
+    ///
+    /// Errors: [`Model::fit`]'s (a class without samples); a mask of the wrong length;
+    /// [`Error::Unsupported`] when the device cannot (out of memory): the caller may then gather
+    /// on the host.
+    pub fn fit(
+        &mut self,
+        kind: ModelKind,
+        params: &ModelParams,
+        labels: FitLabels<'_>,
+    ) -> Result<(Model, Model)> {
+        let (fg, bg) = self.gather_samples(kind, labels)?;
+        let (f, b) = rayon::join(
+            || Model::fit(kind, &fg, params, "foreground"),
+            || Model::fit(kind, &bg, params, "background"),
+        );
+        Ok((f?, b?))
+    }
+
+    /// The samples of both classes (`channels` values each), as the host's gather picks them.
+    pub fn gather_samples(
+        &mut self,
+        kind: ModelKind,
+        labels: FitLabels<'_>,
+    ) -> Result<(Vec<f32>, Vec<f32>)> {
+        let n = self.shape.num_nodes();
+        let gpu = self.device.gpu()?;
+        if self.model_kernels.is_none() {
+            self.model_kernels = Some(SegModel::load(gpu)?);
+        }
+        let Some(k) = self.model_kernels.as_ref() else {
+            return Err(Error::Unsupported(
+                "the model kernels are not loaded".into(),
+            ));
+        };
+        let s = &self.stream;
+        let mask_dev;
+        let (labels_dev, fg_set, bg_set) = match labels {
+            FitLabels::Seeds => (
+                &self.seeds,
+                bit(Seed::Foreground as u8) | bit(Seed::ProbablyForeground as u8),
+                bit(Seed::Background as u8) | bit(Seed::ProbablyBackground as u8),
+            ),
+            FitLabels::Mask(mask) => {
+                if mask.len() != n {
+                    return Err(Error::Graph(format!(
+                        "the mask has {} entries but the image has {n} pixels",
+                        mask.len()
+                    )));
+                }
+                let bytes: Vec<u8> = mask.par_iter().map(|&m| m as u8).collect();
+                mask_dev = cuda::upload(s, &bytes, "mask")?;
+                cuda::sync(s)?;
+                (&mask_dev, bit(1), bit(0))
+            }
+        };
+        // Contiguous chunks of whole tiles, one block each.
+        let tiles = n.div_ceil(BLOCK as usize).max(1);
+        let chunk = tiles.div_ceil(MAX_BLOCKS as usize) * BLOCK as usize;
+        let chunks = n.div_ceil(chunk).max(1);
+        let (nn, chunk32, chunks32) = (n as u32, chunk as u32, chunks as u32);
+        let mut counts = cuda::zeros::<u32>(s, 2 * chunks, "sample counts")?;
+        // SAFETY: labels has n entries, counts 2·chunks, chunks·chunk ≥ n.
+        unsafe {
+            k.count(
+                s,
+                chunks32,
+                nn,
+                labels_dev,
+                fg_set,
+                bg_set,
+                chunk32,
+                &mut counts,
+            )?
+        };
+        let counts = cuda::download(s, &counts, "sample counts")?;
+        let mut first = vec![0u32; 2 * chunks];
+        let mut total = [0usize; 2];
+        for (b, c) in counts.chunks_exact(2).enumerate() {
+            for class in 0..2 {
+                first[2 * b + class] = total[class] as u32;
+                total[class] += c[class] as usize;
+            }
+        }
+        // The host gather's step (pipeline.rs `gather`).
+        let step = total.map(|t| match kind {
+            ModelKind::Gmm { .. } => t.div_ceil(MAX_FIT_SAMPLES).max(1),
+            ModelKind::Histogram { .. } => 1,
+        });
+        let ch = self.channels;
+        let picked = [0, 1].map(|c| total[c].div_ceil(step[c]));
+        let first = cuda::upload(s, &first, "sample ordinals")?;
+        let mut out_fg = cuda::zeros::<f32>(s, picked[0] * ch, "foreground samples")?;
+        let mut out_bg = cuda::zeros::<f32>(s, picked[1] * ch, "background samples")?;
+        // SAFETY: labels has n entries, work n·ch, first 2·chunks (the prefix sums of the counts
+        // above, same chunk), out_* ch values per picked sample; steps ≥ 1.
+        unsafe {
+            k.gather(
+                s,
+                chunks32,
+                nn,
+                ch as u32,
+                &self.work,
+                labels_dev,
+                fg_set,
+                bg_set,
+                chunk32,
+                &first,
+                step[0] as u32,
+                step[1] as u32,
+                &mut out_fg,
+                &mut out_bg,
+            )?
+        };
+        let mut fg = cuda::download(s, &out_fg, "foreground samples")?;
+        let mut bg = cuda::download(s, &out_bg, "background samples")?;
+        // An empty class's buffer holds one placeholder value.
+        fg.truncate(picked[0] * ch);
+        bg.truncate(picked[1] * ch);
+        Ok((fg, bg))
+    }
+}

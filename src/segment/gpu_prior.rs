@@ -1,0 +1,221 @@
+//! The stroke-geometry prior ([`super::prior`]) computed where the GPU energy lives: the geodesic
+//! distances to the foreground and the background strokes, and the prior's per-pixel costs, never
+//! leave the device unless asked for ([`GpuEnergy::prior_host`]). The kernels are in
+//! `kernels/seg_prior.cu`, launched through `src/cuda/launch/seg_prior.rs`.
+//!
+//! **The same quantity as the CPU.** The CPU's distances are the unique `f32` fixed point of the
+//! relaxation `d(p) = min_q fl(d(q) + step(p, q))` ([`super::prior`]'s docs), which any schedule
+//! reaches when run until nothing changes. The device runs line sweeps (a thread per grid line,
+//! along each axis in both directions; a "pass" is all of them) until a pass lowers no distance,
+//! checked through a device flag read once per pass. Its step lengths are the CPU's expressions
+//! in the same order without fused multiply-adds, with IEEE `sqrt`, so the fixed point is the
+//! same bits. The one input that may differ is the colour factor `(κ/σ)²`: `σ²` is a sum over all
+//! neighbour pairs, added in another order on the device; for integer-valued images (8- and
+//! 16-bit files) every term and partial sum is an integer below 2⁵³, so it is exact and the
+//! distances equal the CPU's bit for bit; for float images the factor can differ by one `f32`
+//! unit, and the distances then by a relative 2⁻²² at most ([`PRIOR_TOLERANCE`]).
+//!
+//! **When the device stops.** Photos converge in a few passes; a path that turns often (a maze,
+//! a spiral) needs a pass per turn. After [`MAX_DEVICE_PASSES`] passes, or when the device lacks
+//! memory for the three per-pixel buffers, the prior is computed on the host by
+//! [`prior_costs`] (the CPU's sweeps and Dijkstra fallback) and uploaded: the same result,
+//! [`PriorRun::Host`] says why.
+
+use cudarc::driver::CudaSlice;
+
+use super::energy::{self, direction_distances};
+use super::gpu::{pair_count, GpuEnergy, Original, RawImage};
+use super::prior::{prior_costs, SpatialPrior};
+use crate::cuda::launch::seg_energy::partials;
+use crate::cuda::launch::seg_prior::SegPrior;
+use crate::cuda::{self, GridShape};
+use crate::graph::Connectivity;
+use crate::io::{Image, Seed, Seeds};
+use crate::{Error, Result};
+
+/// Passes (line sweeps along every axis, both directions) the device runs before it hands the
+/// prior to the host: photos need 2–6; each pass costs four kernel launches and a flag read.
+pub const MAX_DEVICE_PASSES: usize = 64;
+
+/// The largest relative difference between device and host distances (and, times `γ`, between
+/// their prior costs) on float-valued images: one unit of the colour factor in `f32`. On
+/// integer-valued images the two are equal.
+pub const PRIOR_TOLERANCE: f64 = 1.0 / (1u64 << 22) as f64;
+
+/// Where [`GpuEnergy::compute_prior`] computed the prior.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PriorRun {
+    /// No prior: its weight is 0 or a class has no hard seed (as [`prior_costs`] returns `None`).
+    Off,
+    /// On the device, in this many passes (the last one changed nothing).
+    Device {
+        /// Passes run.
+        passes: usize,
+    },
+    /// On the host, then uploaded, because the device could not (the reason).
+    Host(String),
+}
+
+impl GpuEnergy {
+    /// Computes the stroke-geometry prior ([`prior_costs`] of `image`, the input image this
+    /// energy was built from, with `seeds`, the seeds it was built with) on the device and keeps
+    /// it as the prior every later [`GpuEnergy::set_tlinks`] adds, as [`GpuEnergy::set_prior`]
+    /// would; [`PriorRun::Off`] removes it. Falls back to the host as the module docs say.
+    ///
+    /// Errors: [`prior_costs`]'s input errors; a mismatch between `image` and the energy's
+    /// image; a device failure other than running out of memory.
+    pub fn compute_prior(
+        &mut self,
+        image: &Image,
+        seeds: &Seeds,
+        prior: &SpatialPrior,
+    ) -> Result<PriorRun> {
+        prior.check()?;
+        energy::check_seeds(image, seeds)?;
+        if image.dims != self.dims || image.channels != self.channels {
+            return Err(Error::Graph(format!(
+                "the prior's image ({:?}, {} channels) is not the energy's ({:?}, {} channels)",
+                image.dims, image.channels, self.dims, self.channels
+            )));
+        }
+        let counts = seeds.counts();
+        if prior.weight == 0.0
+            || counts[Seed::Foreground as usize] == 0
+            || counts[Seed::Background as usize] == 0
+        {
+            self.prior = None;
+            return Ok(PriorRun::Off);
+        }
+        match self.device_prior(image, prior) {
+            Ok((costs, passes)) => {
+                self.prior = Some(costs);
+                Ok(PriorRun::Device { passes })
+            }
+            Err(Error::Unsupported(reason)) => {
+                self.prior = None;
+                let host = prior_costs(image, seeds, prior)?;
+                self.set_prior(host.as_deref())?;
+                Ok(PriorRun::Host(reason))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The prior the t-links add, brought to the host (`None` without one).
+    pub fn prior_host(&self) -> Result<Option<Vec<f32>>> {
+        match &self.prior {
+            None => Ok(None),
+            Some(p) => Ok(Some(cuda::download(&self.stream, p, "prior")?)),
+        }
+    }
+
+    /// The prior's costs on the device and the passes its distances took; `Unsupported` when
+    /// the device lacks memory or the sweeps do not converge in [`MAX_DEVICE_PASSES`].
+    fn device_prior(
+        &mut self,
+        image: &Image,
+        prior: &SpatialPrior,
+    ) -> Result<(CudaSlice<f32>, usize)> {
+        let gpu = self.device.gpu()?;
+        if self.prior_kernels.is_none() {
+            self.prior_kernels = Some(SegPrior::load(gpu)?);
+        }
+        let Some(k) = self.prior_kernels.as_ref() else {
+            return Err(Error::Unsupported(
+                "the prior's kernels are not loaded".into(),
+            ));
+        };
+        let s = &self.stream;
+        let n = self.shape.num_nodes();
+        let nn = n as u32;
+        let conn = if image.is_volume() {
+            Connectivity::N26
+        } else {
+            Connectivity::N8
+        };
+        let g = GridShape::new(image.dims, conn)?;
+        let ch = self.channels as u32;
+        // The input image's values: kept from the upload, or uploaded now.
+        let uploaded;
+        let (bytes, floats) = match &self.original {
+            Original::Work => (None, Some(&self.work)),
+            Original::Raw(RawImage::Bytes(b)) => (Some(b), None),
+            Original::Raw(RawImage::Floats(f)) => (None, Some(f)),
+            Original::Host => {
+                uploaded = cuda::upload(s, &image.data, "prior image")?;
+                (None, Some(&uploaded))
+            }
+        };
+        let colour = if prior.contrast > 0.0 {
+            let mut part = cuda::zeros::<f64>(s, partials(n), "prior pair sums")?;
+            // SAFETY: one of bytes / floats, with n·ch entries; part has partials(n) entries.
+            unsafe { k.pair_sum(s, g, ch, bytes, floats, &mut part)? };
+            let sum: f64 = cuda::download(s, &part, "prior pair sums")?.iter().sum();
+            // As mean_sq_diff: the mean over every neighbour pair.
+            let pairs = pair_count(image.dims, conn);
+            let mean = if pairs > 0 { sum / pairs as f64 } else { 0.0 };
+            if mean > 0.0 {
+                (prior.contrast * prior.contrast / mean) as f32
+            } else {
+                0.0
+            }
+        } else {
+            0.0
+        };
+        let dist2: Vec<f32> = direction_distances(conn, image.spacing)
+            .iter()
+            .map(|d| (d * d) as f32)
+            .collect();
+        let dist2 = cuda::upload(s, &dist2, "prior step lengths")?;
+        let mut d_fg = cuda::zeros::<f32>(s, n, "foreground distances")?;
+        let mut d_bg = cuda::zeros::<f32>(s, n, "background distances")?;
+        let mut costs = cuda::zeros::<f32>(s, n, "prior")?;
+        let mut changed = cuda::zeros::<u32>(s, 1, "prior flag")?;
+        // SAFETY: seeds, d_fg, d_bg have n entries.
+        unsafe { k.init(s, nn, &self.seeds, &mut d_fg, &mut d_bg)? };
+        let axes: &[u32] = if g.is3d != 0 { &[1, 0, 2] } else { &[1, 0] };
+        let mut passes = 0;
+        loop {
+            if passes == MAX_DEVICE_PASSES {
+                return Err(Error::Unsupported(format!(
+                    "the geodesic distances did not converge in {MAX_DEVICE_PASSES} device passes"
+                )));
+            }
+            passes += 1;
+            cuda::clear(s, &mut changed)?;
+            for &axis in axes {
+                for sign in [1, -1] {
+                    // SAFETY: one of bytes / floats with n·ch entries, dist2 deg entries, d_fg
+                    // and d_bg n, changed one; axis < 3, and < 2 on a 2D grid.
+                    unsafe {
+                        k.sweep(
+                            s,
+                            g,
+                            axis,
+                            sign,
+                            ch,
+                            bytes,
+                            floats,
+                            &dist2,
+                            colour,
+                            &mut d_fg,
+                            &mut d_bg,
+                            &mut changed,
+                        )?
+                    };
+                }
+            }
+            if cuda::read_words::<1>(s, &changed, "prior flag")?[0] == 0 {
+                break;
+            }
+        }
+        let [w, h, d] = image.dims;
+        let depth2 = if d > 1 { d * d } else { 0 };
+        let diagonal = ((w * w + h * h + depth2) as f64).sqrt();
+        let soft = (prior.softness * diagonal) as f32;
+        // SAFETY: d_fg, d_bg, costs have n entries.
+        unsafe { k.costs(s, nn, &d_fg, &d_bg, prior.weight as f32, soft, &mut costs)? };
+        cuda::sync(s)?;
+        Ok((costs, passes))
+    }
+}
