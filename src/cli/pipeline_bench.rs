@@ -210,6 +210,9 @@ fn batch_rate(
     solver: SolverKind,
     dir: &Path,
 ) -> Result<(f64, usize)> {
+    // The manifest's paths are resolved against its folder (`data`): make them absolute, or a
+    // relative --data would be joined twice and every job would fail.
+    let data = &std::fs::canonicalize(data).with_context(|| data.display().to_string())?;
     let mut names: Vec<String> = std::fs::read_dir(data.join("images"))?
         .filter_map(|e| e.ok())
         .filter_map(|e| {
