@@ -211,9 +211,8 @@ __device__ void load_halo(const Grid g, const TilePos &p, const unsigned *label,
 // Global relabel, start: distance 1 for nodes with residual capacity to the sink, INF for all
 // others; the tiles holding or touching a distance-1 node are flagged for the first pass.
 template <int DEG>
-__device__ void bfs_seed(const Grid g, const int *sink_r, unsigned *label, unsigned *flags) {
-    unsigned v = blockIdx.x * blockDim.x + threadIdx.x;
-    if (v >= g.n) return;
+__device__ void bfs_seed_at(const Grid g, const int *sink_r, unsigned *label, unsigned *flags,
+                            unsigned v) {
     unsigned x, y, z;
     coords(g, v, x, y, z);
     bool seed = sink_r[v] > 0;
@@ -232,6 +231,12 @@ __device__ void bfs_seed(const Grid g, const int *sink_r, unsigned *label, unsig
             if (t != own) flags[t] = 1;
         }
     }
+}
+
+template <int DEG>
+__device__ void bfs_seed(const Grid g, const int *sink_r, unsigned *label, unsigned *flags) {
+    unsigned v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v < g.n) bfs_seed_at<DEG>(g, sink_r, label, flags, v);
 }
 
 // sync: flags (set to 1 from any thread)
@@ -266,9 +271,9 @@ __device__ void bfs_reseed(const Grid g, const int *sink_r, unsigned *label, uns
 // sync: flags (set to 1), count (atomic)
 // safe: flags[t] cleared by its own thread
 // Turns the flags into a list of tiles (in any order) and clears them; count must be zero.
-extern "C" __global__ void build_list(unsigned ntiles, unsigned *flags, unsigned *list,
-                                      unsigned *count) {
-    unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+// Tile t's part of it; every lane of the warp calls (the ballot), t past ntiles included.
+__device__ __forceinline__ void list_tile(unsigned t, unsigned ntiles, unsigned *flags,
+                                          unsigned *list, unsigned *count) {
     bool f = t < ntiles && flags[t] != 0;
     unsigned lane = threadIdx.x & 31;
     unsigned m = __ballot_sync(0xffffffffu, f);
@@ -282,17 +287,23 @@ extern "C" __global__ void build_list(unsigned ntiles, unsigned *flags, unsigned
     }
 }
 
+extern "C" __global__ void build_list(unsigned ntiles, unsigned *flags, unsigned *list,
+                                      unsigned *count) {
+    list_tile(blockIdx.x * blockDim.x + threadIdx.x, ntiles, flags, list, count);
+}
+
 // sync: label (other tiles' halo reads see old or new values; both are upper bounds of the
 //       distance, and a decrease on a tile's border flags the neighbour tile for the next pass)
 // safe: label of the tile's own nodes
 // One pass of the tile-wise global relabel over the listed tiles: each tile iterates
 // label(v) = min(label(v), 1 + label(w)) over residual arcs v -> w to a fixed point in shared
 // memory (colour by colour), with its halo fixed.
+// `lab` is a shared array of TileGeom<DEG>::HN entries (the caller's, so that the persistent
+// solve below can share one between this and the discharge).
 template <int DEG>
 __device__ void bfs_one_tile(const Grid g, const int *rcap, unsigned *label, const unsigned tile,
-                             unsigned *flags) {
+                             unsigned *flags, unsigned *lab) {
     typedef TileGeom<DEG> G;
-    __shared__ unsigned lab[G::HN];
     const TilePos p = tile_pos<DEG>(g, tile);
     load_halo<DEG>(g, p, label, lab);
     // Residual arcs of this thread's nodes, as bit masks; -1 marks a slot with no node.
@@ -374,9 +385,10 @@ __device__ void bfs_one_tile(const Grid g, const int *rcap, unsigned *label, con
 template <int DEG>
 __device__ void bfs_tile(const Grid g, const int *rcap, unsigned *label, const unsigned *list,
                          const unsigned *count, unsigned *flags) {
+    __shared__ unsigned lab[TileGeom<DEG>::HN];
     const unsigned m = *count;
     for (unsigned b = blockIdx.x; b < m; b += gridDim.x) {
-        bfs_one_tile<DEG>(g, rcap, label, list[b], flags);
+        bfs_one_tile<DEG>(g, rcap, label, list[b], flags, lab);
         __syncthreads(); // the next tile reuses the shared arrays
     }
 }
@@ -385,16 +397,21 @@ __device__ void bfs_tile(const Grid g, const int *rcap, unsigned *label, const u
 // safe: none (read only otherwise)
 // After a global relabel: flags the tiles holding an active node (excess > 0, reaches the sink).
 template <int DEG>
-__device__ void mark_active(const Grid g, const i64 *excess, const unsigned *label,
-                            unsigned *flags, unsigned *any) {
-    unsigned v = blockIdx.x * blockDim.x + threadIdx.x;
-    if (v >= g.n) return;
+__device__ void mark_active_at(const Grid g, const i64 *excess, const unsigned *label,
+                               unsigned *flags, unsigned *any, unsigned v) {
     if (excess[v] > 0 && label[v] <= g.n) {
         unsigned x, y, z;
         coords(g, v, x, y, z);
         flags[tile_of<DEG>(tile_pos<DEG>(g, 0), x, y, z)] = 1;
         *any = 1;
     }
+}
+
+template <int DEG>
+__device__ void mark_active(const Grid g, const i64 *excess, const unsigned *label,
+                            unsigned *flags, unsigned *any) {
+    unsigned v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v < g.n) mark_active_at<DEG>(g, excess, label, flags, any, v);
 }
 
 // sync: rcap of boundary arcs (+ from other tiles, - by the owner, both atomic), excess (net
@@ -404,16 +421,16 @@ __device__ void mark_active(const Grid g, const i64 *excess, const unsigned *lab
 // active node pushing to its lowest residual neighbour (the sink has label 0) or relabelling to
 // one above it. A tile still active at the end, and every tile that received excess, is flagged
 // for the next round.
+// `lab` as in bfs_one_tile.
 template <int DEG>
 __device__ void discharge_tile(const Grid g, int *rcap, int *sink_r, i64 *excess,
                                unsigned *label, u64 *flow, const unsigned tile, unsigned *flags,
-                               int iters) {
+                               int iters, unsigned *lab) {
     typedef TileGeom<DEG> G;
     __shared__ int cap[DEG][G::T];
     __shared__ i64 ex[G::T];
     __shared__ i64 ex0[G::T];
     __shared__ int sr[G::T];
-    __shared__ unsigned lab[G::HN];
     __shared__ unsigned dirty[G::T]; // bit 0: arcs changed, bit 1: sink residual changed
     const TilePos p = tile_pos<DEG>(g, tile);
     const unsigned inf = g.n + 1;
@@ -536,9 +553,10 @@ template <int DEG>
 __device__ void discharge(const Grid g, int *rcap, int *sink_r, i64 *excess, unsigned *label,
                           u64 *flow, const unsigned *list, const unsigned *count,
                           unsigned *flags, int iters) {
+    __shared__ unsigned lab[TileGeom<DEG>::HN];
     const unsigned m = *count;
     for (unsigned b = blockIdx.x; b < m; b += gridDim.x) {
-        discharge_tile<DEG>(g, rcap, sink_r, excess, label, flow, list[b], flags, iters);
+        discharge_tile<DEG>(g, rcap, sink_r, excess, label, flow, list[b], flags, iters, lab);
         __syncthreads(); // the next tile reuses the shared arrays
     }
 }
@@ -611,6 +629,127 @@ extern "C" __global__ void update_terminals(const Grid g, const int *source, con
     if ((threadIdx.x & 31) == 0 && m) atomicAdd(flow, m);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Persistent solve (small grids): the host loop of src/maxflow/cuda/grid.rs (global relabel,
+// mark the active tiles, a budget of discharge rounds, again until a fresh relabel finds no
+// active node) run by one cooperative launch, with grid-wide barriers where the host loop has a
+// kernel boundary or a read-back. Each step works exactly as the separate kernels do (the same
+// device functions on the same lists); what goes is the host round trip per relabel pass and per
+// discharge round, which is what a solve of a grid of ~10^5 nodes mostly waits for.
+//
+// Control words (ctl, CTL_WORDS entries, zero at launch):
+#define CTL_ARRIVED 0  // grid barrier: blocks arrived
+#define CTL_GEN 1      // grid barrier: generation
+#define CTL_COUNT 2    // worklist lengths, two, used by the parity of the step
+#define CTL_ANY 4      // mark_active's "some node is active"
+#define CTL_STATUS 5   // 1: the round limit was reached (the host reports it)
+#define CTL_ROUNDS 6   // discharge rounds run
+#define CTL_RELABELS 7 // global relabels run
+#define CTL_PASSES 8   // relabel passes run
+#define CTL_WORDS 16
+
+// A barrier of every block of a cooperative launch (all resident at once, which the cooperative
+// launch guarantees or refuses). Thread 0 of each block arrives; the last to arrive resets the
+// count and advances the generation, which the others wait for. The fences on both sides make
+// every write before the barrier, by any thread of any block, visible to every read after it
+// (the pattern of cooperative groups' grid sync).
+__device__ void grid_barrier(unsigned *ctl) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile unsigned *gen = ctl + CTL_GEN;
+        const unsigned mine = *gen;
+        __threadfence();
+        if (atomicAdd(ctl + CTL_ARRIVED, 1u) == gridDim.x - 1) {
+            ctl[CTL_ARRIVED] = 0;
+            __threadfence();
+            atomicAdd(ctl + CTL_GEN, 1u);
+        } else {
+            while (*gen == mine) __nanosleep(64);
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+// One worklist step: barrier, the flags become the list (its length in one of the two counters,
+// by the step's parity; thread 0 of block 0 clears the other one, which every block read
+// before this barrier), barrier; returns the list's length, the same in every block (nothing
+// writes that counter until after the next barrier).
+__device__ unsigned coop_list(unsigned &step, unsigned ntiles, unsigned *flags, unsigned *list,
+                              unsigned *ctl) {
+    grid_barrier(ctl);
+    unsigned *count = ctl + CTL_COUNT + (step & 1);
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        ctl[CTL_COUNT + ((step + 1) & 1)] = 0;
+        ctl[CTL_ANY] = 0; // read by every block before the barrier, written only after the next
+    }
+    const unsigned stride = gridDim.x * blockDim.x;
+    for (unsigned base = blockIdx.x * blockDim.x; base < ntiles; base += stride)
+        list_tile(base + threadIdx.x, ntiles, flags, list, count);
+    grid_barrier(ctl);
+    ++step;
+    return *(volatile unsigned *)count;
+}
+
+// sync: as bfs_tile, mark_active and discharge (one at a time, separated by grid barriers);
+//       ctl (barrier words atomic; counters written by one thread between barriers)
+// safe: as those kernels
+// The whole of phase one from initialised terminals (init_terminals run, flags clear): returns
+// with a maximum preflow, exact labels from the final global relabel, and the counters in ctl.
+template <int DEG>
+__device__ void solve_coop(const Grid g, int *rcap, int *sink_r, i64 *excess, unsigned *label,
+                           u64 *flow, unsigned *flags, unsigned *list, unsigned ntiles,
+                           unsigned *ctl, int iters, unsigned min_rounds, float ratio,
+                           unsigned max_rounds) {
+    __shared__ unsigned lab[TileGeom<DEG>::HN];
+    const unsigned stride = gridDim.x * blockDim.x;
+    const unsigned me = blockIdx.x * blockDim.x + threadIdx.x;
+    const bool lead = blockIdx.x == 0 && threadIdx.x == 0;
+    unsigned step = 0, rounds = 0;
+    for (;;) {
+        // Step 2, the global relabel (the last discharge round ended at a barrier in coop_list
+        // or here on the first pass: the labels are no longer read).
+        grid_barrier(ctl);
+        for (unsigned v = me; v < g.n; v += stride) bfs_seed_at<DEG>(g, sink_r, label, flags, v);
+        unsigned passes = 0;
+        for (;;) {
+            const unsigned m = coop_list(step, ntiles, flags, list, ctl);
+            if (m == 0) break;
+            ++passes;
+            for (unsigned b = blockIdx.x; b < m; b += gridDim.x) {
+                bfs_one_tile<DEG>(g, rcap, label, list[b], flags, lab);
+                __syncthreads();
+            }
+        }
+        if (lead) {
+            ctl[CTL_RELABELS] += 1;
+            ctl[CTL_PASSES] += passes;
+        }
+        // Step 3: the active tiles (CTL_ANY was cleared in the last coop_list).
+        for (unsigned v = me; v < g.n; v += stride)
+            mark_active_at<DEG>(g, excess, label, flags, ctl + CTL_ANY, v);
+        grid_barrier(ctl);
+        if (*(volatile unsigned *)(ctl + CTL_ANY) == 0) return;
+        // Step 4: discharge rounds, as many as the host loop would run.
+        unsigned budget = (unsigned)ceilf(fmaxf((float)max(min_rounds, 1u), ratio * passes));
+        for (unsigned done = 0; done < budget; ++done) {
+            const unsigned m = coop_list(step, ntiles, flags, list, ctl);
+            if (m == 0) break;
+            for (unsigned b = blockIdx.x; b < m; b += gridDim.x) {
+                discharge_tile<DEG>(g, rcap, sink_r, excess, label, flow, list[b], flags, iters,
+                                    lab);
+                __syncthreads();
+            }
+            ++rounds;
+            if (lead) ctl[CTL_ROUNDS] = rounds;
+            if (rounds > max_rounds) {
+                if (lead) ctl[CTL_STATUS] = 1;
+                return;
+            }
+        }
+    }
+}
+
 #define TILE_KERNELS(DEG)                                                                          \
     extern "C" __global__ void __launch_bounds__(BLOCK)                                            \
         bfs_seed_n##DEG(const Grid g, const int *sink_r, unsigned *label, unsigned *flags) {       \
@@ -637,7 +776,23 @@ extern "C" __global__ void update_terminals(const Grid g, const int *source, con
         discharge<DEG>(g, rcap, sink_r, excess, label, flow, list, count, flags, iters);           \
     }
 
+// The persistent solve, per degree (26-connected grids run it only with the tiles, which their
+// default node sweep does not use).
+#define COOP_KERNEL(DEG)                                                                           \
+    extern "C" __global__ void __launch_bounds__(BLOCK)                                            \
+        solve_coop_n##DEG(const Grid g, int *rcap, int *sink_r, i64 *excess, unsigned *label,      \
+                          u64 *flow, unsigned *flags, unsigned *list, unsigned ntiles,             \
+                          unsigned *ctl, int iters, unsigned min_rounds, float ratio,              \
+                          unsigned max_rounds) {                                                   \
+        solve_coop<DEG>(g, rcap, sink_r, excess, label, flow, flags, list, ntiles, ctl, iters,     \
+                        min_rounds, ratio, max_rounds);                                            \
+    }
+
 TILE_KERNELS(4)
 TILE_KERNELS(8)
 TILE_KERNELS(6)
 TILE_KERNELS(26)
+COOP_KERNEL(4)
+COOP_KERNEL(8)
+COOP_KERNEL(6)
+COOP_KERNEL(26)

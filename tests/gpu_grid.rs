@@ -152,7 +152,8 @@ fn agrees_with_bk_on_1000_random_grids() {
 /// The tunings the variant tests run: sweeps per launch, batch lengths (an odd one, so that the
 /// node sweep's budget leaves a short batch), every way of sizing the tile launches (a few
 /// fixed blocks take many tiles each, reusing their shared memory), and batches replayed as
-/// CUDA graphs or launched one by one.
+/// CUDA graphs or launched one by one; all of them on the host loop, and then the persistent
+/// solve (one cooperative launch) with a sweep and with many.
 fn tunings() -> Vec<GridTuning> {
     let mut all = Vec::new();
     for sweeps in [1, 64] {
@@ -169,9 +170,18 @@ fn tunings() -> Vec<GridTuning> {
                 check_every: check,
                 tile_blocks: blocks,
                 graphs,
+                persistent_max_nodes: 0,
                 ..GridTuning::default()
             });
         }
+    }
+    for (sweeps, min_rounds) in [(1, 1), (64, 8), (2, 3)] {
+        all.push(GridTuning {
+            tile_sweeps: sweeps,
+            relabel_min_rounds: min_rounds,
+            persistent_max_nodes: usize::MAX,
+            ..GridTuning::default()
+        });
     }
     all
 }
@@ -197,6 +207,14 @@ fn every_tuning_agrees_with_bk() {
                 solver.stats.global_relabels > 0,
                 "{what}: no relabel counted"
             );
+            // The persistent solve ran where it applies (every GPU this runs on has
+            // cooperative launches): no batch was launched or read back from the host.
+            if tuning.persistent_max_nodes == usize::MAX && conn != Connectivity::N26 {
+                assert!(
+                    solver.stats.active_tiles.is_empty() && solver.stats.graph_replays == 0,
+                    "{what}: the host loop ran instead of the persistent solve"
+                );
+            }
         }
     }
 }

@@ -40,6 +40,9 @@ pub struct Gpu {
     pub driver_version: i32,
     /// Streaming multiprocessors.
     pub multiprocessors: u32,
+    /// Whether the device runs cooperative launches (every block resident at once), which the
+    /// persistent grid solve needs.
+    pub cooperative: bool,
     /// How long setting up this value took: loading the driver, creating the context.
     pub init_time: Duration,
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
@@ -217,6 +220,9 @@ fn init_gpu(ordinal: usize) -> std::result::Result<Gpu, String> {
         .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         .call("cuDeviceGetAttribute")
         .map_err(text)?;
+    let cooperative = ctx
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)
+        .is_ok_and(|c| c != 0);
     let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
     if !nvrtc_available() {
         return Err(format!(
@@ -229,6 +235,7 @@ fn init_gpu(ordinal: usize) -> std::result::Result<Gpu, String> {
         arch: format!("sm_{major}{minor}"),
         driver_version,
         multiprocessors: sms.max(1) as u32,
+        cooperative,
         init_time: t.elapsed(),
         modules: Mutex::new(HashMap::new()),
     })

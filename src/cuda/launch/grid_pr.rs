@@ -6,7 +6,7 @@
 
 use cudarc::driver::CudaSlice;
 
-use super::{blocks, kernel_file, per_item, BLOCK};
+use super::{blocks, cooperative, kernel_file, per_item, BLOCK};
 use crate::cuda::runtime::Call;
 use crate::cuda::{Gpu, GridShape};
 use crate::graph::Connectivity;
@@ -131,6 +131,33 @@ kernel_file! {
             iters: i32,
         ) => blocks(grid_blocks);
 
+        /// The persistent solve of phase one (after `init_terminals`, tile flags clear, `ctl`
+        /// zeroed): global relabels, active tiles and discharge rounds (`iters` sweeps each,
+        /// at least `min_rounds` or `ratio` times the last relabel's passes between relabels)
+        /// until a fresh relabel finds no active node, or `max_rounds` rounds (then `ctl[5]` is
+        /// 1). `ctl[6]`, `ctl[7]`, `ctl[8]`: rounds, relabels, relabel passes. Tiled
+        /// connectivities (N4, N8, N6; N26 only when it is tiled).
+        ///
+        /// # Safety
+        /// As [`GridPr::discharge`]; `ctl` has 16 entries; `grid_blocks` is at most
+        /// [`GridPr::coop_resident_blocks`] and the device runs cooperative launches.
+        fn solve_coop = "solve_coop_n{deg}" [grid_blocks: u32](
+            g: GridShape,
+            rcap: &mut CudaSlice<i32>,
+            sink_r: &mut CudaSlice<i32>,
+            excess: &mut CudaSlice<i64>,
+            label: &mut CudaSlice<u32>,
+            flow: &mut CudaSlice<u64>,
+            flags: &mut CudaSlice<u32>,
+            list: &mut CudaSlice<u32>,
+            ntiles: u32,
+            ctl: &mut CudaSlice<u32>,
+            iters: i32,
+            min_rounds: u32,
+            ratio: f32,
+            max_rounds: u32,
+        ) => cooperative(grid_blocks);
+
         /// The node-sweep discharge (26-connected grids): up to `max_ops` pushes or relabels per
         /// node; with `count != 0` the nodes still active are added to `active`.
         ///
@@ -172,6 +199,12 @@ impl GridPr {
     /// times the multiprocessors): the most a launch should ask for.
     pub(crate) fn discharge_resident_blocks(&self, gpu: &Gpu) -> Result<u32> {
         resident(&self.discharge, gpu)
+    }
+
+    /// As [`GridPr::discharge_resident_blocks`], for the persistent solve: the most blocks its
+    /// cooperative launch may have.
+    pub(crate) fn coop_resident_blocks(&self, gpu: &Gpu) -> Result<u32> {
+        resident(&self.solve_coop, gpu)
     }
 
     /// As [`GridPr::discharge_resident_blocks`], for the tiled relabel pass.

@@ -55,6 +55,50 @@ pub(crate) fn one_block(threads: u32) -> LaunchConfig {
     }
 }
 
+/// How a launcher launches: a plain launch, or a cooperative one (`cuLaunchCooperativeKernel`:
+/// every block resident at once, or the launch fails), which kernels with grid-wide barriers
+/// need.
+pub(crate) struct Launch {
+    cfg: LaunchConfig,
+    cooperative: bool,
+}
+
+impl From<LaunchConfig> for Launch {
+    fn from(cfg: LaunchConfig) -> Self {
+        Launch {
+            cfg,
+            cooperative: false,
+        }
+    }
+}
+
+/// `count` blocks of [`BLOCK`] threads, launched cooperatively; `count` must not pass what the
+/// device holds at once (occupancy × multiprocessors).
+pub(crate) fn cooperative(count: u32) -> Launch {
+    Launch {
+        cfg: blocks(count),
+        cooperative: true,
+    }
+}
+
+impl Launch {
+    /// Launches `b` this way.
+    ///
+    /// # Safety
+    /// As `LaunchArgs::launch`: the arguments match the kernel's parameters.
+    pub(crate) unsafe fn run(
+        self,
+        b: &mut LaunchArgs<'_>,
+    ) -> std::result::Result<(), cudarc::driver::DriverError> {
+        let r = if self.cooperative {
+            b.launch_cooperative(self.cfg)
+        } else {
+            b.launch(self.cfg)
+        };
+        r.map(|_| ())
+    }
+}
+
 /// A kernel argument: a value passed by value, or a device buffer passed as its pointer.
 pub(crate) trait KernelArg {
     /// Adds the argument to a launch.
@@ -182,11 +226,10 @@ macro_rules! kernel_file {
                 ) -> $crate::Result<()> {
                     use $crate::cuda::runtime::Call;
                     use $crate::cuda::launch::KernelArg;
-                    let cfg: cudarc::driver::LaunchConfig = $cfg;
+                    let how: $crate::cuda::launch::Launch = ($cfg).into();
                     let mut b = stream.launch_builder(&self.$kernel);
                     $(KernelArg::push(&mut $arg, &mut b);)*
-                    b.launch(cfg)
-                        .map(|_| ())
+                    how.run(&mut b)
                         .call(concat!("cuLaunchKernel (", stringify!($kernel), ")"))
                 }
             )*

@@ -193,7 +193,18 @@ struct DeviceGraph {
     /// Blocks per launch of the tile kernels (see [`TileBlocks`]).
     discharge_blocks: u32,
     bfs_blocks: u32,
+    /// The persistent solve's control words (`CTL_WORDS` in `kernels/grid_pr.cu`).
+    ctl: CudaSlice<u32>,
+    /// Blocks of the persistent solve's cooperative launch; 0 where the device has none.
+    coop_blocks: u32,
 }
+
+/// Entries of [`DeviceGraph::ctl`] (`CTL_*` in `kernels/grid_pr.cu`).
+const CTL_WORDS: usize = 16;
+const CTL_STATUS: usize = 5;
+const CTL_ROUNDS: usize = 6;
+const CTL_RELABELS: usize = 7;
+const CTL_PASSES: usize = 8;
 
 impl CudaGrid {
     /// A solver on `device` with the default tuning.
@@ -323,6 +334,21 @@ fn check_memory(gpu: &Gpu, n: usize, conn: Connectivity) -> Result<()> {
 
 /// An error unless a device grid's arrays have the lengths its shape says: the kernels index
 /// them by node and direction without bounds checks.
+/// How many blocks of the discharge, the relabel pass and the persistent solve fit on the GPU at
+/// once (the last 0 where the device has no cooperative launches).
+fn resident_blocks(k: &GridPr, gpu: &Gpu) -> Result<(u32, u32, u32)> {
+    let coop = if gpu.cooperative {
+        k.coop_resident_blocks(gpu)?
+    } else {
+        0
+    };
+    Ok((
+        k.discharge_resident_blocks(gpu)?,
+        k.bfs_tile_resident_blocks(gpu)?,
+        coop,
+    ))
+}
+
 fn check_lengths(g: &DeviceGrid) -> Result<()> {
     let n = g.num_nodes();
     let want = [g.conn.degree() * n, n, n];
@@ -498,10 +524,7 @@ impl CudaGrid {
             ..GridStats::default()
         };
         let stream = g.stream.clone();
-        let blocks = (
-            k.discharge_resident_blocks(gpu)?,
-            k.bfs_tile_resident_blocks(gpu)?,
-        );
+        let blocks = resident_blocks(&k, gpu)?;
         let (mut dev, source) = self.allocate(blocks, g)?;
         // SAFETY: the source, excess and sink arrays have n entries (the sink array becomes the
         // sink residual in place), flow one.
@@ -540,7 +563,7 @@ impl CudaGrid {
     /// last solve of this size, zeroed), else new. Returns the state and the source capacities.
     fn allocate(
         &mut self,
-        resident: (u32, u32),
+        resident: (u32, u32, u32),
         g: DeviceGrid,
     ) -> Result<(DeviceGraph, CudaSlice<i32>)> {
         let n = g.num_nodes();
@@ -558,9 +581,11 @@ impl CudaGrid {
             counter: pool.zeros("grid counter", 1)?,
             flags: pool.zeros("grid tile flags", ntiles as usize)?,
             list: pool.zeros("grid tile list", ntiles as usize)?,
+            ctl: pool.zeros("grid control", CTL_WORDS)?,
             ntiles,
             discharge_blocks,
             bfs_blocks,
+            coop_blocks: resident.2.min(ntiles),
             rcap: g.caps,
             sink_r: g.sink,
         };
@@ -584,6 +609,7 @@ impl CudaGrid {
         s.keep("grid counter", dev.counter);
         s.keep("grid tile flags", dev.flags);
         s.keep("grid tile list", dev.list);
+        s.keep("grid control", dev.ctl);
         if let Some(src) = source {
             s.keep("grid source", src);
         }
@@ -705,6 +731,9 @@ impl CudaGrid {
     ) -> Result<()> {
         // Far beyond what push-relabel with global relabels needs; a guard against a hang.
         let max_rounds = 1_000_000u64.max(64 * shape.n as u64);
+        if !local_first && self.persistent(&shape, dev) {
+            return self.run_persistent(stream, k, shape, dev, max_rounds);
+        }
         // The labels of the next relabel are exact (a full relabel), or only valid (the local
         // one a warm start may begin with): only an exact one may end the solve.
         let mut exact = !local_first;
@@ -747,6 +776,66 @@ impl CudaGrid {
                 )));
             }
         }
+    }
+
+    /// Whether this solve runs as one persistent launch (see
+    /// [`GridTuning::persistent_max_nodes`]): a tiled grid within the size, on a device with
+    /// cooperative launches.
+    fn persistent(&self, shape: &GridShape, dev: &DeviceGraph) -> bool {
+        dev.coop_blocks > 0
+            && !node_sweep(shape)
+            && shape.num_nodes() <= self.tuning.persistent_max_nodes
+    }
+
+    /// Steps 2-4 as one cooperative launch (`solve_coop`): the same relabels, discharge rounds
+    /// and stop test as the host loop, with grid barriers instead of read-backs; the counters
+    /// come back once at the end. Its time is counted as discharge time.
+    fn run_persistent(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        k: &GridPr,
+        shape: GridShape,
+        dev: &mut DeviceGraph,
+        max_rounds: u64,
+    ) -> Result<()> {
+        let t = Instant::now();
+        cuda::clear(stream, &mut dev.ctl)?;
+        let sweeps = self.tuning.tile_sweeps.clamp(1, i32::MAX as u32) as i32;
+        // SAFETY: the graph's arrays as DeviceGraph sizes them (rcap deg·n, node arrays n,
+        // flags and list ntiles, flow one, ctl CTL_WORDS, zeroed); coop_blocks is at most the
+        // kernel's resident blocks on a device with cooperative launches (allocate).
+        unsafe {
+            k.solve_coop(
+                stream,
+                dev.coop_blocks,
+                shape,
+                &mut dev.rcap,
+                &mut dev.sink_r,
+                &mut dev.excess,
+                &mut dev.label,
+                &mut dev.flow,
+                &mut dev.flags,
+                &mut dev.list,
+                dev.ntiles,
+                &mut dev.ctl,
+                sweeps,
+                self.tuning.relabel_min_rounds,
+                self.tuning.relabel_ratio as f32,
+                max_rounds.min(u32::MAX as u64 - 1) as u32,
+            )?
+        };
+        let ctl = cuda::read_words::<CTL_WORDS>(stream, &dev.ctl, "grid control")?;
+        self.stats.rounds += ctl[CTL_ROUNDS] as u64;
+        self.stats.global_relabels += ctl[CTL_RELABELS] as u64;
+        self.stats.bfs_levels += ctl[CTL_PASSES] as u64;
+        self.stats.discharge_ms += t.elapsed().as_secs_f64() * 1e3;
+        if ctl[CTL_STATUS] != 0 {
+            return Err(Error::Graph(format!(
+                "cuda-grid did not converge in {} rounds (please report this graph)",
+                ctl[CTL_ROUNDS]
+            )));
+        }
+        Ok(())
     }
 
     /// Step 2, the tiled global relabel: seeds, then passes over the listed tiles until a pass
@@ -1294,10 +1383,7 @@ impl ResidentGrid {
             sink: cuda::zeros(stream, n, "sink capacities")?,
             stream: stream.clone(),
         };
-        let blocks = (
-            k.discharge_resident_blocks(gpu)?,
-            k.bfs_tile_resident_blocks(gpu)?,
-        );
+        let blocks = resident_blocks(&k, gpu)?;
         let (dev, source) = solver.allocate(blocks, g)?;
         Ok(ResidentGrid {
             stream: stream.clone(),

@@ -33,13 +33,17 @@ pub enum TileBlocks {
 /// | `blocks` | [`tile_blocks`](Self::tile_blocks) | `fit` | blocks per tiled launch: `fit` or a number |
 /// | `graphs` | [`graphs`](Self::graphs) | 1 | replay each batch of tiled launches as a captured CUDA graph (0: launch one by one) |
 /// | `warm_local` | [`warm_local`](Self::warm_local) | 0 | a warm start begins with a local relabel of the region whose sink arcs grew (1; 0: a full relabel, the default) |
+/// | `persistent` | [`persistent_max_nodes`](Self::persistent_max_nodes) | 0 | grids of at most this many nodes are solved by one cooperative launch (0: never) |
 ///
 /// ```
 /// use segcut::maxflow::cuda::{GridTuning, TileBlocks};
 /// let t: GridTuning = "sweeps=4,blocks=3".parse().unwrap();
 /// assert_eq!((t.tile_sweeps, t.tile_blocks), (4, TileBlocks::Fixed(3)));
 /// assert_eq!(t.check_every, GridTuning::default().check_every);
-/// assert_eq!(t.to_string(), "sweeps=4,ops=4,min_rounds=8,ratio=1,check=4,blocks=3,graphs=1,warm_local=0");
+/// assert_eq!(
+///     t.to_string(),
+///     "sweeps=4,ops=4,min_rounds=8,ratio=1,check=4,blocks=3,graphs=1,warm_local=0,persistent=0"
+/// );
 /// assert!("sweep=4".parse::<GridTuning>().is_err());
 /// ```
 #[derive(Clone, Debug, PartialEq)]
@@ -73,6 +77,13 @@ pub struct GridTuning {
     /// rounds of six dev photos (H200) it did not pay overall (rounds 2-5 warm against scratch,
     /// summed: 0.67× with it, 0.64× without; docs/benchmarks.md).
     pub warm_local: bool,
+    /// A from-scratch solve of a tiled grid of at most this many nodes runs as one persistent
+    /// cooperative launch (`solve_coop` in `kernels/grid_pr.cu`): the same relabel, discharge
+    /// and stop test, with grid-wide barriers on the device where the host loop reads a
+    /// counter back, so a small grid's solve does not wait on a host round trip per relabel
+    /// pass and per discharge round. 0 turns it off; devices without cooperative launches
+    /// and warm starts use the host loop.
+    pub persistent_max_nodes: usize,
 }
 
 impl Default for GridTuning {
@@ -86,12 +97,13 @@ impl Default for GridTuning {
             tile_blocks: TileBlocks::Fit,
             graphs: true,
             warm_local: false,
+            persistent_max_nodes: 0,
         }
     }
 }
 
 /// The keys of the text form, in the order [`Display`](fmt::Display) writes them.
-const KEYS: [&str; 8] = [
+const KEYS: [&str; 9] = [
     "sweeps",
     "ops",
     "min_rounds",
@@ -100,6 +112,7 @@ const KEYS: [&str; 8] = [
     "blocks",
     "graphs",
     "warm_local",
+    "persistent",
 ];
 
 impl GridTuning {
@@ -126,6 +139,7 @@ impl GridTuning {
             "blocks" => self.tile_blocks = TileBlocks::Fixed(count()?),
             "graphs" => self.graphs = flag()?,
             "warm_local" => self.warm_local = flag()?,
+            "persistent" => self.persistent_max_nodes = value.parse().ok()?,
             _ => return None,
         }
         Some(())
@@ -144,7 +158,7 @@ impl FromStr for GridTuning {
             t.set(k.trim(), v.trim()).ok_or_else(|| {
                 Error::Unsupported(format!(
                     "grid tuning '{kv}': expected one of {} with a positive value (ratio: a \
-                     number ≥ 0, blocks: fit or a count)",
+                     number ≥ 0, blocks: fit or a count, persistent: a node count, 0 for off)",
                     KEYS.join(", ")
                 ))
             })?;
@@ -168,6 +182,7 @@ impl fmt::Display for GridTuning {
             blocks,
             u8::from(self.graphs).to_string(),
             u8::from(self.warm_local).to_string(),
+            self.persistent_max_nodes.to_string(),
         ];
         let parts: Vec<String> = KEYS
             .iter()
@@ -185,7 +200,7 @@ mod tests {
     #[test]
     fn every_key_parses_and_prints_back() {
         let t: GridTuning =
-            "sweeps=7, ops=9,min_rounds=3,ratio=0.5,check=16,blocks=2,graphs=0,warm_local=1"
+            "sweeps=7, ops=9,min_rounds=3,ratio=0.5,check=16,blocks=2,graphs=0,warm_local=1,persistent=5000"
                 .parse()
                 .unwrap();
         let want = GridTuning {
@@ -197,6 +212,7 @@ mod tests {
             tile_blocks: TileBlocks::Fixed(2),
             graphs: false,
             warm_local: true,
+            persistent_max_nodes: 5000,
         };
         assert_eq!(t, want);
         assert_eq!(t.to_string().parse::<GridTuning>().unwrap(), want);
@@ -221,6 +237,8 @@ mod tests {
             "blocks=0",
             "graphs=2",
             "warm_local=yes",
+            "persistent=-1",
+            "persistent=x",
             "discharge=sweep",
             "ratio",
         ] {
