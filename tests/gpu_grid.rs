@@ -219,6 +219,44 @@ fn every_tuning_agrees_with_bk() {
     }
 }
 
+/// The persistent solve on grids of one tile each (one block, so its grid barriers cannot wait
+/// on blocks that racecheck runs one after another), against BK: the test to run under
+/// `compute-sanitizer --tool racecheck` for the persistent kernel, whose shared-memory code is
+/// the discharge's and the relabel pass's.
+#[test]
+fn sanitizer_single_tile_persistent() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng::new(0x5a71_0002);
+    let tuning = GridTuning {
+        persistent_max_nodes: usize::MAX,
+        ..GridTuning::default()
+    };
+    let mut solver = CudaGrid::new(segcut::cuda::Device::default(), tuning.clone());
+    for (conn, [w, h, d]) in [
+        (Connectivity::N4, [32, 32, 1]),
+        (Connectivity::N8, [32, 16, 1]),
+        (Connectivity::N6, [32, 4, 4]),
+    ] {
+        let spec = if conn.is_3d() {
+            GridSpec::new_3d(w, h, d, conn)
+        } else {
+            GridSpec::new_2d(w, h, conn)
+        };
+        let vision = vision_grid(&spec.with_scale(100)).unwrap();
+        let random = random_grid(&mut rng, conn, Caps::Sparse, 4);
+        for g in [&vision, &random] {
+            let what = format!("{tuning} {conn} {:?}", g.dims());
+            check_with(&mut solver, g, &what);
+            assert!(
+                solver.stats.active_tiles.is_empty(),
+                "{what}: the host loop ran instead of the persistent solve"
+            );
+        }
+    }
+}
+
 /// A few multi-tile grids of each connectivity with every tuning: small enough to run under
 /// compute-sanitizer (`sanitizer_sized` in the test name filter).
 #[test]

@@ -33,7 +33,7 @@ pub enum TileBlocks {
 /// | `blocks` | [`tile_blocks`](Self::tile_blocks) | `fit` | blocks per tiled launch: `fit` or a number |
 /// | `graphs` | [`graphs`](Self::graphs) | 1 | replay each batch of tiled launches as a captured CUDA graph (0: launch one by one) |
 /// | `warm_local` | [`warm_local`](Self::warm_local) | 0 | a warm start begins with a local relabel of the region whose sink arcs grew (1; 0: a full relabel, the default) |
-/// | `persistent` | [`persistent_max_nodes`](Self::persistent_max_nodes) | 0 | grids of at most this many nodes are solved by one cooperative launch (0: never) |
+/// | `persistent` | [`persistent_max_nodes`](Self::persistent_max_nodes) | 262144 | grids of at most this many nodes are solved by one cooperative launch (0: never) |
 ///
 /// ```
 /// use segcut::maxflow::cuda::{GridTuning, TileBlocks};
@@ -42,7 +42,7 @@ pub enum TileBlocks {
 /// assert_eq!(t.check_every, GridTuning::default().check_every);
 /// assert_eq!(
 ///     t.to_string(),
-///     "sweeps=4,ops=4,min_rounds=8,ratio=1,check=4,blocks=3,graphs=1,warm_local=0,persistent=0"
+///     "sweeps=4,ops=4,min_rounds=8,ratio=1,check=4,blocks=3,graphs=1,warm_local=0,persistent=262144"
 /// );
 /// assert!("sweep=4".parse::<GridTuning>().is_err());
 /// ```
@@ -97,7 +97,7 @@ impl Default for GridTuning {
             tile_blocks: TileBlocks::Fit,
             graphs: true,
             warm_local: false,
-            persistent_max_nodes: 0,
+            persistent_max_nodes: 1 << 18,
         }
     }
 }
