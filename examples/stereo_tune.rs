@@ -5,6 +5,9 @@
 //! cargo run --release --example stereo_tune -- SCENE_DIR RUNS THREADS "check=4" "blocks=64" ...
 //! ```
 //!
+//! A tuning that starts with `scratch` (`scratch`, `scratch:check=4`) solves every move from
+//! scratch instead of from the last preflow of its label (the engine's dynamic moves).
+//!
 //! Prints, per tuning, the median total time of RUNS runs one at a time, the summed solve time, the
 //! moves solved and the energy (the same for every tuning); then, with THREADS > 1, the pairs per
 //! second of THREADS threads each running RUNS pairs at once on the GPU (what `segcut batch` does
@@ -12,7 +15,7 @@
 
 use segcut::maxflow::cuda::GridTuning;
 use segcut::stereo::eval::load_scene;
-use segcut::stereo::gpu::stereo_on_device_tuned;
+use segcut::stereo::gpu::{stereo_on_device_tuned, DeviceTuning};
 use segcut::stereo::StereoOptions;
 use std::path::PathBuf;
 
@@ -38,7 +41,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..Default::default()
     };
     for t in args.iter().skip(4) {
-        let tuning: GridTuning = t.parse()?;
+        let (warm_moves, grid) = match t.strip_prefix("scratch") {
+            Some(rest) => (false, rest.trim_start_matches(':')),
+            None => (true, t.as_str()),
+        };
+        let grid: GridTuning = grid.parse()?;
+        let tuning = DeviceTuning { grid, warm_moves };
         let mut times = Vec::new();
         let mut last = None;
         for _ in 0..runs.max(1) {
@@ -61,7 +69,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .filter(|m| !m.solve.is_zero())
             .count();
         println!(
-            "{} {tuning}: median {:.1} ms, solves {:.1} ms over {solved} moves, energy {}",
+            "{} {t}: median {:.1} ms, solves {:.1} ms over {solved} moves, energy {}",
             scene.name,
             times[times.len() / 2],
             solve,
@@ -84,7 +92,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             });
             let secs = t0.elapsed().as_secs_f64();
             println!(
-                "{} {tuning}: {threads} threads × {runs} pairs: {:.1} pairs/s",
+                "{} {t}: {threads} threads × {runs} pairs: {:.1} pairs/s",
                 scene.name,
                 (threads * runs) as f64 / secs
             );

@@ -607,7 +607,8 @@ extern "C" __global__ void update_terminals(const Grid g, const int *source, con
     i64 delta = 0;
     if (v < g.n) {
         int ds = source[v] - old_source[v], dt = sink[v] - old_sink[v];
-        if (ds != 0 || dt != 0) {
+        // A negative excess (left by update_arcs) is settled here too.
+        if (ds != 0 || dt != 0 || excess[v] < 0) {
             i64 r0 = sink_r[v];
             i64 e = excess[v] + ds, r = r0 + dt;
             i64 k = max(max(-e, -r), (i64)0);
@@ -748,6 +749,41 @@ __device__ void solve_coop(const Grid g, int *rcap, int *sink_r, i64 *excess, un
             }
         }
     }
+}
+
+// sync: excess (atomicAdd, two's complement, both ends of a changed pair)
+// safe: rcap[d*n + v] and rcap[(d^1)*n + w] of each pair v -> w with d even, written only by v's
+//       thread
+// Warm start with new arc capacities (dynamic graph cuts, Kohli & Torr): the arc pair v -> w,
+// w -> v (direction d even at v, d ^ 1 at w) had capacities old_caps and residuals old_rcap, so
+// the net flow f = old_cap(v -> w) - old_rcap(v -> w) runs from v to w (negative: from w to v).
+// rcap holds the new capacities on entry and the new residuals on return: the flow stays where
+// the new pair admits it (-cap(w -> v) <= f <= cap(v -> w)), else it is clamped to the nearest
+// bound and what no longer flows goes back to v's excess and out of w's. Excesses may turn
+// negative; update_terminals then settles them (the same constant on both terminal arcs, which
+// keeps every minimum cut), so the result is a preflow of the new graph.
+extern "C" __global__ void update_arcs(const Grid g, const int *old_caps, const int *old_rcap,
+                                       int *rcap, i64 *excess) {
+    unsigned v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= g.n) return;
+    unsigned x, y, z;
+    coords(g, v, x, y, z);
+    i64 back = 0;
+    for (unsigned d = 0; d < g.deg; d += 2) {
+        i64 w = neighbor(g, x, y, z, d);
+        if (w < 0) continue;
+        const size_t fwd = (size_t)d * g.n + v, rev = (size_t)(d ^ 1) * g.n + (size_t)w;
+        const i64 f = (i64)old_caps[fwd] - (i64)old_rcap[fwd];
+        const i64 cf = rcap[fwd], cb = rcap[rev];
+        const i64 kept = f > cf ? cf : (f < -cb ? -cb : f);
+        rcap[fwd] = (int)(cf - kept);
+        rcap[rev] = (int)(cb + kept);
+        if (kept != f) {
+            back += f - kept;
+            atomicAdd((u64 *)(excess + w), (u64)(kept - f));
+        }
+    }
+    if (back != 0) atomicAdd((u64 *)(excess + v), (u64)back);
 }
 
 #define TILE_KERNELS(DEG)                                                                          \

@@ -114,6 +114,42 @@ fn device_cost_volume_equals_host() {
     }
 }
 
+/// The dynamic moves (each move from the last preflow of its label) and moves from scratch give
+/// the host's run bit for bit on tsukuba, and the dynamic run does start later passes warm.
+#[test]
+fn dynamic_moves_and_scratch_moves_equal_bk() {
+    use segcut::stereo::gpu::{stereo_on_device_tuned, DeviceTuning};
+    if !gpu_or_skip() {
+        return;
+    }
+    let Some(s) = scene("tsukuba") else { return };
+    let o = StereoOptions {
+        num_disparities: s.num_disparities,
+        expansion: bk(),
+        ..Default::default()
+    };
+    let cpu = segcut::stereo::stereo(&s.left, &s.right, &o).unwrap();
+    for warm_moves in [true, false] {
+        let tuning = DeviceTuning {
+            warm_moves,
+            ..DeviceTuning::default()
+        };
+        let gpu = stereo_on_device_tuned(&s.left, &s.right, &o, &tuning).unwrap();
+        let what = format!("tsukuba, warm moves {warm_moves}");
+        assert_same(&gpu.expansion, &cpu.expansion, &what);
+        let warm = gpu.expansion.moves.iter().filter(|m| m.warm).count();
+        if warm_moves {
+            assert!(
+                gpu.expansion.moves.iter().all(|m| m.pass > 0 || !m.warm),
+                "{what}: a first-pass move cannot be warm"
+            );
+            assert!(warm > 0, "{what}: no move started warm");
+        } else {
+            assert_eq!(warm, 0, "{what}");
+        }
+    }
+}
+
 #[test]
 fn device_stereo_equals_bk_on_dev_scenes() {
     if !gpu_or_skip() {

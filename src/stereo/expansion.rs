@@ -440,6 +440,9 @@ pub struct MoveStats {
     pub energy: i64,
     /// The solver that ran.
     pub solver: SolverKind,
+    /// The solve started from the preflow of the last move for the same label (the device
+    /// engine's dynamic moves, `src/stereo/gpu.rs`); `false` for a solve from scratch.
+    pub warm: bool,
 }
 
 /// One pass over all labels.
@@ -546,6 +549,7 @@ pub fn expand_observed(
                 switched,
                 energy: e,
                 solver: solved.ran.solver,
+                warm: false,
             });
             observe(moves.last().expect("just pushed"), &graph)?;
         }

@@ -14,9 +14,19 @@
 //! **Later passes.** A move whose graph is the one solved before is not solved again: when no
 //! move has been taken since the last move for the same α, and that move was not taken either,
 //! the labelling is unchanged, so the graph, its flow and its canonical cut are those of that
-//! move, which was not taken. The skipped move is reported with that move's flow. (Alahari, Kohli
-//! & Torr's reuse of the flow itself, where the graphs differ, needs n-link updates of the
-//! preflow that the grid solver does not have yet.)
+//! move, which was not taken. The skipped move is reported with that move's flow.
+//!
+//! **Dynamic moves** (Alahari, Kohli & Torr's reuse of the last flow; [`DeviceTuning::warm_moves`],
+//! on by default). The graph of the move for α in pass k differs from the one for α in pass k−1
+//! only where the labelling changed in between. Each label keeps the capacities and the maximum
+//! preflow of its last solve on the device (`KeptFlow`, `(2·deg + 5)·4` bytes per pixel and
+//! label, checked against free memory first; without room the moves are solved from scratch),
+//! and its next move starts from it: every arc pair's flow is kept where the new capacities
+//! admit it and clamped otherwise, the difference moving between the pair's excesses; the
+//! terminals follow (Kohli & Torr's `update_terminals`, a negative excess settled by the same
+//! constant on both terminal arcs, which keeps every minimum cut); push-relabel then goes on from
+//! a fresh global relabel. The flow is the new graph's maximum flow and the cut the canonical one,
+//! so the labelling is the same bit for bit; the certificate is checked on every move as before.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,9 +42,28 @@ use super::{
 use crate::cuda::launch::stereo::StereoKernels;
 use crate::cuda::{self, Call, Device, GridShape};
 use crate::io::Image;
-use crate::maxflow::cuda::{CudaGrid, GridTuning, ResidentGrid};
+use crate::maxflow::cuda::{CudaGrid, GridTuning, KeptFlow, ResidentGrid};
 use crate::maxflow::SolverKind;
 use crate::{Error, Result};
+
+/// How the device engine runs its moves; no setting changes the result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceTuning {
+    /// The grid solver's tuning.
+    pub grid: GridTuning,
+    /// Start each move from the preflow of the last move for the same label (the module's
+    /// "dynamic moves"), where device memory allows; `false`: every move from scratch.
+    pub warm_moves: bool,
+}
+
+impl Default for DeviceTuning {
+    fn default() -> Self {
+        DeviceTuning {
+            grid: GridTuning::default(),
+            warm_moves: true,
+        }
+    }
+}
 
 /// A problem on the device: the cost volume and the pair weights, on the stream that runs it.
 struct Problem {
@@ -253,7 +282,7 @@ struct PassBuffers {
 impl Problem {
     /// α-expansion to convergence (or `opts.max_passes`), as [`expand`](super::expand), with the
     /// grid solver tuned by `tuning`.
-    fn expand(&self, opts: &ExpansionOptions, tuning: &GridTuning) -> Result<Expansion> {
+    fn expand(&self, opts: &ExpansionOptions, tuning: &DeviceTuning) -> Result<Expansion> {
         let (w, h) = (self.shape.w as usize, self.shape.h as usize);
         let n = w * h;
         let (start, order) = start_and_order(w, h, self.labels, opts)?;
@@ -274,12 +303,22 @@ impl Problem {
                 d
             }
         };
-        let mut solver = CudaGrid::new(self.device, tuning.clone());
+        let mut solver = CudaGrid::new(self.device, tuning.grid.clone());
         let conn = match shape.deg {
             8 => crate::graph::Connectivity::N8,
             _ => crate::graph::Connectivity::N4,
         };
         let mut grid = ResidentGrid::new(&mut solver, [w, h, 1], conn, s)?;
+        // One kept flow per label for the dynamic moves, if the device has room for all of them
+        // (and a margin for the scratch buffers).
+        let warm_moves = tuning.warm_moves
+            && check_free(
+                self.device,
+                grid.kept_bytes().saturating_mul(self.labels as u64 + 2),
+                "the dynamic moves' kept flows",
+            )
+            .is_ok();
+        let mut kept: Vec<Option<KeptFlow>> = (0..self.labels).map(|_| None).collect();
         let moves_per = order.len();
         let mut b = PassBuffers {
             sums: cuda::zeros(s, 2 * moves_per + 2, "move sums")?,
@@ -320,6 +359,7 @@ impl Problem {
                 .call("cuMemcpyHtoD (energy)")?;
             let mut solved = vec![false; moves_per];
             let mut times = vec![(Duration::ZERO, Duration::ZERO); moves_per];
+            let mut warm = vec![false; moves_per];
             for (m, &alpha) in order.iter().enumerate() {
                 let a = alpha as u32;
                 let skip = last[alpha as usize] == Some((changes, false));
@@ -366,7 +406,11 @@ impl Problem {
                 }
                 let build = t.elapsed();
                 let t = Instant::now();
-                grid.solve(&mut solver)?;
+                if warm_moves {
+                    warm[m] = grid.solve_keeping(&mut solver, &mut kept[alpha as usize])?;
+                } else {
+                    grid.solve(&mut solver)?;
+                }
                 let solve = t.elapsed();
                 // SAFETY: as above; the solver's labels have n entries, sums 2·moves_per + 2.
                 unsafe {
@@ -442,6 +486,7 @@ impl Problem {
                     switched: if took { switched[m] as usize } else { 0 },
                     energy: hist[m + 1] as i64,
                     solver: SolverKind::CudaGrid,
+                    warm: warm[m],
                 });
             }
             e = hist[moves_per];
@@ -484,7 +529,7 @@ pub fn expand_on_device(
     model: &PairwiseModel,
     opts: &ExpansionOptions,
 ) -> Result<Expansion> {
-    Problem::from_volume(cost, model, opts.solve.device)?.expand(opts, &GridTuning::default())
+    Problem::from_volume(cost, model, opts.solve.device)?.expand(opts, &DeviceTuning::default())
 }
 
 /// [`stereo`](super::stereo) on the GPU for the left view: the pair is uploaded, the cost volume
@@ -492,16 +537,16 @@ pub fn expand_on_device(
 /// [`stereo`](super::stereo) calls it (for each view with the left–right check) when the solver
 /// is `cuda-grid` (or `auto` picks it); this function does no left–right check.
 pub fn stereo_on_device(left: &Image, right: &Image, opts: &StereoOptions) -> Result<StereoResult> {
-    stereo_on_device_tuned(left, right, opts, &GridTuning::default())
+    stereo_on_device_tuned(left, right, opts, &DeviceTuning::default())
 }
 
-/// [`stereo_on_device`] with the grid solver's tuning given (which changes the time, never the
-/// result): for measuring which suits the move graphs.
+/// [`stereo_on_device`] with the engine's tuning given (which changes the time, never the
+/// result): for measuring which suits the move graphs, and for tests of every path.
 pub fn stereo_on_device_tuned(
     left: &Image,
     right: &Image,
     opts: &StereoOptions,
-    tuning: &GridTuning,
+    tuning: &DeviceTuning,
 ) -> Result<StereoResult> {
     let t = Instant::now();
     let p = Problem::from_pair(left, right, opts)?;

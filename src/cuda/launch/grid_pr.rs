@@ -31,8 +31,9 @@ kernel_file! {
 
         /// Warm start: node `v`'s terminal capacities change from `old_source[v]`,
         /// `old_sink[v]` to `source[v]`, `sink[v]`; the excess and the sink residual follow
-        /// (with the constant that keeps both non-negative) and `flow` moves by the change of the
-        /// node's sink flow, in two's complement. Sets `overflow` where a sink residual would
+        /// (with the constant that keeps both non-negative; a negative excess left by
+        /// [`GridPr::update_arcs`] is settled the same way) and `flow` moves by the change of
+        /// the node's sink flow, in two's complement. Sets `overflow` where a sink residual would
         /// pass `i32::MAX`.
         ///
         /// # Safety
@@ -48,6 +49,21 @@ kernel_file! {
             sink_r: &mut CudaSlice<i32>,
             flow: &mut CudaSlice<u64>,
             overflow: &mut CudaSlice<u32>,
+        ) => per_item(g.n);
+
+        /// Warm start with new arc capacities: `rcap` holds them on entry and the residuals on
+        /// return; the net flow of each pair (from `old_caps` and `old_rcap`) stays where it
+        /// fits, else it is clamped and the difference moves between the pair's excesses, which
+        /// may turn negative (`update_terminals` settles them).
+        ///
+        /// # Safety
+        /// `old_caps`, `old_rcap` and `rcap` have `deg·g.n` entries, `excess` `g.n`.
+        fn update_arcs = "update_arcs"(
+            g: GridShape,
+            old_caps: &CudaSlice<i32>,
+            old_rcap: &CudaSlice<i32>,
+            rcap: &mut CudaSlice<i32>,
+            excess: &mut CudaSlice<i64>,
         ) => per_item(g.n);
 
         /// Global relabel, start: distance 1 where the sink residual is positive, INF elsewhere;

@@ -1351,6 +1351,29 @@ pub(crate) struct ResidentGrid {
     conn: Connectivity,
     dev: DeviceGraph,
     source: CudaSlice<i32>,
+    /// Buffers of warm starts ([`ResidentGrid::solve_keeping`]), made on first use.
+    scratch: Option<Scratch>,
+}
+
+/// What a warm start of a [`ResidentGrid`] needs beside the kept flow: the new capacities set
+/// aside while the kept preflow is updated, and the overflow flag.
+struct Scratch {
+    caps: CudaSlice<i32>,
+    sink: CudaSlice<i32>,
+    overflow: CudaSlice<u32>,
+}
+
+/// A solved graph's capacities and the maximum preflow its solve ended with, kept on the device
+/// by [`ResidentGrid::solve_keeping`] for a later solve of a graph of the same grid (one per
+/// label in α-expansion: the move for α in the next pass starts from it).
+pub(crate) struct KeptFlow {
+    caps: CudaSlice<i32>,
+    rcap: CudaSlice<i32>,
+    sink_r: CudaSlice<i32>,
+    excess: CudaSlice<i64>,
+    flow: CudaSlice<u64>,
+    source: CudaSlice<i32>,
+    sink: CudaSlice<i32>,
 }
 
 impl ResidentGrid {
@@ -1392,6 +1415,7 @@ impl ResidentGrid {
             conn,
             dev,
             source,
+            scratch: None,
         })
     }
 
@@ -1431,6 +1455,150 @@ impl ResidentGrid {
             )?
         };
         solver.run(stream, &self.k, self.shape, dev, false)
+    }
+
+    /// Device bytes one [`KeptFlow`] of this grid holds.
+    pub(crate) fn kept_bytes(&self) -> u64 {
+        let n = self.shape.num_nodes() as u64;
+        let deg = self.conn.degree() as u64;
+        // caps and residuals (deg·n i32 each), sink residual, source and sink (i32), excess (i64)
+        (2 * deg + 5) * n * 4 + 8
+    }
+
+    /// As [`solve`](ResidentGrid::solve), and the graph's capacities and the maximum preflow
+    /// it ends with are kept in `slot`; when `slot` already holds those of an earlier graph of
+    /// this grid, the solve starts from that preflow instead of from scratch (dynamic graph
+    /// cuts, Kohli & Torr): `update_arcs` moves each arc's flow within its new capacities,
+    /// `update_terminals` settles the terminals, and push-relabel goes on from a fresh global
+    /// relabel. The cut is the canonical one and the flow the graph's either way; only the time
+    /// differs. Falls back to a scratch solve where a sink residual would pass `i32::MAX`.
+    /// Returns whether the solve was warm.
+    pub(crate) fn solve_keeping(
+        &mut self,
+        solver: &mut CudaGrid,
+        slot: &mut Option<KeptFlow>,
+    ) -> Result<bool> {
+        let n = self.shape.num_nodes();
+        let deg = self.conn.degree();
+        let s = self.stream.clone();
+        let warm = match slot.as_mut() {
+            Some(kept) => self.warm_start(kept)?,
+            None => false,
+        };
+        if warm {
+            solver.stats = GridStats {
+                device_bytes: (n * grid_bytes_per_node(self.conn)) as u64,
+                ..GridStats::default()
+            };
+            cuda::clear(&s, &mut self.dev.flags)?;
+            solver.run(&s, &self.k, self.shape, &mut self.dev, false)?;
+        } else {
+            if slot.is_none() {
+                *slot = Some(KeptFlow {
+                    caps: cuda::zeros(&s, deg * n, "kept capacities")?,
+                    rcap: cuda::zeros(&s, deg * n, "kept residuals")?,
+                    sink_r: cuda::zeros(&s, n, "kept sink residuals")?,
+                    excess: cuda::zeros(&s, n, "kept excesses")?,
+                    flow: cuda::zeros(&s, 1, "kept flow")?,
+                    source: cuda::zeros(&s, n, "kept source capacities")?,
+                    sink: cuda::zeros(&s, n, "kept sink capacities")?,
+                });
+            }
+            let Some(kept) = slot.as_mut() else {
+                unreachable!("the slot was filled above")
+            };
+            // The capacities, before the solve turns them into residuals in place.
+            s.memcpy_dtod(&self.dev.rcap, &mut kept.caps)
+                .call("cuMemcpyDtoD (kept capacities)")?;
+            s.memcpy_dtod(&self.source, &mut kept.source)
+                .call("cuMemcpyDtoD (kept source)")?;
+            s.memcpy_dtod(&self.dev.sink_r, &mut kept.sink)
+                .call("cuMemcpyDtoD (kept sink)")?;
+            self.solve(solver)?;
+        }
+        let Some(kept) = slot.as_mut() else {
+            unreachable!("a kept flow exists after either branch")
+        };
+        s.memcpy_dtod(&self.dev.rcap, &mut kept.rcap)
+            .call("cuMemcpyDtoD (kept residuals)")?;
+        s.memcpy_dtod(&self.dev.sink_r, &mut kept.sink_r)
+            .call("cuMemcpyDtoD (kept sink residuals)")?;
+        s.memcpy_dtod(&self.dev.excess, &mut kept.excess)
+            .call("cuMemcpyDtoD (kept excesses)")?;
+        s.memcpy_dtod(&self.dev.flow, &mut kept.flow)
+            .call("cuMemcpyDtoD (kept flow)")?;
+        Ok(warm)
+    }
+
+    /// Turns the kept preflow into a preflow of the graph written into
+    /// [`capacities_mut`](ResidentGrid::capacities_mut), in the solver's arrays, and makes the
+    /// new capacities the kept ones. `false` (and the new graph left as written) where a sink
+    /// residual would overflow.
+    fn warm_start(&mut self, kept: &mut KeptFlow) -> Result<bool> {
+        let n = self.shape.num_nodes();
+        let deg = self.conn.degree();
+        let s = self.stream.clone();
+        if self.scratch.is_none() {
+            self.scratch = Some(Scratch {
+                caps: cuda::zeros(&s, deg * n, "new capacities")?,
+                sink: cuda::zeros(&s, n, "new sink capacities")?,
+                overflow: cuda::zeros(&s, 1, "overflow flag")?,
+            });
+        }
+        let Some(new) = self.scratch.as_mut() else {
+            unreachable!("the scratch buffers were made above")
+        };
+        let dev = &mut self.dev;
+        // The new capacities aside; the kept preflow into the solver's arrays.
+        s.memcpy_dtod(&dev.rcap, &mut new.caps)
+            .call("cuMemcpyDtoD (new capacities)")?;
+        s.memcpy_dtod(&dev.sink_r, &mut new.sink)
+            .call("cuMemcpyDtoD (new sink)")?;
+        s.memcpy_dtod(&kept.sink_r, &mut dev.sink_r)
+            .call("cuMemcpyDtoD (sink residuals)")?;
+        s.memcpy_dtod(&kept.excess, &mut dev.excess)
+            .call("cuMemcpyDtoD (excesses)")?;
+        s.memcpy_dtod(&kept.flow, &mut dev.flow)
+            .call("cuMemcpyDtoD (flow)")?;
+        cuda::clear(&s, &mut new.overflow)?;
+        // SAFETY: old caps and residuals and rcap have deg·n entries, excess n; source, sink,
+        // the kept terminal capacities, excess and sink_r n, flow and overflow one.
+        unsafe {
+            self.k.update_arcs(
+                &s,
+                self.shape,
+                &kept.caps,
+                &kept.rcap,
+                &mut dev.rcap,
+                &mut dev.excess,
+            )?;
+            self.k.update_terminals(
+                &s,
+                self.shape,
+                &self.source,
+                &new.sink,
+                &kept.source,
+                &kept.sink,
+                &mut dev.excess,
+                &mut dev.sink_r,
+                &mut dev.flow,
+                &mut new.overflow,
+            )?;
+        }
+        if cuda::read_words::<1>(&s, &new.overflow, "overflow flag")?[0] != 0 {
+            // Back to the graph as written; the caller solves it from scratch.
+            s.memcpy_dtod(&new.caps, &mut dev.rcap)
+                .call("cuMemcpyDtoD (capacities back)")?;
+            s.memcpy_dtod(&new.sink, &mut dev.sink_r)
+                .call("cuMemcpyDtoD (sink back)")?;
+            return Ok(false);
+        }
+        // The new graph's capacities are the kept ones from now on.
+        std::mem::swap(&mut kept.caps, &mut new.caps);
+        std::mem::swap(&mut kept.sink, &mut new.sink);
+        s.memcpy_dtod(&self.source, &mut kept.source)
+            .call("cuMemcpyDtoD (kept source)")?;
+        Ok(true)
     }
 
     /// The solver's labels after a solve: node `v` is on the sink side when `side[v] ≤ n`.

@@ -7,5 +7,5 @@ mod csr;
 mod grid;
 
 pub use csr::{CsrLayout, CsrStats, CudaCsr};
-pub(crate) use grid::ResidentGrid;
 pub use grid::{CudaGrid, GridStats, GridTuning, TileBlocks, WarmGrid};
+pub(crate) use grid::{KeptFlow, ResidentGrid};
