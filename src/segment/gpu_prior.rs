@@ -27,15 +27,19 @@ use super::energy::{self, direction_distances};
 use super::gpu::{pair_count, GpuEnergy, Original, RawImage};
 use super::prior::{prior_costs, SpatialPrior};
 use crate::cuda::launch::seg_energy::partials;
-use crate::cuda::launch::seg_prior::SegPrior;
+use crate::cuda::launch::seg_prior::{SegPrior, STRIP};
 use crate::cuda::{self, GridShape};
 use crate::graph::Connectivity;
 use crate::io::{Image, Seed, Seeds};
 use crate::{Error, Result};
 
-/// Passes (line sweeps along every axis, both directions) the device runs before it hands the
-/// prior to the host: photos need 2–6; each pass costs four kernel launches and a flag read.
-pub const MAX_DEVICE_PASSES: usize = 64;
+/// Passes (sweeps along every axis, both directions) the device runs before it hands the prior
+/// to the host. Photos need a handful; a path that turns often (a maze, a spiral) about a pass per
+/// turn, which the device still runs in milliseconds where the host's Dijkstra takes seconds at 4K.
+pub const MAX_DEVICE_PASSES: usize = 512;
+
+/// Passes launched before the first read of the flags; each later batch is twice the last.
+const FIRST_BATCH: usize = 4;
 
 /// The largest relative difference between device and host distances (and, times `γ`, between
 /// their prior costs) on float-valued images: one unit of the colour factor in `f32`. On
@@ -170,45 +174,56 @@ impl GpuEnergy {
         let mut d_fg = cuda::zeros::<f32>(s, n, "foreground distances")?;
         let mut d_bg = cuda::zeros::<f32>(s, n, "background distances")?;
         let mut costs = cuda::zeros::<f32>(s, n, "prior")?;
-        let mut changed = cuda::zeros::<u32>(s, 1, "prior flag")?;
+        let mut flags = cuda::zeros::<u32>(s, MAX_DEVICE_PASSES, "prior flags")?;
         // SAFETY: seeds, d_fg, d_bg have n entries.
         unsafe { k.init(s, nn, &self.seeds, &mut d_fg, &mut d_bg)? };
         let axes: &[u32] = if g.is3d != 0 { &[1, 0, 2] } else { &[1, 0] };
-        let mut passes = 0;
-        loop {
-            if passes == MAX_DEVICE_PASSES {
+        // Batches of passes, each followed by one read of the flags: a pass after the one
+        // that changed nothing returns at once on the device.
+        let (mut launched, mut batch) = (0, FIRST_BATCH);
+        let passes = loop {
+            if launched == MAX_DEVICE_PASSES {
                 return Err(Error::Unsupported(format!(
                     "the geodesic distances did not converge in {MAX_DEVICE_PASSES} device passes"
                 )));
             }
-            passes += 1;
-            cuda::clear(s, &mut changed)?;
-            for &axis in axes {
-                for sign in [1, -1] {
-                    // SAFETY: one of bytes / floats with n·ch entries, dist2 deg entries, d_fg
-                    // and d_bg n, changed one; axis < 3, and < 2 on a 2D grid.
-                    unsafe {
-                        k.sweep(
-                            s,
-                            g,
-                            axis,
-                            sign,
-                            ch,
-                            bytes,
-                            floats,
-                            &dist2,
-                            colour,
-                            &mut d_fg,
-                            &mut d_bg,
-                            &mut changed,
-                        )?
-                    };
+            let end = (launched + batch).min(MAX_DEVICE_PASSES);
+            for pass in launched..end {
+                // Odd passes shift the strips by half a strip: an edge becomes a middle.
+                let shift = if pass % 2 == 1 { STRIP / 2 } else { 0 };
+                for &axis in axes {
+                    for sign in [1, -1] {
+                        // SAFETY: one of bytes / floats with n·ch entries, dist2 deg entries,
+                        // d_fg and d_bg n, flags MAX_DEVICE_PASSES > pass; axis < 3, and < 2
+                        // on a 2D grid; shift < 32.
+                        unsafe {
+                            k.strips(
+                                s,
+                                g,
+                                axis,
+                                sign,
+                                shift,
+                                pass as u32,
+                                ch,
+                                bytes,
+                                floats,
+                                &dist2,
+                                colour,
+                                &mut d_fg,
+                                &mut d_bg,
+                                &mut flags,
+                            )?
+                        };
+                    }
                 }
             }
-            if cuda::read_words::<1>(s, &changed, "prior flag")?[0] == 0 {
-                break;
+            let read = cuda::download(s, &flags, "prior flags")?;
+            if let Some(p) = read[launched..end].iter().position(|&f| f == 0) {
+                break launched + p + 1;
             }
-        }
+            launched = end;
+            batch *= 2;
+        };
         let [w, h, d] = image.dims;
         let depth2 = if d > 1 { d * d } else { 0 };
         let diagonal = ((w * w + h * h + depth2) as f64).sqrt();
