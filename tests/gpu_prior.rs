@@ -93,7 +93,7 @@ fn compare(
     match run {
         PriorRun::Device { passes } => passes,
         PriorRun::Host(_) => 0,
-        PriorRun::Off => panic!("{what}: a prior computed but reported off"),
+        PriorRun::Off | PriorRun::Cpu => panic!("{what}: a device prior reported as {run:?}"),
     }
 }
 

@@ -46,7 +46,8 @@ const FIRST_BATCH: usize = 4;
 /// integer-valued images the two are equal.
 pub const PRIOR_TOLERANCE: f64 = 1.0 / (1u64 << 22) as f64;
 
-/// Where [`GpuEnergy::compute_prior`] computed the prior.
+/// Where the stroke-geometry prior was computed: [`GpuEnergy::compute_prior`]'s answer, or the
+/// CPU pipeline's ([`SegmentStats::prior_run`](super::SegmentStats::prior_run)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PriorRun {
     /// No prior: its weight is 0 or a class has no hard seed (as [`prior_costs`] returns `None`).
@@ -58,6 +59,20 @@ pub enum PriorRun {
     },
     /// On the host, then uploaded, because the device could not (the reason).
     Host(String),
+    /// On the host, where the whole energy was built (no GPU graph).
+    Cpu,
+}
+
+impl PriorRun {
+    /// `off`, `device`, `host` (the device's fallback) or `cpu`, as reports name it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            PriorRun::Off => "off",
+            PriorRun::Device { .. } => "device",
+            PriorRun::Host(_) => "host",
+            PriorRun::Cpu => "cpu",
+        }
+    }
 }
 
 impl GpuEnergy {

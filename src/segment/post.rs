@@ -495,7 +495,7 @@ mod tests {
             }
         }
         let mut seeds = Seeds::unknown([w, h, 1]);
-        seeds.labels[(h - 1) * w + 3] = Seed::Foreground;
+        seeds.labels[(h - 2) * w + 3] = Seed::Foreground;
         let post = PostProcess {
             drop_unseeded: true,
             max_hole: 0,
