@@ -5,16 +5,20 @@
 //
 // The distances are the fixed point of d(p) = min(d(p), min_q fl(d(q) + step(p, q))) with d = 0
 // on the class's strokes, the same f32 expressions as prior.rs (compiled with --fmad=false, IEEE
-// sqrt and division: NVRTC's defaults). The fixed point is unique, so any schedule of relaxations
-// that runs until nothing changes reaches the CPU's bits. The schedule here: line sweeps, a thread
-// per grid line along one axis walking it in one direction and relaxing each pixel from its
-// neighbours one step behind (3 of them in 2D, 9 in 3D); the host repeats the sweeps over every
-// axis and both directions until a whole pass sets no `changed` flag.
+// sqrt and division: NVRTC's defaults). Relaxing is monotone and only lowers values, so from the
+// initial values (0 on strokes, infinity elsewhere) every schedule of single relaxations that
+// reads upper bounds of the fixed point produces upper bounds of it, and one that runs until a
+// pass relaxing every pixel against every neighbour changes nothing stops exactly on it: the
+// CPU's bits (docs/segmentation.md, "Why any schedule gives the same bits"). The schedule here
+// (prior_strips): sweeps along each axis in both directions, a warp per strip of 32 lines.
 //
-// A sweep reads neighbouring lines' distances while their threads may be lowering them. Any value
-// read is the old or the new one, both upper bounds of the fixed point, so the race only changes
-// how many passes convergence takes, never the result; a pass that changed nothing read final
-// values everywhere.
+// Why the races are safe. A warp reads lines of other strips (its two outer lines; in 3D the
+// neighbouring strips' lines) while their warps may be lowering them, through volatile loads of
+// aligned 4-byte floats: each value read is one that was stored, an old or a new one, both upper
+// bounds of the fixed point, so a race changes how many passes convergence takes, never the
+// result. Each pixel is stored only by the warp owning its line in that launch, and only lowered,
+// so no store is lost between launches. A pass that changed nothing stored nothing, so every
+// read in it saw final values: the fixed point.
 
 #include "common.cuh"
 

@@ -5,19 +5,23 @@
 //!
 //! **The same quantity as the CPU.** The CPU's distances are the unique `f32` fixed point of the
 //! relaxation `d(p) = min_q fl(d(q) + step(p, q))` ([`super::prior`]'s docs), which any schedule
-//! reaches when run until nothing changes. The device runs line sweeps (a thread per grid line,
-//! along each axis in both directions; a "pass" is all of them) until a pass lowers no distance,
-//! checked through a device flag read once per pass. Its step lengths are the CPU's expressions
-//! in the same order without fused multiply-adds, with IEEE `sqrt`, so the fixed point is the
-//! same bits. The one input that may differ is the colour factor `(κ/σ)²`: `σ²` is a sum over all
-//! neighbour pairs, added in another order on the device; for integer-valued images (8- and
-//! 16-bit files) every term and partial sum is an integer below 2⁵³, so it is exact and the
-//! distances equal the CPU's bit for bit; for float images the factor can differ by one `f32`
-//! unit, and the distances then by a relative 2⁻²² at most ([`PRIOR_TOLERANCE`]).
+//! reaches when run until nothing changes (docs/segmentation.md, "Why any schedule gives the
+//! same bits"). The device runs sweeps along each axis in both directions, a warp per strip of 32
+//! lines (the neighbouring lines' previous step through warp shuffles, the chunk's distances
+//! through a shared tile, transposed along x so that loads are contiguous), until a pass lowers
+//! no distance. Passes go in batches of launches with a flag per pass and one read of the flags
+//! per batch; a pass after one that changed nothing returns at once on the device. Its step
+//! lengths are the CPU's expressions in the same order without fused multiply-adds, with IEEE
+//! `sqrt`, so the fixed point is the same bits. The one input that may differ is the colour
+//! factor `(κ/σ)²`: `σ²` is a sum over all neighbour pairs, added in another order on the
+//! device; for integer-valued images (8- and 16-bit files) every term and partial sum is an
+//! integer below 2⁵³, so it is exact and the distances equal the CPU's bit for bit; for float
+//! images the factor can differ by one `f32` unit, and the distances then by a relative 2⁻²² at
+//! most ([`PRIOR_TOLERANCE`]).
 //!
-//! **When the device stops.** Photos converge in a few passes; a path that turns often (a maze,
-//! a spiral) needs a pass per turn. After [`MAX_DEVICE_PASSES`] passes, or when the device lacks
-//! memory for the three per-pixel buffers, the prior is computed on the host by
+//! **When the device stops.** Photos converge in about 10–20 passes; a path that turns often
+//! (a maze, a spiral) needs about a pass per turn. After [`MAX_DEVICE_PASSES`] passes, or when
+//! the device lacks memory for its per-pixel buffers, the prior is computed on the host by
 //! [`prior_costs`] (the CPU's sweeps and Dijkstra fallback) and uploaded: the same result,
 //! [`PriorRun::Host`] says why.
 

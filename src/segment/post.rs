@@ -14,6 +14,9 @@
 //!   8-connected foreground, and 6 of 26 in 3D, so the two never disagree about what is enclosed;
 //!   the pairs are the same whatever connectivity the graph was cut with.)
 //!
+//! The components come from a union-find forest built in parallel (bands of rows on their own
+//! threads, then the pairs across bands), the same sets of pixels as a flood fill finds.
+//!
 //! ```
 //! use segcut::segment::post::{post_process, PostProcess};
 //! use segcut::segment::{Seed, Seeds};

@@ -15,6 +15,7 @@
 //! let r = Report::new(&seg, &opts);
 //! assert_eq!(r.foreground_pixels, 2);
 //! assert_eq!(r.solver, "bk");
+//! assert_eq!(r.prior.on, "cpu"); // the stroke prior, computed with the graph on the CPU
 //! let json = serde_json::to_value(&r).unwrap();
 //! assert_eq!(json["flow"], seg.flow);
 //! ```
