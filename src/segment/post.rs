@@ -236,10 +236,13 @@ impl Forest {
         // The pairs across bands: only a band's first `reach` pixels have a neighbour before it.
         for b in 1..n.div_ceil(band_len) {
             let start = b * band_len;
-            for i in start..(start + reach).min(n) {
-                if mask[i] != value {
-                    continue;
-                }
+            let end = (start + reach).min(n);
+            for (i, _) in mask[start..end]
+                .iter()
+                .enumerate()
+                .filter(|(_, &m)| m == value)
+                .map(|(k, m)| (start + k, m))
+            {
                 for &(o, dist) in &before {
                     match neighbour(i, o, dist) {
                         Some(j) if j < start => {
