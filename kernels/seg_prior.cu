@@ -5,16 +5,20 @@
 //
 // The distances are the fixed point of d(p) = min(d(p), min_q fl(d(q) + step(p, q))) with d = 0
 // on the class's strokes, the same f32 expressions as prior.rs (compiled with --fmad=false, IEEE
-// sqrt and division: NVRTC's defaults). The fixed point is unique, so any schedule of relaxations
-// that runs until nothing changes reaches the CPU's bits. The schedule here: line sweeps, a thread
-// per grid line along one axis walking it in one direction and relaxing each pixel from its
-// neighbours one step behind (3 of them in 2D, 9 in 3D); the host repeats the sweeps over every
-// axis and both directions until a whole pass sets no `changed` flag.
+// sqrt and division: NVRTC's defaults). Relaxing is monotone and only lowers values, so from the
+// initial values (0 on strokes, infinity elsewhere) every schedule of single relaxations that
+// reads upper bounds of the fixed point produces upper bounds of it, and one that runs until a
+// pass relaxing every pixel against every neighbour changes nothing stops exactly on it: the
+// CPU's bits (docs/segmentation.md, "Why any schedule gives the same bits"). The schedule here
+// (prior_strips): sweeps along each axis in both directions, a warp per strip of 32 lines.
 //
-// A sweep reads neighbouring lines' distances while their threads may be lowering them. Any value
-// read is the old or the new one, both upper bounds of the fixed point, so the race only changes
-// how many passes convergence takes, never the result; a pass that changed nothing read final
-// values everywhere.
+// Why the races are safe. A warp reads lines of other strips (its two outer lines; in 3D the
+// neighbouring strips' lines) while their warps may be lowering them, through volatile loads of
+// aligned 4-byte floats: each value read is one that was stored, an old or a new one, both upper
+// bounds of the fixed point, so a race changes how many passes convergence takes, never the
+// result. Each pixel is stored only by the warp owning its line in that launch, and only lowered,
+// so no store is lost between launches. A pass that changed nothing stored nothing, so every
+// read in it saw final values: the fixed point.
 
 #include "common.cuh"
 
@@ -67,57 +71,203 @@ extern "C" __global__ void prior_init(unsigned n, const unsigned char *seeds, fl
     }
 }
 
-// One sweep along `axis` (0: x, 1: y, 2: z) in direction `sign` (+1: increasing coordinate): a
-// thread per line walks it and relaxes each pixel, for both classes at once (they share the step
-// lengths), from the neighbours whose offset along the axis is -sign. dist2[k] is direction k's
-// squared physical length, colour the factor (kappa / sigma)^2. A thread that lowered a distance
-// sets *changed.
-// sync: changed (atomicOr); d_fg, d_bg of the neighbouring lines are read while their threads
-// write them (see the file's header). safe: d_fg[v], d_bg[v] for v on the thread's own line.
-extern "C" __global__ void prior_sweep(const Grid g, unsigned axis, int sign, unsigned ch,
-                                       const unsigned char *bytes, const float *floats,
-                                       const float *dist2, float colour, float *d_fg, float *d_bg,
-                                       unsigned *changed) {
+// Lines per strip: a warp's lanes, one line each.
+#define STRIP 32
+// Warps per block of prior_strips (STRIP_WARPS in src/cuda/launch/seg_prior.rs).
+#define STRIP_WARPS 4
+
+// A block's shared arrays for prior_strips, per warp: the chunk's distances [line][step] (padded
+// by one so that a lane's row and a step's column are both free of bank conflicts), and the
+// strip's two outer lines (a0 - 1, a0 + 32) one step behind each step of the chunk.
+struct StripTiles {
+    float tile_f[STRIP_WARPS][STRIP][STRIP + 1];
+    float tile_b[STRIP_WARPS][STRIP][STRIP + 1];
+    float halo_f[STRIP_WARPS][2][STRIP];
+    float halo_b[STRIP_WARPS][2][STRIP];
+};
+
+// The sweep of prior_strips along axis AXIS (see there), for the warp's strip.
+template <unsigned AXIS>
+__device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shift, unsigned ch,
+                                            const unsigned char *bytes, const float *floats,
+                                            const float *dist2, float colour, float *d_fg,
+                                            float *d_bg, StripTiles &sh, bool &lowered) {
+    const unsigned FULL = 0xffffffffu;
+    const float INF = 1.0f / 0.0f;
+    const unsigned A = AXIS == 0 ? 1 : 0, B = AXIS == 2 ? 1 : 2;
+    const unsigned lane = threadIdx.x % STRIP, warp = threadIdx.x / STRIP;
     const unsigned dims[3] = {g.w, g.h, g.d};
-    const unsigned len = dims[axis];
-    const unsigned lines = g.n / len;
-    const unsigned line = blockIdx.x * blockDim.x + threadIdx.x;
-    if (line >= lines) return;
-    // The line's fixed coordinates: the other two axes, the lower one varying fastest.
-    const unsigned a = axis == 0 ? 1 : 0, b = axis == 2 ? 1 : 2;
-    unsigned c[3];
-    c[a] = line % dims[a];
-    c[b] = line / dims[a];
-    volatile float *vf = d_fg, *vb = d_bg;
+    const size_t stride[3] = {1, (size_t)g.w, (size_t)g.w * g.h};
+    const unsigned len = dims[AXIS], na = dims[A], nb = dims[B];
+    const unsigned strips_a = (na + shift + STRIP - 1) / STRIP;
+    const unsigned strip = blockIdx.x * STRIP_WARPS + warp;
+    // The whole warp leaves together: nothing below waits on another warp.
+    if (strip >= strips_a * nb) return;
+    // The line coordinate along A of lane 0 (signed: the first strip of a shifted partition
+    // starts before the grid), of this lane, and the strip's coordinate along B.
+    const long long a0 = (long long)(strip % strips_a) * STRIP - (long long)shift;
+    const long long ca = a0 + lane;
+    const unsigned cb = strip / strips_a;
+    const bool live = ca >= 0 && ca < (long long)na;
     const int behind = -sign;
-    bool lowered = false;
-    for (unsigned i = 0; i < len; ++i) {
-        c[axis] = sign > 0 ? i : len - 1 - i;
-        const size_t v = c[0] + (size_t)g.w * (c[1] + (size_t)g.h * c[2]);
-        float best_f = vf[v], best_b = vb[v];
-        for (unsigned k = 0; k < g.deg; ++k) {
-            const int *o = g.is3d ? OFFSETS_3D[k] : OFFSETS_2D[k];
-            if (o[axis] != behind) continue;
-            i64 q = neighbor(g, c[0], c[1], c[2], k);
-            if (q < 0) continue;
-            float from_f = vf[q], from_b = vb[q];
-            // An unreached or farther neighbour cannot improve anything.
-            if (!(from_f < best_f || from_b < best_b)) continue;
-            float c2 = colour_dist2(bytes, floats, ch, v, (size_t)q);
-            float step = sqrtf(dist2[k] + colour * c2);
-            if (from_f < best_f) best_f = fminf(best_f, from_f + step);
-            if (from_b < best_b) best_b = fminf(best_b, from_b + step);
+    float(*tf)[STRIP + 1] = sh.tile_f[warp];
+    float(*tb)[STRIP + 1] = sh.tile_b[warp];
+    float(*hf)[STRIP] = sh.halo_f[warp];
+    float(*hb)[STRIP] = sh.halo_b[warp];
+    // Other warps' lines are read through volatile pointers: each read is a fresh load.
+    const volatile float *vf = d_fg, *vb = d_bg;
+    // This lane's values one step behind (infinite before the first step).
+    float prev_f = INF, prev_b = INF;
+    for (unsigned i0 = 0; i0 < len; i0 += STRIP) {
+        // The chunk's tile, entry [line][step]: along x a lane loads a step (a line's
+        // consecutive pixels), along y or z a line, so each of the warp's loads is contiguous.
+#pragma unroll 8
+        for (unsigned r = 0; r < STRIP; ++r) {
+            const unsigned line = AXIS == 0 ? r : lane, step = AXIS == 0 ? lane : r;
+            const long long la = a0 + line;
+            const unsigned i = i0 + step;
+            float f = INF, bg = INF;
+            if (la >= 0 && la < (long long)na && i < len) {
+                const unsigned ci = sign > 0 ? i : len - 1 - i;
+                const size_t v = ci * stride[AXIS] + (size_t)la * stride[A] + cb * stride[B];
+                f = d_fg[v];
+                bg = d_bg[v];
+            }
+            tf[line][step] = f;
+            tb[line][step] = bg;
         }
-        if (best_f < vf[v]) {
-            vf[v] = best_f;
+        // The outer lines one step behind each of the chunk's steps (lane = step): as they
+        // are now, which may be older than what their warps write during the chunk.
+        for (unsigned side = 0; side < 2; ++side) {
+            const long long la = side == 0 ? a0 - 1 : a0 + STRIP;
+            float f = INF, bg = INF;
+            if (la >= 0 && la < (long long)na && i0 + lane >= 1 && i0 + lane - 1 < len) {
+                const unsigned i = i0 + lane - 1;
+                const unsigned ci = sign > 0 ? i : len - 1 - i;
+                const size_t v = ci * stride[AXIS] + (size_t)la * stride[A] + cb * stride[B];
+                f = vf[v];
+                bg = vb[v];
+            }
+            hf[side][lane] = f;
+            hb[side][lane] = bg;
+        }
+        __syncwarp();
+        bool dirty = false;
+        const unsigned steps = min(STRIP, len - i0);
+        for (unsigned j = 0; j < steps; ++j) {
+            const unsigned i = i0 + j;
+            // Lines t - 1 and t + 1 one step behind, from their lanes (every lane shuffles).
+            const float up_f = __shfl_up_sync(FULL, prev_f, 1);
+            const float up_b = __shfl_up_sync(FULL, prev_b, 1);
+            const float dn_f = __shfl_down_sync(FULL, prev_f, 1);
+            const float dn_b = __shfl_down_sync(FULL, prev_b, 1);
+            float best_f = tf[lane][j], best_b = tb[lane][j];
+            if (live && i > 0) {
+                unsigned c[3];
+                c[AXIS] = sign > 0 ? i : len - 1 - i;
+                c[A] = (unsigned)ca;
+                c[B] = cb;
+                const size_t v = c[0] + (size_t)g.w * (c[1] + (size_t)g.h * c[2]);
+                const float old_f = best_f, old_b = best_b;
+                for (unsigned k = 0; k < g.deg; ++k) {
+                    const int *o = g.is3d ? OFFSETS_3D[k] : OFFSETS_2D[k];
+                    if (o[AXIS] != behind) continue;
+                    const i64 q = neighbor(g, c[0], c[1], c[2], k);
+                    if (q < 0) continue;
+                    float from_f, from_b;
+                    if (o[B] != 0) {
+                        // A line of another strip (3D): read now, possibly older than its
+                        // warp's latest value.
+                        from_f = vf[q];
+                        from_b = vb[q];
+                    } else if (o[A] == 0) {
+                        from_f = prev_f;
+                        from_b = prev_b;
+                    } else if (o[A] < 0) {
+                        from_f = lane > 0 ? up_f : hf[0][j];
+                        from_b = lane > 0 ? up_b : hb[0][j];
+                    } else {
+                        from_f = lane < STRIP - 1 ? dn_f : hf[1][j];
+                        from_b = lane < STRIP - 1 ? dn_b : hb[1][j];
+                    }
+                    // An unreached or farther neighbour cannot improve anything.
+                    if (!(from_f < best_f || from_b < best_b)) continue;
+                    const float c2 = colour_dist2(bytes, floats, ch, v, (size_t)q);
+                    const float len_q = sqrtf(dist2[k] + colour * c2);
+                    if (from_f < best_f) best_f = fminf(best_f, from_f + len_q);
+                    if (from_b < best_b) best_b = fminf(best_b, from_b + len_q);
+                }
+                if (best_f < old_f || best_b < old_b) {
+                    tf[lane][j] = best_f;
+                    tb[lane][j] = best_b;
+                    dirty = true;
+                }
+            }
+            prev_f = live ? best_f : INF;
+            prev_b = live ? best_b : INF;
+        }
+        __syncwarp();
+        // Store the chunk, as it was loaded, where a lane lowered something in it.
+        if (__any_sync(FULL, dirty)) {
             lowered = true;
+#pragma unroll 8
+            for (unsigned r = 0; r < STRIP; ++r) {
+                const unsigned line = AXIS == 0 ? r : lane, step = AXIS == 0 ? lane : r;
+                const long long la = a0 + line;
+                const unsigned i = i0 + step;
+                if (la >= 0 && la < (long long)na && i < len) {
+                    const unsigned ci = sign > 0 ? i : len - 1 - i;
+                    const size_t v = ci * stride[AXIS] + (size_t)la * stride[A] + cb * stride[B];
+                    d_fg[v] = tf[line][step];
+                    d_bg[v] = tb[line][step];
+                }
+            }
         }
-        if (best_b < vb[v]) {
-            vb[v] = best_b;
-            lowered = true;
-        }
+        // The next chunk's loads overwrite the tiles other lanes read above.
+        __syncwarp();
     }
-    if (lowered) atomicOr(changed, 1u);
+}
+
+// One sweep along `axis` (0: x, 1: y, 2: z) in direction `sign` (+1: increasing coordinate), for
+// both classes at once (they share the step lengths), as a relaxation schedule of the header's
+// fixed point. The lines along `axis` are grouped in strips of 32 neighbours along the lower
+// other axis A (at one coordinate of the third axis B); a warp takes a strip, lane t the line at
+// A = a0 + t with a0 = 32 * (strip index) - shift (the host alternates shift between 0 and 16, so
+// that a strip's edge in one pass is a strip's middle in the next). The warp walks the axis in
+// chunks of 32 steps: it loads the chunk's distances of its lines into a shared tile (along x
+// transposed through it, so that every global access of the warp is contiguous), then at each
+// step each lane relaxes its pixel from the neighbours one step behind (offset -sign along
+// `axis`) in the CPU's expressions. The previous step's values of lines t - 1, t, t + 1 come from
+// the lanes' registers (shuffles), those of the strip's outer lines from global memory read at
+// the start of the chunk, and in 3D those of the lines at B -+ 1 from global memory when used.
+// The tile goes back to global memory at the end of the chunk if a lane lowered something.
+//
+// Passes (every axis, both directions) are launched in batches without a host round trip:
+// flags[pass] is set when the pass lowered a distance, and every sweep of a pass whose
+// predecessor changed nothing returns at once, so a batch runs on past convergence for free.
+// sync: flags[pass] (atomicOr); d_fg, d_bg of lines outside the strip are read while their warps
+// write them (see the file's header). safe: d_fg[v], d_bg[v] for v on the strip's lines; the
+// warp's tiles and halos (ordered by __syncwarp).
+extern "C" __global__ void prior_strips(const Grid g, unsigned axis, int sign, unsigned shift,
+                                        unsigned pass, unsigned ch, const unsigned char *bytes,
+                                        const float *floats, const float *dist2, float colour,
+                                        float *d_fg, float *d_bg, unsigned *flags) {
+    // The previous pass changed nothing: the distances are final (the same for the whole grid).
+    if (pass > 0 && ((volatile unsigned *)flags)[pass - 1] == 0) return;
+    __shared__ StripTiles sh;
+    bool lowered = false;
+    switch (axis) {
+    case 0:
+        strip_sweep<0>(g, sign, shift, ch, bytes, floats, dist2, colour, d_fg, d_bg, sh, lowered);
+        break;
+    case 1:
+        strip_sweep<1>(g, sign, shift, ch, bytes, floats, dist2, colour, d_fg, d_bg, sh, lowered);
+        break;
+    default:
+        strip_sweep<2>(g, sign, shift, ch, bytes, floats, dist2, colour, d_fg, d_bg, sh, lowered);
+        break;
+    }
+    if (lowered && threadIdx.x % STRIP == 0) atomicOr(&flags[pass], 1u);
 }
 
 // The prior's cost difference per pixel (prior_costs in prior.rs): gamma (d_F - d_B) / (d_F + d_B

@@ -14,9 +14,11 @@ use segcut::rng::Rng;
 use segcut::segment::color::{to_color_space, ColorSpace};
 use segcut::segment::energy::{self, EnergyOptions};
 use segcut::segment::gpu::{supported, GpuEnergy};
+use segcut::segment::gpu_prior::PriorRun;
 use segcut::segment::model::Blend;
 use segcut::segment::model::{Model, ModelKind, ModelParams};
 use segcut::segment::prior::{prior_costs, SpatialPrior};
+use segcut::segment::report::Report;
 use segcut::segment::{segment, Image, Seed, Seeds, SegmentOptions};
 use segcut::Error;
 
@@ -597,6 +599,16 @@ fn masks_agree_on_the_dev_photos() {
         .unwrap();
         let (g, c) = both_builds(&image, &seeds);
         assert!(g.stats.gpu.is_some(), "{id}: not built on the GPU");
+        // The default prior runs on the device (the report says so), the CPU build's on the CPU.
+        assert!(
+            matches!(g.stats.prior_run, PriorRun::Device { passes } if passes > 0),
+            "{id}: prior {:?}",
+            g.stats.prior_run
+        );
+        assert_eq!(c.stats.prior_run, PriorRun::Cpu, "{id}");
+        let report = Report::new(&g, &SegmentOptions::default());
+        assert_eq!(report.prior.on, "device", "{id}");
+        assert!(report.prior.ms <= report.phases_ms.prepare, "{id}");
         let d = g.mask.iter().zip(&c.mask).filter(|(a, b)| a != b).count();
         eprintln!(
             "{id}: {d} of {} pixels differ; flow {} / {}, rounds {} / {}",

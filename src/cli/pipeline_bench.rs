@@ -153,7 +153,20 @@ fn one_process(
         );
     }
     let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats)?)?;
-    Ok((wall, s["phases_ms"].clone()))
+    let mut p = s["phases_ms"].clone();
+    with_prior(&mut p, &s["prior"]);
+    Ok((wall, p))
+}
+
+/// Adds the stroke prior's share of `prepare` and its device passes (from the report's
+/// `prior`) to a phases object, for the table.
+fn with_prior(phases: &mut serde_json::Value, prior: &serde_json::Value) {
+    if let Some(ms) = prior.get("ms") {
+        phases["prior_of_prepare"] = ms.clone();
+    }
+    if let Some(passes) = prior.get("passes") {
+        phases["prior_passes"] = passes.clone();
+    }
 }
 
 /// `runs` segmentations of one image in memory on a warm segmenter (one untimed run first).
@@ -171,8 +184,10 @@ fn in_memory(
         let t = Instant::now();
         let seg = s.segment(image, seeds)?;
         let wall = ms(t.elapsed());
-        let mut p = serde_json::to_value(Report::new(&seg, opts).phases_ms)?;
-        p["other"] = serde_json::json!(wall - Report::new(&seg, opts).phases_ms.total());
+        let r = Report::new(&seg, opts);
+        let mut p = serde_json::to_value(&r.phases_ms)?;
+        p["other"] = serde_json::json!(wall - r.phases_ms.total());
+        with_prior(&mut p, &serde_json::to_value(&r.prior)?);
         times.push(wall);
         phases.push((wall, p));
     }

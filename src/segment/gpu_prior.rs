@@ -5,19 +5,23 @@
 //!
 //! **The same quantity as the CPU.** The CPU's distances are the unique `f32` fixed point of the
 //! relaxation `d(p) = min_q fl(d(q) + step(p, q))` ([`super::prior`]'s docs), which any schedule
-//! reaches when run until nothing changes. The device runs line sweeps (a thread per grid line,
-//! along each axis in both directions; a "pass" is all of them) until a pass lowers no distance,
-//! checked through a device flag read once per pass. Its step lengths are the CPU's expressions
-//! in the same order without fused multiply-adds, with IEEE `sqrt`, so the fixed point is the
-//! same bits. The one input that may differ is the colour factor `(κ/σ)²`: `σ²` is a sum over all
-//! neighbour pairs, added in another order on the device; for integer-valued images (8- and
-//! 16-bit files) every term and partial sum is an integer below 2⁵³, so it is exact and the
-//! distances equal the CPU's bit for bit; for float images the factor can differ by one `f32`
-//! unit, and the distances then by a relative 2⁻²² at most ([`PRIOR_TOLERANCE`]).
+//! reaches when run until nothing changes (docs/segmentation.md, "Why any schedule gives the
+//! same bits"). The device runs sweeps along each axis in both directions, a warp per strip of 32
+//! lines (the neighbouring lines' previous step through warp shuffles, the chunk's distances
+//! through a shared tile, transposed along x so that loads are contiguous), until a pass lowers
+//! no distance. Passes go in batches of launches with a flag per pass and one read of the flags
+//! per batch; a pass after one that changed nothing returns at once on the device. Its step
+//! lengths are the CPU's expressions in the same order without fused multiply-adds, with IEEE
+//! `sqrt`, so the fixed point is the same bits. The one input that may differ is the colour
+//! factor `(κ/σ)²`: `σ²` is a sum over all neighbour pairs, added in another order on the
+//! device; for integer-valued images (8- and 16-bit files) every term and partial sum is an
+//! integer below 2⁵³, so it is exact and the distances equal the CPU's bit for bit; for float
+//! images the factor can differ by one `f32` unit, and the distances then by a relative 2⁻²² at
+//! most ([`PRIOR_TOLERANCE`]).
 //!
-//! **When the device stops.** Photos converge in a few passes; a path that turns often (a maze,
-//! a spiral) needs a pass per turn. After [`MAX_DEVICE_PASSES`] passes, or when the device lacks
-//! memory for the three per-pixel buffers, the prior is computed on the host by
+//! **When the device stops.** Photos converge in about 10–20 passes; a path that turns often
+//! (a maze, a spiral) needs about a pass per turn. After [`MAX_DEVICE_PASSES`] passes, or when
+//! the device lacks memory for its per-pixel buffers, the prior is computed on the host by
 //! [`prior_costs`] (the CPU's sweeps and Dijkstra fallback) and uploaded: the same result,
 //! [`PriorRun::Host`] says why.
 
@@ -27,22 +31,27 @@ use super::energy::{self, direction_distances};
 use super::gpu::{pair_count, GpuEnergy, Original, RawImage};
 use super::prior::{prior_costs, SpatialPrior};
 use crate::cuda::launch::seg_energy::partials;
-use crate::cuda::launch::seg_prior::SegPrior;
+use crate::cuda::launch::seg_prior::{SegPrior, STRIP};
 use crate::cuda::{self, GridShape};
 use crate::graph::Connectivity;
 use crate::io::{Image, Seed, Seeds};
 use crate::{Error, Result};
 
-/// Passes (line sweeps along every axis, both directions) the device runs before it hands the
-/// prior to the host: photos need 2–6; each pass costs four kernel launches and a flag read.
-pub const MAX_DEVICE_PASSES: usize = 64;
+/// Passes (sweeps along every axis, both directions) the device runs before it hands the prior
+/// to the host. Photos need a handful; a path that turns often (a maze, a spiral) about a pass per
+/// turn, which the device still runs in milliseconds where the host's Dijkstra takes seconds at 4K.
+pub const MAX_DEVICE_PASSES: usize = 512;
+
+/// Passes launched before the first read of the flags; each later batch is twice the last.
+const FIRST_BATCH: usize = 4;
 
 /// The largest relative difference between device and host distances (and, times `γ`, between
 /// their prior costs) on float-valued images: one unit of the colour factor in `f32`. On
 /// integer-valued images the two are equal.
 pub const PRIOR_TOLERANCE: f64 = 1.0 / (1u64 << 22) as f64;
 
-/// Where [`GpuEnergy::compute_prior`] computed the prior.
+/// Where the stroke-geometry prior was computed: [`GpuEnergy::compute_prior`]'s answer, or the
+/// CPU pipeline's ([`SegmentStats::prior_run`](super::SegmentStats::prior_run)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PriorRun {
     /// No prior: its weight is 0 or a class has no hard seed (as [`prior_costs`] returns `None`).
@@ -54,6 +63,20 @@ pub enum PriorRun {
     },
     /// On the host, then uploaded, because the device could not (the reason).
     Host(String),
+    /// On the host, where the whole energy was built (no GPU graph).
+    Cpu,
+}
+
+impl PriorRun {
+    /// `off`, `device`, `host` (the device's fallback) or `cpu`, as reports name it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            PriorRun::Off => "off",
+            PriorRun::Device { .. } => "device",
+            PriorRun::Host(_) => "host",
+            PriorRun::Cpu => "cpu",
+        }
+    }
 }
 
 impl GpuEnergy {
@@ -170,45 +193,56 @@ impl GpuEnergy {
         let mut d_fg = cuda::zeros::<f32>(s, n, "foreground distances")?;
         let mut d_bg = cuda::zeros::<f32>(s, n, "background distances")?;
         let mut costs = cuda::zeros::<f32>(s, n, "prior")?;
-        let mut changed = cuda::zeros::<u32>(s, 1, "prior flag")?;
+        let mut flags = cuda::zeros::<u32>(s, MAX_DEVICE_PASSES, "prior flags")?;
         // SAFETY: seeds, d_fg, d_bg have n entries.
         unsafe { k.init(s, nn, &self.seeds, &mut d_fg, &mut d_bg)? };
         let axes: &[u32] = if g.is3d != 0 { &[1, 0, 2] } else { &[1, 0] };
-        let mut passes = 0;
-        loop {
-            if passes == MAX_DEVICE_PASSES {
+        // Batches of passes, each followed by one read of the flags: a pass after the one
+        // that changed nothing returns at once on the device.
+        let (mut launched, mut batch) = (0, FIRST_BATCH);
+        let passes = loop {
+            if launched == MAX_DEVICE_PASSES {
                 return Err(Error::Unsupported(format!(
                     "the geodesic distances did not converge in {MAX_DEVICE_PASSES} device passes"
                 )));
             }
-            passes += 1;
-            cuda::clear(s, &mut changed)?;
-            for &axis in axes {
-                for sign in [1, -1] {
-                    // SAFETY: one of bytes / floats with n·ch entries, dist2 deg entries, d_fg
-                    // and d_bg n, changed one; axis < 3, and < 2 on a 2D grid.
-                    unsafe {
-                        k.sweep(
-                            s,
-                            g,
-                            axis,
-                            sign,
-                            ch,
-                            bytes,
-                            floats,
-                            &dist2,
-                            colour,
-                            &mut d_fg,
-                            &mut d_bg,
-                            &mut changed,
-                        )?
-                    };
+            let end = (launched + batch).min(MAX_DEVICE_PASSES);
+            for pass in launched..end {
+                // Odd passes shift the strips by half a strip: an edge becomes a middle.
+                let shift = if pass % 2 == 1 { STRIP / 2 } else { 0 };
+                for &axis in axes {
+                    for sign in [1, -1] {
+                        // SAFETY: one of bytes / floats with n·ch entries, dist2 deg entries,
+                        // d_fg and d_bg n, flags MAX_DEVICE_PASSES > pass; axis < 3, and < 2
+                        // on a 2D grid; shift < 32.
+                        unsafe {
+                            k.strips(
+                                s,
+                                g,
+                                axis,
+                                sign,
+                                shift,
+                                pass as u32,
+                                ch,
+                                bytes,
+                                floats,
+                                &dist2,
+                                colour,
+                                &mut d_fg,
+                                &mut d_bg,
+                                &mut flags,
+                            )?
+                        };
+                    }
                 }
             }
-            if cuda::read_words::<1>(s, &changed, "prior flag")?[0] == 0 {
-                break;
+            let read = cuda::download(s, &flags, "prior flags")?;
+            if let Some(p) = read[launched..end].iter().position(|&f| f == 0) {
+                break launched + p + 1;
             }
-        }
+            launched = end;
+            batch *= 2;
+        };
         let [w, h, d] = image.dims;
         let depth2 = if d > 1 { d * d } else { 0 };
         let diagonal = ((w * w + h * h + depth2) as f64).sqrt();

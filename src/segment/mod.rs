@@ -19,6 +19,8 @@ pub mod model;
 pub mod pipeline;
 pub mod post;
 pub mod prior;
+#[cfg(test)]
+mod prior_emulation;
 pub mod report;
 pub mod session;
 pub mod unary;

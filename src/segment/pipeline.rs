@@ -22,6 +22,7 @@ use super::color::{to_color_space, WorkSpace};
 use super::energy::{self, Energy, EnergyOptions, PROBABILITY_FLOOR};
 use super::gpu::{GpuEnergy, GpuTimes};
 use super::gpu_model::FitLabels;
+use super::gpu_prior::PriorRun;
 use super::model::{Blend, ColorModel, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
 use super::post::{post_process, PostProcess};
 use super::prior::{adapt_to_colours, explained_threshold, prior_costs, SpatialPrior};
@@ -214,6 +215,11 @@ pub struct SegmentStats {
     pub prepare: Duration,
     /// Where the graph was built, with the GPU build's stage times; `None`: on the CPU.
     pub gpu: Option<GpuTimes>,
+    /// Where the stroke-geometry prior was computed (with the device's passes, or why the
+    /// host took over).
+    pub prior_run: PriorRun,
+    /// Computing the prior (and the nearest-stroke geometry), part of [`SegmentStats::prepare`].
+    pub prior_time: Duration,
     /// Why the graph was built on the CPU although the GPU solver runs (the GPU build declined
     /// the input), if it was.
     pub gpu_build_declined: Option<String>,
@@ -424,23 +430,42 @@ fn initial_geometry(
     Ok(None)
 }
 
-/// [`initial_geometry`] computed on the device, which keeps it as the t-links' prior.
+/// [`initial_geometry`] computed on the device, which keeps it as the t-links' prior; brought
+/// to the host only when `download` (a host step needs it: the nearest-stroke fit, the adaptive
+/// prior), as it costs a copy of the whole image's values.
 fn device_geometry(
     d: &mut GpuEnergy,
     image: &Image,
     seeds: &Seeds,
     opts: &SegmentOptions,
-) -> Result<Option<Vec<f32>>> {
+    download: bool,
+) -> Result<(Option<Vec<f32>>, PriorRun)> {
     let prior = match (opts.prior.weight > 0.0, opts.initial) {
         (true, _) => opts.prior,
         (false, InitialModels::NearestStroke) => SpatialPrior {
             weight: 1.0,
             ..opts.prior
         },
-        (false, _) => return Ok(None),
+        (false, _) => return Ok((None, PriorRun::Off)),
     };
-    d.compute_prior(image, seeds, &prior)?;
-    d.prior_host()
+    let run = d.compute_prior(image, seeds, &prior)?;
+    let host = if download { d.prior_host()? } else { None };
+    Ok((host, run))
+}
+
+/// The geometry `δ` split between its two users: the nearest-stroke fit (`geometry`) and the
+/// host's copy of the prior (`prior`), moved where only one needs it.
+fn split_geometry(
+    delta: Option<Vec<f32>>,
+    geometry: bool,
+    prior: bool,
+) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
+    match (geometry, prior) {
+        (true, true) => (delta.clone(), delta),
+        (true, false) => (delta, None),
+        (false, true) => (None, delta),
+        (false, false) => (None, None),
+    }
 }
 
 /// The first round's models when [`SegmentOptions::initial`] asks for more than the seeds
@@ -531,8 +556,13 @@ struct Rounds<'a> {
     buf: Vec<f32>,
     /// The stroke-geometry prior's `δ` per pixel when the prior or the first fit needs it.
     geometry: Option<Vec<f32>>,
-    /// The prior the t-links add (`None`: off).
+    /// The host's copy of the prior the t-links add, where a host step needs it (`None`: off,
+    /// or kept on the device only).
     prior: Option<Vec<f32>>,
+    /// Where the prior was computed.
+    prior_run: PriorRun,
+    /// What computing it took (part of the preparation).
+    prior_time: Duration,
 }
 
 /// What one round's t-links are made of.
@@ -726,6 +756,7 @@ pub(crate) fn segment_in(
         _ => None,
     };
     let prepare_time = t.elapsed();
+    let (prior_run, prior_time) = (r.prior_run.clone(), r.prior_time);
 
     let n = image.num_pixels();
     let mut mask = vec![false; n];
@@ -798,6 +829,8 @@ pub(crate) fn segment_in(
         plan: plan_time,
         prepare: prepare_time,
         gpu: gpu_times,
+        prior_run,
+        prior_time,
         gpu_build_declined,
         solver: ran,
         iterations: rounds,
@@ -861,20 +894,38 @@ impl<'a> Rounds<'a> {
         };
         // From the input image (checked by now), not the working space: the GPU build never
         // converts the whole image on the host.
-        let geometry = match (data, device.as_mut()) {
-            // On the device (gpu_prior.rs): the same values, left there for the t-links.
-            (DataTerm::ColourModels, Some(d)) => device_geometry(d, image, seeds, opts)?,
-            (DataTerm::ColourModels, None) => initial_geometry(image, seeds, opts)?,
-            (DataTerm::Probability(_), _) => None,
+        let t_prior = Instant::now();
+        let nearest = opts.initial == InitialModels::NearestStroke;
+        let (geometry, prior, prior_run) = match (data, device.as_mut()) {
+            // On the device (gpu_prior.rs): the same values, left there for the t-links; the
+            // host gets a copy only for the nearest-stroke fit or the adaptive prior.
+            (DataTerm::ColourModels, Some(d)) => {
+                let adapts = opts.prior.adapts();
+                let (delta, run) = device_geometry(d, image, seeds, opts, nearest || adapts)?;
+                if opts.prior.weight == 0.0 {
+                    // The unit prior of the nearest-stroke fit is no t-link.
+                    d.set_prior(None)?;
+                }
+                let (geometry, prior) = split_geometry(delta, nearest, adapts);
+                (geometry, prior, run)
+            }
+            (DataTerm::ColourModels, None) => {
+                let delta = initial_geometry(image, seeds, opts)?;
+                let run = match &delta {
+                    Some(_) => PriorRun::Cpu,
+                    None => PriorRun::Off,
+                };
+                let (geometry, prior) = split_geometry(delta, nearest, opts.prior.weight > 0.0);
+                (geometry, prior, run)
+            }
+            (DataTerm::Probability(_), _) => (None, None, PriorRun::Off),
         };
-        let prior = if opts.prior.weight > 0.0 && geometry.is_some() {
-            geometry.clone()
-        } else {
-            None
+        let prior_time = t_prior.elapsed();
+        // Only the geometry of the nearest-stroke fit: no prior on the t-links.
+        let prior_run = match opts.prior.weight > 0.0 {
+            true => prior_run,
+            false => PriorRun::Off,
         };
-        if let (Some(d), None) = (device.as_mut(), &prior) {
-            d.set_prior(None)?;
-        }
         // The host solver runs what was chosen (BK, or cuda-grid on a CPU-built graph); the
         // certificate is checked here, per round, on whichever graph was cut.
         let host = MaxFlow::new(SolveOptions {
@@ -899,6 +950,8 @@ impl<'a> Rounds<'a> {
             buf: Vec::new(),
             geometry,
             prior,
+            prior_run,
+            prior_time,
         };
         Ok((rounds, declined))
     }

@@ -214,14 +214,14 @@ pub fn prior_costs(image: &Image, seeds: &Seeds, prior: &SpatialPrior) -> Result
 
 /// What one step of a path costs: the directions of the scan's neighbourhood with their
 /// physical lengths, and the colour term's factor `(κ/σ)²`.
-struct StepLengths {
-    conn: Connectivity,
-    dist2: Vec<f32>,
-    colour: f32,
+pub(super) struct StepLengths {
+    pub(super) conn: Connectivity,
+    pub(super) dist2: Vec<f32>,
+    pub(super) colour: f32,
 }
 
 impl StepLengths {
-    fn new(image: &Image, contrast: f64) -> Self {
+    pub(super) fn new(image: &Image, contrast: f64) -> Self {
         let conn = if image.is_volume() {
             Connectivity::N26
         } else {
@@ -263,7 +263,12 @@ const MAX_SWEEP_PAIRS: usize = 8;
 /// same bits. Raster sweeps (forward then backward, as in Criminisi et al.'s GeoS) are repeated
 /// until a pair changes nothing; if [`MAX_SWEEP_PAIRS`] pairs do not get there, Dijkstra's
 /// algorithm computes the same fixed point directly.
-fn geodesic_distance(image: &Image, seeds: &Seeds, class: Seed, len: &StepLengths) -> Vec<f32> {
+pub(super) fn geodesic_distance(
+    image: &Image,
+    seeds: &Seeds,
+    class: Seed,
+    len: &StepLengths,
+) -> Vec<f32> {
     let mut d: Vec<f32> = seeds
         .labels
         .iter()
@@ -293,7 +298,14 @@ fn geodesic_distance(image: &Image, seeds: &Seeds, class: Seed, len: &StepLength
 /// `dist2`: `√(dist² + (κ/σ)² ‖I_v − I_q‖²)`, the channels summed in order (the same bits
 /// whichever end the step is taken from).
 #[inline]
-fn step_length(data: &[f32], ch: usize, v: usize, q: usize, dist2: f32, colour: f32) -> f32 {
+pub(super) fn step_length(
+    data: &[f32],
+    ch: usize,
+    v: usize,
+    q: usize,
+    dist2: f32,
+    colour: f32,
+) -> f32 {
     let mut c2 = 0.0f32;
     for c in 0..ch {
         let diff = data[v * ch + c] - data[q * ch + c];

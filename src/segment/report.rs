@@ -15,12 +15,14 @@
 //! let r = Report::new(&seg, &opts);
 //! assert_eq!(r.foreground_pixels, 2);
 //! assert_eq!(r.solver, "bk");
+//! assert_eq!(r.prior.on, "cpu"); // the stroke prior, computed with the graph on the CPU
 //! let json = serde_json::to_value(&r).unwrap();
 //! assert_eq!(json["flow"], seg.flow);
 //! ```
 
 use super::pipeline::{IterationStats, SegmentOptions, Segmentation};
 use crate::options::{color_space_name, model_name};
+use crate::segment::gpu_prior::PriorRun;
 use crate::segment::model::ModelKind;
 use serde::Serialize;
 use std::time::Duration;
@@ -105,6 +107,38 @@ pub struct GraphBuild {
     /// `β`, n-links and `K` (GPU build).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nlinks_ms: Option<f64>,
+}
+
+/// Where and how the stroke-geometry prior was computed (`segment::gpu_prior::PriorRun`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PriorReport {
+    /// `off`, `device`, `host` (the device handed it to the host) or `cpu` (no GPU graph).
+    pub on: &'static str,
+    /// The device's passes (sweeps along every axis both ways), the last one changing nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passes: Option<usize>,
+    /// Why the device handed it to the host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+    /// Its time, part of `phases_ms.prepare`.
+    pub ms: f64,
+}
+
+impl PriorReport {
+    fn new(run: &PriorRun, time: Duration) -> Self {
+        PriorReport {
+            on: run.name(),
+            passes: match run {
+                PriorRun::Device { passes } => Some(*passes),
+                _ => None,
+            },
+            fallback: match run {
+                PriorRun::Host(why) => Some(why.clone()),
+                _ => None,
+            },
+            ms: ms(time),
+        }
+    }
 }
 
 /// One fit-build-cut round.
@@ -271,6 +305,8 @@ pub struct Report {
     pub foreground_fraction: f64,
     /// Where the graph was built.
     pub graph_build: GraphBuild,
+    /// Where the stroke-geometry prior was computed.
+    pub prior: PriorReport,
     /// One entry per round.
     pub iterations: Vec<RoundReport>,
     /// The phases' times.
@@ -353,6 +389,7 @@ impl Report {
             foreground_pixels: fg,
             foreground_fraction: fg as f64 / n as f64,
             graph_build,
+            prior: PriorReport::new(&st.prior_run, st.prior_time),
             iterations: st.iterations.iter().map(RoundReport::from).collect(),
             phases_ms: Phases {
                 checks: ms(st.checks),

@@ -352,6 +352,23 @@ fn header_block_is_blocks() {
 }
 
 #[test]
+fn prior_strip_sizes_are_the_launchers() {
+    // The launcher sizes the grid of prior_strips by them; the kernel its shared tiles.
+    let text = strip(source_of(SegPrior::FILE));
+    let define = |name: &str| -> u32 {
+        let prefix = format!("#define {name} ");
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("#define {name} in seg_prior.cu"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(define("STRIP"), super::seg_prior::STRIP);
+    assert_eq!(define("STRIP_WARPS"), super::seg_prior::STRIP_WARPS);
+}
+
+#[test]
 fn the_parser_reads_what_the_kernels_write() {
     // The parser itself must be able to see a mismatch: a macro-made kernel, a launch bound,
     // typedefs, by-value const, and a swapped pair.

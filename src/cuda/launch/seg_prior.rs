@@ -6,15 +6,30 @@
 
 use cudarc::driver::{CudaSlice, LaunchConfig};
 
+use super::kernel_file;
 use super::seg_energy::strided;
-use super::{kernel_file, per_item};
 use crate::cuda::{Gpu, GridShape};
 use crate::Result;
 
-/// The lines of a sweep along `axis`: one thread each.
-fn lines(g: GridShape, axis: u32) -> LaunchConfig {
-    let len = [g.w, g.h, g.d][axis as usize].max(1);
-    per_item(g.n / len)
+/// Warps per block of `prior_strips` (`STRIP_WARPS` in `kernels/seg_prior.cu`, which sizes its
+/// shared tiles by it).
+pub(crate) const STRIP_WARPS: u32 = 4;
+
+/// Lines per strip: a warp's lanes (`STRIP` in the kernel file).
+pub(crate) const STRIP: u32 = 32;
+
+/// The strips of a sweep along `axis` whose partition starts `shift` lines before the grid: a
+/// warp each, [`STRIP_WARPS`] to a block.
+fn strips(g: GridShape, axis: u32, shift: u32) -> LaunchConfig {
+    let dims = [g.w, g.h, g.d];
+    let a = if axis == 0 { 1 } else { 0 };
+    let b = if axis == 2 { 1 } else { 2 };
+    let count = (dims[a] + shift).div_ceil(STRIP) * dims[b];
+    LaunchConfig {
+        grid_dim: (count.div_ceil(STRIP_WARPS).max(1), 1, 1),
+        block_dim: (STRIP_WARPS * STRIP, 1, 1),
+        shared_mem_bytes: 0,
+    }
 }
 
 kernel_file! {
@@ -44,15 +59,21 @@ kernel_file! {
             d_bg: &mut CudaSlice<f32>,
         ) => strided(n as u64);
 
-        /// One line sweep along `axis` (0, 1, or 2 on a 3D grid) in direction `sign` (±1).
+        /// One sweep along `axis` (0, 1, or 2 on a 3D grid) in direction `sign` (±1), a warp per
+        /// strip of 32 lines (the partition shifted by `shift` < 32 lines), as pass `pass` of
+        /// a batch: it sets `flags[pass]` when it lowers a distance, and does nothing when
+        /// `flags[pass - 1]` is 0.
         ///
         /// # Safety
         /// Exactly one of `bytes`, `floats` is given, with `g.n·ch` entries; `dist2` has `g.deg`
-        /// entries, `d_fg`, `d_bg` `g.n`, `changed` one; `axis < 3`, and `axis < 2` on a 2D grid.
-        fn sweep = "prior_sweep"(
+        /// entries, `d_fg`, `d_bg` `g.n`, `flags` more than `pass`; `axis < 3`, and `axis < 2`
+        /// on a 2D grid; `shift < 32`.
+        fn strips = "prior_strips"(
             g: GridShape,
             axis: u32,
             sign: i32,
+            shift: u32,
+            pass: u32,
             ch: u32,
             bytes: Option<&CudaSlice<u8>>,
             floats: Option<&CudaSlice<f32>>,
@@ -60,8 +81,8 @@ kernel_file! {
             colour: f32,
             d_fg: &mut CudaSlice<f32>,
             d_bg: &mut CudaSlice<f32>,
-            changed: &mut CudaSlice<u32>,
-        ) => lines(g, axis);
+            flags: &mut CudaSlice<u32>,
+        ) => strips(g, axis, shift);
 
         /// The prior's cost difference from the two distances.
         ///

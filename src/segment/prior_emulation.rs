@@ -1,0 +1,516 @@
+//! A sequential emulation of `prior_strips` (`kernels/seg_prior.cu`) and of the pass loop around
+//! it (`gpu_prior.rs`), for machines without a GPU: the same strips, lanes, chunks, tiles, halos
+//! and shuffles, run one warp after another and one lane after another. A strip's outer lines are
+//! read either as they are when read (the warps before it have finished) or as they were when
+//! the sweep began (the stalest a warp could see). It checks the schedule and its indexing, not
+//! the CUDA code: keep it in step with the kernel.
+
+use super::prior::{geodesic_distance, step_length, StepLengths};
+use crate::io::{Image, Seed, Seeds};
+
+const STRIP: usize = 32;
+const INF: f32 = f32::INFINITY;
+
+/// The two classes' distances.
+#[derive(Clone, Debug, PartialEq)]
+struct Dist {
+    f: Vec<f32>,
+    b: Vec<f32>,
+}
+
+/// How a warp sees the lines of other strips.
+#[derive(Clone, Copy, Debug)]
+enum Outer {
+    /// As they are now.
+    Current,
+    /// As they were when the sweep began.
+    Stale,
+}
+
+/// One `prior_strips` launch: returns whether a warp lowered a distance.
+fn strip_sweep(
+    image: &Image,
+    len: &StepLengths,
+    axis: usize,
+    sign: i64,
+    shift: usize,
+    d: &mut Dist,
+    outer: Outer,
+) -> bool {
+    let snapshot = matches!(outer, Outer::Stale).then(|| d.clone());
+    let read_outer = |d: &Dist, v: usize| match &snapshot {
+        Some(s) => (s.f[v], s.b[v]),
+        None => (d.f[v], d.b[v]),
+    };
+    let dims = image.dims;
+    let stride = [1, dims[0], dims[0] * dims[1]];
+    let (a, b) = (usize::from(axis == 0), if axis == 2 { 1 } else { 2 });
+    let (n_axis, na, nb) = (dims[axis], dims[a], dims[b]);
+    let strips_a = (na + shift).div_ceil(STRIP);
+    let offsets = len.conn.offsets();
+    let (data, ch) = (&image.data, image.channels);
+    let behind = -sign;
+    let index =
+        |ci: usize, la: usize, cb: usize| ci * stride[axis] + la * stride[a] + cb * stride[b];
+    let coord = |i: usize| if sign > 0 { i } else { n_axis - 1 - i };
+    let mut lowered = false;
+    for strip in 0..strips_a * nb {
+        let a0 = (strip % strips_a) as i64 * STRIP as i64 - shift as i64;
+        let cb = strip / strips_a;
+        let line_ok = |la: i64| la >= 0 && la < na as i64;
+        let mut prev_f = [INF; STRIP];
+        let mut prev_b = [INF; STRIP];
+        for i0 in (0..n_axis).step_by(STRIP) {
+            let mut tf = [[INF; STRIP]; STRIP];
+            let mut tb = [[INF; STRIP]; STRIP];
+            for r in 0..STRIP {
+                for lane in 0..STRIP {
+                    let (line, step) = if axis == 0 { (r, lane) } else { (lane, r) };
+                    let la = a0 + line as i64;
+                    let i = i0 + step;
+                    if line_ok(la) && i < n_axis {
+                        let v = index(coord(i), la as usize, cb);
+                        tf[line][step] = d.f[v];
+                        tb[line][step] = d.b[v];
+                    }
+                }
+            }
+            let mut hf = [[INF; STRIP]; 2];
+            let mut hb = [[INF; STRIP]; 2];
+            for side in 0..2 {
+                let la = if side == 0 { a0 - 1 } else { a0 + STRIP as i64 };
+                for lane in 0..STRIP {
+                    if line_ok(la) && i0 + lane >= 1 && i0 + lane - 1 < n_axis {
+                        let v = index(coord(i0 + lane - 1), la as usize, cb);
+                        (hf[side][lane], hb[side][lane]) = read_outer(d, v);
+                    }
+                }
+            }
+            let mut dirty = false;
+            for j in 0..STRIP.min(n_axis - i0) {
+                let i = i0 + j;
+                // __shfl_up_sync / __shfl_down_sync by 1: the edge lanes get their own value.
+                let up = |p: &[f32; STRIP], l: usize| if l > 0 { p[l - 1] } else { p[l] };
+                let dn = |p: &[f32; STRIP], l: usize| if l + 1 < STRIP { p[l + 1] } else { p[l] };
+                let mut next_f = [INF; STRIP];
+                let mut next_b = [INF; STRIP];
+                for lane in 0..STRIP {
+                    let (up_f, up_b) = (up(&prev_f, lane), up(&prev_b, lane));
+                    let (dn_f, dn_b) = (dn(&prev_f, lane), dn(&prev_b, lane));
+                    let ca = a0 + lane as i64;
+                    let live = line_ok(ca);
+                    let (mut best_f, mut best_b) = (tf[lane][j], tb[lane][j]);
+                    if live && i > 0 {
+                        let mut c = [0usize; 3];
+                        c[axis] = coord(i);
+                        c[a] = ca as usize;
+                        c[b] = cb;
+                        let v = c[0] + dims[0] * (c[1] + dims[1] * c[2]);
+                        let (old_f, old_b) = (best_f, best_b);
+                        for (k, o) in offsets.iter().enumerate() {
+                            if o[axis] as i64 != behind {
+                                continue;
+                            }
+                            let nc: Vec<i64> = (0..3).map(|x| c[x] as i64 + o[x] as i64).collect();
+                            if (0..3).any(|x| nc[x] < 0 || nc[x] >= dims[x] as i64) {
+                                continue;
+                            }
+                            let q = nc[0] as usize
+                                + dims[0] * (nc[1] as usize + dims[1] * nc[2] as usize);
+                            let (from_f, from_b) = if o[b] != 0 {
+                                read_outer(d, q)
+                            } else if o[a] == 0 {
+                                (prev_f[lane], prev_b[lane])
+                            } else if o[a] < 0 {
+                                if lane > 0 {
+                                    (up_f, up_b)
+                                } else {
+                                    (hf[0][j], hb[0][j])
+                                }
+                            } else if lane < STRIP - 1 {
+                                (dn_f, dn_b)
+                            } else {
+                                (hf[1][j], hb[1][j])
+                            };
+                            if !(from_f < best_f || from_b < best_b) {
+                                continue;
+                            }
+                            let step = step_length(data, ch, v, q, len.dist2[k], len.colour);
+                            if from_f < best_f {
+                                best_f = best_f.min(from_f + step);
+                            }
+                            if from_b < best_b {
+                                best_b = best_b.min(from_b + step);
+                            }
+                        }
+                        if best_f < old_f || best_b < old_b {
+                            tf[lane][j] = best_f;
+                            tb[lane][j] = best_b;
+                            dirty = true;
+                        }
+                    }
+                    next_f[lane] = if live { best_f } else { INF };
+                    next_b[lane] = if live { best_b } else { INF };
+                }
+                (prev_f, prev_b) = (next_f, next_b);
+            }
+            if dirty {
+                lowered = true;
+                for r in 0..STRIP {
+                    for lane in 0..STRIP {
+                        let (line, step) = if axis == 0 { (r, lane) } else { (lane, r) };
+                        let la = a0 + line as i64;
+                        let i = i0 + step;
+                        if line_ok(la) && i < n_axis {
+                            let v = index(coord(i), la as usize, cb);
+                            d.f[v] = tf[line][step];
+                            d.b[v] = tb[line][step];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    lowered
+}
+
+/// The device's pass loop (`device_prior`): passes of every axis in both directions, the strip
+/// partition shifted by half a strip in odd passes, until a pass lowers nothing. Returns the
+/// distances and the passes run, `None` past `limit` passes.
+fn emulate(
+    image: &Image,
+    seeds: &Seeds,
+    len: &StepLengths,
+    outer: Outer,
+    limit: usize,
+) -> Option<(Dist, usize)> {
+    let init = |class: Seed| -> Vec<f32> {
+        seeds
+            .labels
+            .iter()
+            .map(|&s| if s == class { 0.0 } else { INF })
+            .collect()
+    };
+    let mut d = Dist {
+        f: init(Seed::Foreground),
+        b: init(Seed::Background),
+    };
+    let axes: &[usize] = if image.is_volume() {
+        &[1, 0, 2]
+    } else {
+        &[1, 0]
+    };
+    for pass in 0..limit {
+        let shift = if pass % 2 == 1 { STRIP / 2 } else { 0 };
+        let mut lowered = false;
+        for &axis in axes {
+            for sign in [1, -1] {
+                lowered |= strip_sweep(image, len, axis, sign, shift, &mut d, outer);
+            }
+        }
+        if !lowered {
+            return Some((d, pass + 1));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Rng;
+
+    /// The CPU's distances (sweeps, then Dijkstra).
+    fn host(image: &Image, seeds: &Seeds, len: &StepLengths) -> Dist {
+        Dist {
+            f: geodesic_distance(image, seeds, Seed::Foreground, len),
+            b: geodesic_distance(image, seeds, Seed::Background, len),
+        }
+    }
+
+    /// Checks both ways of seeing other strips against the host, bit for bit; returns the
+    /// passes of each.
+    fn check(what: &str, image: &Image, seeds: &Seeds, contrast: f64) -> [usize; 2] {
+        let len = StepLengths::new(image, contrast);
+        let want = host(image, seeds, &len);
+        [Outer::Current, Outer::Stale].map(|outer| {
+            let (got, passes) = emulate(image, seeds, &len, outer, 10_000)
+                .unwrap_or_else(|| panic!("{what} {outer:?}: no convergence"));
+            for p in 0..want.f.len() {
+                assert_eq!(
+                    (got.f[p].to_bits(), got.b[p].to_bits()),
+                    (want.f[p].to_bits(), want.b[p].to_bits()),
+                    "{what} {outer:?}: pixel {p}: device {} {}, host {} {}",
+                    got.f[p],
+                    got.b[p],
+                    want.f[p],
+                    want.b[p]
+                );
+            }
+            passes
+        })
+    }
+
+    fn random_image(dims: [usize; 3], ch: usize, rng: &mut Rng, levels: Option<f32>) -> Image {
+        let n = dims.iter().product::<usize>() * ch;
+        let data = (0..n)
+            .map(|_| {
+                let u = rng.unit_f64() as f32;
+                match levels {
+                    Some(l) => (u * l).round(),
+                    None => u * 3.7,
+                }
+            })
+            .collect();
+        Image::new(dims, ch, data)
+    }
+
+    fn random_seeds(dims: [usize; 3], rng: &mut Rng, count: usize) -> Seeds {
+        let mut s = Seeds::unknown(dims);
+        let n = s.labels.len();
+        for i in 0..count {
+            let p = rng.below(n as u64) as usize;
+            s.labels[p] = if i % 2 == 0 {
+                Seed::Foreground
+            } else {
+                Seed::Background
+            };
+        }
+        s.labels[0] = Seed::Foreground;
+        s.labels[n - 1] = Seed::Background;
+        s
+    }
+
+    #[test]
+    fn random_images_reach_the_hosts_bits() {
+        let mut rng = Rng::new(22);
+        for (dims, ch, levels) in [
+            ([37, 23, 1], 1, Some(255.0)),
+            ([64, 64, 1], 3, Some(255.0)),
+            ([65, 33, 1], 3, None),
+            ([1, 70, 1], 1, Some(255.0)),
+            ([70, 1, 1], 3, None),
+            ([1, 1, 1], 1, Some(9.0)),
+            ([2, 2, 1], 1, Some(9.0)),
+            ([13, 11, 7], 1, Some(255.0)),
+            ([33, 9, 5], 3, None),
+            ([1, 40, 3], 1, Some(255.0)),
+            ([5, 1, 40], 1, None),
+        ] {
+            let img = random_image(dims, ch, &mut rng, levels);
+            let seeds = random_seeds(dims, &mut rng, 3 + dims[0] % 5);
+            for contrast in [0.0, 3.0, 40.0] {
+                check(
+                    &format!("{dims:?}x{ch} κ {contrast}"),
+                    &img,
+                    &seeds,
+                    contrast,
+                );
+            }
+        }
+    }
+
+    /// A maze of walls (a random spanning tree of cells carved in a dark image), the paths
+    /// turning at every cell: many passes, all of them needed.
+    #[test]
+    fn a_maze_reaches_the_hosts_bits() {
+        let mut rng = Rng::new(7);
+        let (cw, chh) = (20, 17);
+        let (w, h) = (2 * cw + 1, 2 * chh + 1);
+        let mut open = vec![false; w * h];
+        let mut seen = vec![false; cw * chh];
+        let mut stack = vec![0usize];
+        seen[0] = true;
+        open[w + 1] = true;
+        while let Some(&c) = stack.last() {
+            let (x, y) = (c % cw, c / cw);
+            let mut next = Vec::new();
+            if x > 0 && !seen[c - 1] {
+                next.push(c - 1);
+            }
+            if x + 1 < cw && !seen[c + 1] {
+                next.push(c + 1);
+            }
+            if y > 0 && !seen[c - cw] {
+                next.push(c - cw);
+            }
+            if y + 1 < chh && !seen[c + cw] {
+                next.push(c + cw);
+            }
+            if next.is_empty() {
+                stack.pop();
+                continue;
+            }
+            let n = next[rng.below(next.len() as u64) as usize];
+            seen[n] = true;
+            let (nx, ny) = (n % cw, n / cw);
+            open[(2 * nx + 1) + w * (2 * ny + 1)] = true;
+            open[(x + nx + 1) + w * (y + ny + 1)] = true;
+            stack.push(n);
+        }
+        let img = Image::new(
+            [w, h, 1],
+            1,
+            open.iter().map(|&o| if o { 255.0 } else { 0.0 }).collect(),
+        );
+        let mut seeds = Seeds::unknown(img.dims);
+        seeds.labels[w + 1] = Seed::Foreground;
+        seeds.labels[(w - 2) + w * (h - 2)] = Seed::Background;
+        let passes = check("maze", &img, &seeds, 500.0);
+        eprintln!("maze {w}x{h}: passes (current, stale) {passes:?}");
+    }
+
+    /// Pass counts on a smooth photo-like image at a larger size (for the docs and
+    /// `MAX_DEVICE_PASSES`): `cargo test --release --lib prior_emulation -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn passes_on_a_smooth_large_image() {
+        let mut rng = Rng::new(3);
+        let (w, h) = (1200, 800);
+        let data = (0..w * h * 3)
+            .map(|i| {
+                let p = i / 3;
+                let (x, y) = ((p % w) as f32, (p / w) as f32);
+                (128.0 + 60.0 * (x / 97.0).sin() * (y / 61.0).cos() + 20.0 * rng.unit_f64() as f32)
+                    .round()
+            })
+            .collect();
+        let img = Image::new([w, h, 1], 3, data);
+        let seeds = random_seeds(img.dims, &mut rng, 12);
+        let passes = check("smooth", &img, &seeds, 3.0);
+        eprintln!("smooth {w}x{h}: passes (current, stale) {passes:?}");
+    }
+}
+
+/// Pass counts of whole-grid sweep schedules (each sweep exact, in wavefront order), to choose
+/// the device's: `cargo test --release --lib schedule_passes -- --ignored --nocapture`.
+#[cfg(test)]
+mod schedules {
+    use super::*;
+
+    /// One sweep over a 2D grid whose cone is `from` (offsets of the neighbours a pixel is
+    /// relaxed from), in the order of `key` (every `from` neighbour has a smaller key).
+    fn cone_sweep(image: &Image, len: &StepLengths, d: &mut [f32], from: &[[i32; 2]]) -> bool {
+        let [w, h, _] = image.dims;
+        let key = |x: i64, y: i64| -> i64 {
+            // A direction all `from` offsets point against.
+            let sx: i64 = from.iter().map(|o| -o[0] as i64).sum();
+            let sy: i64 = from.iter().map(|o| -o[1] as i64).sum();
+            sx.signum() * x + sy.signum() * y
+        };
+        let mut order: Vec<(i64, usize)> = (0..w * h)
+            .map(|p| (key((p % w) as i64, (p / w) as i64), p))
+            .collect();
+        order.sort_unstable();
+        let offsets = len.conn.offsets();
+        let mut changed = false;
+        for &(_, v) in &order {
+            let (x, y) = ((v % w) as i64, (v / w) as i64);
+            let mut best = d[v];
+            for o in from {
+                let (qx, qy) = (x + o[0] as i64, y + o[1] as i64);
+                if qx < 0 || qy < 0 || qx >= w as i64 || qy >= h as i64 {
+                    continue;
+                }
+                let k = offsets
+                    .iter()
+                    .position(|t| t[0] == o[0] && t[1] == o[1])
+                    .unwrap();
+                let q = (qx + qy * w as i64) as usize;
+                if d[q] < best {
+                    let s =
+                        step_length(&image.data, image.channels, v, q, len.dist2[k], len.colour);
+                    best = best.min(d[q] + s);
+                }
+            }
+            if best < d[v] {
+                d[v] = best;
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    fn passes(image: &Image, seeds: &Seeds, len: &StepLengths, cones: &[Vec<[i32; 2]>]) -> usize {
+        let mut d: Vec<f32> = seeds
+            .labels
+            .iter()
+            .map(|&s| if s == Seed::Foreground { 0.0 } else { INF })
+            .collect();
+        for pass in 1..2000 {
+            let mut changed = false;
+            for c in cones {
+                changed |= cone_sweep(image, len, &mut d, c);
+            }
+            if !changed {
+                let want = geodesic_distance(image, seeds, Seed::Foreground, len);
+                assert!(d.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()));
+                return pass;
+            }
+        }
+        usize::MAX
+    }
+
+    fn upscale(image: &Image, seeds: &Seeds, k: usize) -> (Image, Seeds) {
+        let [w, h, _] = image.dims;
+        let ch = image.channels;
+        let (nw, nh) = (w * k, h * k);
+        let mut data = Vec::with_capacity(nw * nh * ch);
+        let mut s = Seeds::unknown([nw, nh, 1]);
+        for y in 0..nh {
+            for x in 0..nw {
+                // Bilinear, rounded to integers as a decoder would.
+                let fx = ((x as f32 + 0.5) / k as f32 - 0.5).clamp(0.0, (w - 1) as f32);
+                let fy = ((y as f32 + 0.5) / k as f32 - 0.5).clamp(0.0, (h - 1) as f32);
+                let (x0, y0) = (fx as usize, fy as usize);
+                let (x1, y1) = ((x0 + 1).min(w - 1), (y0 + 1).min(h - 1));
+                let (ax, ay) = (fx - x0 as f32, fy - y0 as f32);
+                for c in 0..ch {
+                    let p = |x: usize, y: usize| image.data[(x + y * w) * ch + c];
+                    let top = p(x0, y0) * (1.0 - ax) + p(x1, y0) * ax;
+                    let bot = p(x0, y1) * (1.0 - ax) + p(x1, y1) * ax;
+                    data.push((top * (1.0 - ay) + bot * ay).round());
+                }
+                s.labels[x + y * nw] = seeds.labels[x / k + (y / k) * w];
+            }
+        }
+        (Image::new([nw, nh, 1], ch, data), s)
+    }
+
+    #[test]
+    #[ignore]
+    fn schedule_passes() {
+        let dir = std::path::Path::new("/work/shared/data/segmentation/grabcut-bsds-dev");
+        let axis: Vec<Vec<[i32; 2]>> = vec![
+            vec![[-1, -1], [0, -1], [1, -1]],
+            vec![[-1, 1], [0, 1], [1, 1]],
+            vec![[-1, -1], [-1, 0], [-1, 1]],
+            vec![[1, -1], [1, 0], [1, 1]],
+        ];
+        let diag: Vec<Vec<[i32; 2]>> = vec![
+            vec![[-1, 0], [0, -1], [-1, -1]],
+            vec![[1, 0], [0, 1], [1, 1]],
+            vec![[1, 0], [0, -1], [1, -1]],
+            vec![[-1, 0], [0, 1], [-1, 1]],
+        ];
+        let both: Vec<Vec<[i32; 2]>> = axis.iter().chain(&diag).cloned().collect();
+        for id in ["124084", "153077", "181079"] {
+            let img = crate::io::load_image(&dir.join(format!("images/{id}.jpg"))).unwrap();
+            let seeds = crate::io::load_seeds(
+                &dir.join(format!("scribbles-1/{id}-anno.png")),
+                img.dims,
+                &Default::default(),
+            )
+            .unwrap();
+            for k in [1, 3] {
+                let (img, seeds) = upscale(&img, &seeds, k);
+                let len = StepLengths::new(&img, 3.0);
+                let r = [&axis, &diag, &both].map(|c| passes(&img, &seeds, &len, c));
+                eprintln!(
+                    "{id} x{k}: passes axis {} diagonal {} both {}",
+                    r[0], r[1], r[2]
+                );
+            }
+        }
+    }
+}
