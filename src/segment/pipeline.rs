@@ -424,7 +424,9 @@ fn initial_geometry(
     Ok(None)
 }
 
-/// [`initial_geometry`] computed on the device, which keeps it as the t-links' prior.
+/// [`initial_geometry`] computed on the device, which keeps it as the t-links' prior; brought
+/// to the host only when the host needs it (the colour-explained share adapts it, or the first
+/// models are fitted by the nearest stroke), else `None`.
 fn device_geometry(
     d: &mut GpuEnergy,
     image: &Image,
@@ -440,7 +442,11 @@ fn device_geometry(
         (false, _) => return Ok(None),
     };
     d.compute_prior(image, seeds, &prior)?;
-    d.prior_host()
+    if opts.prior.adapts() || opts.initial == InitialModels::NearestStroke {
+        d.prior_host()
+    } else {
+        Ok(None)
+    }
 }
 
 /// The first round's models when [`SegmentOptions::initial`] asks for more than the seeds
@@ -882,13 +888,19 @@ impl<'a> Rounds<'a> {
             (DataTerm::ColourModels, None) => initial_geometry(image, seeds, opts)?,
             (DataTerm::Probability(_), _) => None,
         };
-        let prior = if opts.prior.weight > 0.0 && geometry.is_some() {
+        // The host's copy of the prior: the CPU graph's t-links add it; on the device only
+        // the colour-explained share needs it (the device keeps its own for the t-links).
+        let host_prior = device.is_none() || opts.prior.adapts();
+        let prior = if opts.prior.weight > 0.0 && host_prior {
             geometry.clone()
         } else {
             None
         };
-        if let (Some(d), None) = (device.as_mut(), &prior) {
-            d.set_prior(None)?;
+        if let Some(d) = device.as_mut() {
+            // The nearest-stroke fit's unit-weight geometry is no prior of the t-links.
+            if opts.prior.weight == 0.0 {
+                d.set_prior(None)?;
+            }
         }
         // The host solver runs what was chosen (BK, or cuda-grid on a CPU-built graph); the
         // certificate is checked here, per round, on whichever graph was cut.
