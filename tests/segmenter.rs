@@ -106,3 +106,50 @@ fn warm_up_without_a_gpu_is_an_error_not_a_panic() {
         (r, why) => panic!("warm-up {r:?} but the device says {why:?}"),
     }
 }
+
+/// The second image of the same size on a kept segmenter costs no device allocation: the GPU
+/// build takes its stream, kernels and buffers from the first image's, and the solvers (on that
+/// stream) their buffers from their last solve. Masks stay the one-shot ones. A third image of
+/// another size allocates again, and a fourth of that size does not.
+#[test]
+fn gpu_segmenter_allocates_nothing_for_an_image_of_the_same_size() {
+    if !common::gpu_or_skip() {
+        return;
+    }
+    for warm_start in [true, false] {
+        let opts = SegmentOptions {
+            solver: SolverKind::CudaGrid,
+            warm_start,
+            ..SegmentOptions::default()
+        };
+        let mut session = Segmenter::new(opts.clone());
+        let mut last = None;
+        for (i, &(w, h, seed)) in [(96, 64, 1), (96, 64, 2), (80, 72, 3), (80, 72, 4)]
+            .iter()
+            .enumerate()
+        {
+            let (image, seeds) = picture(w, h, seed);
+            let before = session.device_allocations();
+            let kept = session.segment(&image, &seeds).unwrap();
+            let fresh = segment(&image, &seeds, &opts).unwrap();
+            assert_eq!(kept.mask, fresh.mask, "image {i}");
+            assert_eq!(kept.flow, fresh.flow, "image {i}");
+            let gpu = kept.stats.gpu.as_ref().expect("built on the GPU");
+            let added = session.device_allocations() - before;
+            let same_size = last == Some((w, h));
+            if same_size {
+                assert!(gpu.reused, "image {i}: the build's state was not kept");
+                assert_eq!(gpu.allocations, 0, "image {i}: the build allocated");
+                assert_eq!(
+                    added, 0,
+                    "image {i} (warm {warm_start}): {added} allocations"
+                );
+            } else {
+                // A new size must allocate: a counter that never moves would prove nothing.
+                assert!(added > 0 && gpu.allocations > 0, "image {i}: {added}");
+            }
+            assert_eq!(gpu.reused, i > 0, "image {i}");
+            last = Some((w, h));
+        }
+    }
+}

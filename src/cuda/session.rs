@@ -97,6 +97,43 @@ struct Kept {
     buf: Box<dyn Any + Send>,
 }
 
+/// The buffers a [`Session`] keeps, one per name, and how many requests they could not answer
+/// (each such miss is a device allocation). Knows nothing of CUDA: the buffers are any value.
+#[derive(Default)]
+struct KeptBuffers {
+    kept: Vec<Kept>,
+    misses: usize,
+}
+
+impl KeptBuffers {
+    /// The buffer kept under `what` with `len` elements of type `B`, if one is; else counts a
+    /// miss.
+    fn find<B: Any>(&mut self, what: &str, len: usize) -> Option<B> {
+        let hit = self
+            .kept
+            .iter()
+            .position(|k| k.what == what && k.len == len && k.buf.as_ref().is::<B>());
+        match hit.map(|i| self.kept.swap_remove(i).buf.downcast::<B>()) {
+            Some(Ok(b)) => Some(*b),
+            _ => {
+                self.misses += 1;
+                None
+            }
+        }
+    }
+
+    /// Keeps `buf` under `what`, freeing what was kept under that name before.
+    fn put<B: Any + Send>(&mut self, what: &'static str, len: usize, bytes: usize, buf: B) {
+        self.kept.retain(|k| k.what != what);
+        self.kept.push(Kept {
+            what,
+            len,
+            bytes,
+            buf: Box::new(buf),
+        });
+    }
+}
+
 /// One stream of work on a [`Device`], held across solves: every launch and copy of a solver
 /// that owns the session goes to its stream (so they are ordered without events), device buffers
 /// a solver hands back are reused by its next solve that asks for the same name, type and
@@ -112,7 +149,7 @@ pub struct Session {
     device: Device,
     gpu: &'static Gpu,
     stream: Arc<CudaStream>,
-    kept: Vec<Kept>,
+    kept: KeptBuffers,
     staging: Option<PinnedHostSlice<u8>>,
 }
 
@@ -122,7 +159,7 @@ impl fmt::Debug for Session {
             .field("device", &self.device)
             .field(
                 "kept",
-                &self.kept.iter().map(|k| k.what).collect::<Vec<_>>(),
+                &self.kept.kept.iter().map(|k| k.what).collect::<Vec<_>>(),
             )
             .finish()
     }
@@ -137,9 +174,28 @@ impl Session {
             device,
             gpu,
             stream,
-            kept: Vec::new(),
+            kept: KeptBuffers::default(),
             staging: None,
         })
+    }
+
+    /// Another session on this one's stream, with buffers of its own: work queued by either is
+    /// ordered without events (the segmentation's graph build and its solver share a stream this
+    /// way, so the solver's buffers can be kept from one image to the next).
+    pub fn sibling(&self) -> Session {
+        Session {
+            device: self.device,
+            gpu: self.gpu,
+            stream: self.stream.clone(),
+            kept: KeptBuffers::default(),
+            staging: None,
+        }
+    }
+
+    /// How many device buffers [`Session::take`] has had to allocate so far (requests no kept
+    /// buffer answered): a caller that reuses its buffers sees this stay put.
+    pub fn allocations(&self) -> usize {
+        self.kept.misses
     }
 
     /// The device.
@@ -171,44 +227,64 @@ impl Session {
         len: usize,
     ) -> Result<CudaSlice<T>> {
         let len = len.max(1);
-        let hit = self
-            .kept
-            .iter()
-            .position(|k| k.what == what && k.len == len && k.buf.as_ref().is::<CudaSlice<T>>());
-        if let Some(i) = hit {
-            let k = self.kept.swap_remove(i);
-            if let Ok(b) = k.buf.downcast::<CudaSlice<T>>() {
-                return Ok(*b);
-            }
+        match self.kept.find::<CudaSlice<T>>(what, len) {
+            Some(b) => Ok(b),
+            None => super::zeros(&self.stream, len, what),
         }
-        super::zeros(&self.stream, len, what)
+    }
+
+    /// [`Session::take`], set to zeros (queued on the session's stream).
+    pub(crate) fn take_zeroed<T: DeviceRepr + ValidAsZeroBits + 'static>(
+        &mut self,
+        what: &'static str,
+        len: usize,
+    ) -> Result<CudaSlice<T>> {
+        let mut b = self.take::<T>(what, len)?;
+        super::clear(&self.stream, &mut b)?;
+        Ok(b)
+    }
+
+    /// [`Session::take`] holding a copy of `data` (queued: keep `data` alive until the stream is
+    /// synchronised). Empty data gives a buffer of one zero.
+    pub(crate) fn take_upload<T: DeviceRepr + ValidAsZeroBits + 'static>(
+        &mut self,
+        what: &'static str,
+        data: &[T],
+    ) -> Result<CudaSlice<T>> {
+        if data.is_empty() {
+            return self.take_zeroed(what, 1);
+        }
+        let mut b = self.take::<T>(what, data.len())?;
+        self.stream
+            .memcpy_htod(data, &mut b)
+            .call(&format!("cuMemcpyHtoD ({what})"))?;
+        Ok(b)
     }
 
     /// Hands a buffer back for the next solve of the same size (see [`Session::take`]). A
     /// buffer kept earlier under the same name is freed: a session keeps one per name.
     pub(crate) fn keep<T: DeviceRepr + 'static>(&mut self, what: &'static str, buf: CudaSlice<T>) {
-        self.kept.retain(|k| k.what != what);
-        self.kept.push(Kept {
-            what,
-            len: buf.len(),
-            bytes: buf.num_bytes(),
-            buf: Box::new(buf),
-        });
+        let (len, bytes) = (buf.len(), buf.num_bytes());
+        self.kept.put(what, len, bytes, buf);
     }
 
     /// The length of the buffer kept for `what`, if one is.
     pub(crate) fn kept_len(&self, what: &str) -> Option<usize> {
-        self.kept.iter().find(|k| k.what == what).map(|k| k.len)
+        self.kept
+            .kept
+            .iter()
+            .find(|k| k.what == what)
+            .map(|k| k.len)
     }
 
     /// Frees every kept buffer (another size is coming, or memory is short).
     pub fn release(&mut self) {
-        self.kept.clear();
+        self.kept.kept.clear();
     }
 
     /// Device bytes the kept buffers hold.
     pub fn kept_bytes(&self) -> usize {
-        self.kept.iter().map(|k| k.bytes).sum()
+        self.kept.kept.iter().map(|k| k.bytes).sum()
     }
 
     /// A pinned host buffer of exactly `bytes` bytes (at least one) for read-backs on this
@@ -226,5 +302,41 @@ impl Session {
             self.staging = Some(s);
         }
         Ok(self.staging.as_mut().expect("set above"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KeptBuffers;
+
+    /// The kept-buffer logic of a session, with host vectors standing in for device buffers:
+    /// the same name, type and length is answered from what was kept (no allocation); another
+    /// length, type or name is a miss.
+    #[test]
+    fn kept_buffers_answer_the_same_request_and_count_the_others() {
+        let mut kept = KeptBuffers::default();
+        assert!(kept.find::<Vec<u8>>("image", 100).is_none());
+        assert_eq!(kept.misses, 1);
+        kept.put("image", 100, 100, vec![7u8; 100]);
+        kept.put("seeds", 100, 100, vec![1u8; 100]);
+        // The second image of the same size: both answered, nothing allocated.
+        let image = kept.find::<Vec<u8>>("image", 100).expect("kept");
+        assert_eq!(image, vec![7u8; 100]);
+        assert!(kept.find::<Vec<u8>>("seeds", 100).is_some());
+        assert_eq!(kept.misses, 1);
+        // Taken buffers are gone until handed back.
+        assert!(kept.find::<Vec<u8>>("image", 100).is_none());
+        assert_eq!(kept.misses, 2);
+        kept.put("image", 100, 100, image);
+        // Another size, another type: misses, and the kept buffer stays for its own size.
+        assert!(kept.find::<Vec<u8>>("image", 50).is_none());
+        assert!(kept.find::<Vec<i32>>("image", 100).is_none());
+        assert_eq!(kept.misses, 4);
+        assert!(kept.find::<Vec<u8>>("image", 100).is_some());
+        // One per name: keeping a new one frees the old.
+        kept.put("image", 100, 100, vec![0u8; 100]);
+        kept.put("image", 200, 200, vec![0u8; 200]);
+        assert_eq!(kept.kept.len(), 1);
+        assert!(kept.find::<Vec<u8>>("image", 100).is_none());
     }
 }

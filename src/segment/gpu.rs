@@ -36,7 +36,7 @@ use super::energy::NLINK_TABLE_LEVELS;
 use super::energy::{self, direction_distances, EnergyOptions, COST_TABLE_NODES};
 use super::model::{Blend, ColorModel, Model, ModelKind, ModelParams};
 use crate::cuda::launch::seg_energy::{self, SegEnergy};
-use crate::cuda::{self, grid_bytes_per_node, Call, Device, DeviceGrid, GridShape};
+use crate::cuda::{self, grid_bytes_per_node, Call, Device, DeviceGrid, GridShape, Session};
 use crate::graph::{valid_box, Cap, Connectivity, GridGraph};
 use crate::io::{Image, Seeds};
 use crate::maxflow::Cut;
@@ -84,6 +84,33 @@ pub struct GpuTimes {
     pub convert: Duration,
     /// `β`, the n-links and `K`.
     pub nlinks: Duration,
+    /// Whether the stream, the kernels and the buffers came from the last image's build (a
+    /// [`Segmenter`](super::session::Segmenter) keeps them; see [`EnergyKeep`]).
+    pub reused: bool,
+    /// Device buffers this build had to allocate (none kept fitted): 0 for an image of the
+    /// last one's size on a kept state.
+    pub allocations: usize,
+}
+
+/// What a [`GpuEnergy`] leaves for the next image on its device ([`GpuEnergy::into_keep`]): its
+/// session (the stream, and every device buffer under its name and length) and its loaded
+/// kernels. An image of the same size then costs no device allocation, stream or kernel look-up;
+/// another size allocates what it needs (and the buffers of the old size are freed as they are
+/// replaced).
+pub struct EnergyKeep {
+    session: Session,
+    /// The size the kept buffers are for.
+    dims: [usize; 3],
+    k: SegEnergy,
+    model_kernels: Option<crate::cuda::launch::seg_model::SegModel>,
+    prior_kernels: Option<crate::cuda::launch::seg_prior::SegPrior>,
+}
+
+impl EnergyKeep {
+    /// The kept session (its stream is the one the next build and its solver run on).
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
 }
 
 /// The energy's graph in GPU memory, with what the rounds need to rewrite its t-links and to
@@ -91,6 +118,11 @@ pub struct GpuTimes {
 pub struct GpuEnergy {
     pub(super) device: Device,
     pub(super) stream: Arc<CudaStream>,
+    /// The buffers of this graph and its rounds, on `stream`: taken from and handed back to it,
+    /// so a round (or the next image of this size) reuses them.
+    pub(super) pool: Session,
+    /// The name `work` was taken under (it may be the upload itself).
+    work_name: &'static str,
     k: SegEnergy,
     pub(super) shape: GridShape,
     conn: Connectivity,
@@ -182,6 +214,20 @@ pub(super) enum RawImage {
     Floats(CudaSlice<f32>),
 }
 
+/// The names the uploads are taken under ([`Session::take`]).
+const IMAGE_BYTES: &str = "image bytes";
+const IMAGE_FLOATS: &str = "image floats";
+
+impl RawImage {
+    /// Hands the upload back to `pool` under the name it was taken with.
+    fn keep(self, pool: &mut Session) {
+        match self {
+            RawImage::Bytes(b) => pool.keep(IMAGE_BYTES, b),
+            RawImage::Floats(f) => pool.keep(IMAGE_FLOATS, f),
+        }
+    }
+}
+
 /// Where the input image's values are on the device: the stroke-geometry prior measures colour
 /// differences in the input image, not in the working space.
 pub(super) enum Original {
@@ -204,6 +250,7 @@ struct ImageStats {
 struct Working<'a> {
     k: &'a SegEnergy,
     stream: &'a Arc<CudaStream>,
+    pool: &'a mut Session,
     shape: GridShape,
     ch: u32,
     work: &'a CudaSlice<f32>,
@@ -231,12 +278,34 @@ impl GpuEnergy {
         space: ColorSpace,
         opts: &EnergyOptions,
     ) -> Result<Self> {
+        Self::new_kept(device, None, image, seeds, space, opts)
+    }
+
+    /// [`GpuEnergy::new`] on what an earlier build left ([`GpuEnergy::into_keep`]): its stream,
+    /// kernels and buffers (those of the same name and length are reused, so an image of the
+    /// last one's size allocates nothing). A `keep` of another device is dropped.
+    pub fn new_kept(
+        device: Device,
+        keep: Option<EnergyKeep>,
+        image: &Image,
+        seeds: &Seeds,
+        space: ColorSpace,
+        opts: &EnergyOptions,
+    ) -> Result<Self> {
         let t0 = Instant::now();
         check_input(image, seeds, opts)?;
         let (n, ch, conn) = (image.num_pixels(), image.channels, opts.connectivity);
+        let keep = keep.filter(|k| k.session.device() == device).map(|mut k| {
+            // Buffers of another size would only be replaced one by one, holding memory twice.
+            if k.dims != image.dims {
+                k.session.release();
+                k.dims = image.dims;
+            }
+            k
+        });
         // The kernels load (from the disk cache, at worst NVRTC) while the host reads the image.
         let (pass, setup) = std::thread::scope(|scope| {
-            let setup = scope.spawn(move || device_setup(device, n, ch, conn));
+            let setup = scope.spawn(move || device_setup(device, keep, n, ch, conn));
             let pass = host_pass(&image.data);
             let setup = setup.join().unwrap_or_else(|_| {
                 Err(Error::Unsupported("the GPU set-up thread panicked".into()))
@@ -246,7 +315,16 @@ impl GpuEnergy {
         if !pass.finite || image.spacing.iter().any(|s| !(s.is_finite() && *s > 0.0)) {
             energy::check_image(image)?;
         }
-        let (k, stream, setup_time) = setup?;
+        let (keep, reused, setup_time) = setup?;
+        let EnergyKeep {
+            session: mut pool,
+            k,
+            model_kernels,
+            prior_kernels,
+            dims: _,
+        } = keep;
+        let misses = pool.allocations();
+        let stream = pool.stream().clone();
         let ws = WorkSpace::of(image.channels, pass.lo, pass.hi, space);
         // Lab on the device needs integer values (a table index); others are converted here.
         let host_lab = match ws {
@@ -258,24 +336,29 @@ impl GpuEnergy {
             _ => None,
         };
         let t_host = Instant::now();
-        let (raw, seeds_dev) = upload(&stream, image, seeds, pass.bytes, host_lab.as_ref())?;
+        let (raw, seeds_dev) = upload(&mut pool, image, seeds, pass.bytes, host_lab.as_ref())?;
         let t1 = Instant::now();
         let ws_device = if host_lab.is_some() {
             WorkSpace::AsIs
         } else {
             ws
         };
-        let (work, original) = working_image(&k, &stream, raw, ws_device, n, ch)?;
+        let (work, work_name, original) = working_image(&k, &mut pool, raw, ws_device, n, ch)?;
         let original = if host_lab.is_some() {
+            // Not needed on the device: back to the pool.
+            if let Original::Raw(raw) = original {
+                raw.keep(&mut pool);
+            }
             Original::Host
         } else {
             original
         };
-        let stats = image_stats(&k, &stream, &work, n, ch)?;
+        let stats = image_stats(&k, &mut pool, &work, n, ch)?;
         let t2 = Instant::now();
-        let w = Working {
+        let mut w = Working {
             k: &k,
             stream: &stream,
+            pool: &mut pool,
             shape: GridShape::new(image.dims, conn)?,
             ch: ch as u32,
             work: &work,
@@ -286,12 +369,15 @@ impl GpuEnergy {
         };
         let links = w.nlinks(stats.grey_range, beta, image.spacing, opts)?;
         let shape = w.shape;
-        let source = cuda::zeros::<i32>(&stream, n, "source capacities")?;
-        let sink = cuda::zeros::<i32>(&stream, n, "sink capacities")?;
+        let source = pool.take_zeroed::<i32>("source capacities", n)?;
+        let sink = pool.take_zeroed::<i32>("sink capacities", n)?;
+        let allocations = pool.allocations() - misses;
         let t3 = Instant::now();
         Ok(GpuEnergy {
             device,
             stream,
+            pool,
+            work_name,
             k,
             shape,
             conn,
@@ -304,8 +390,8 @@ impl GpuEnergy {
             source,
             sink,
             prior: None,
-            prior_kernels: None,
-            model_kernels: None,
+            prior_kernels,
+            model_kernels,
             space: ws,
             params: stats.params,
             grey_range: stats.grey_range,
@@ -319,8 +405,34 @@ impl GpuEnergy {
                 upload: t1 - t_host,
                 convert: t2 - t1,
                 nlinks: t3 - t2,
+                reused,
+                allocations,
             },
         })
+    }
+
+    /// Hands the stream, the kernels and every buffer of this graph back for the next image
+    /// ([`GpuEnergy::new_kept`]).
+    pub fn into_keep(self) -> EnergyKeep {
+        let mut pool = self.pool;
+        pool.keep(self.work_name, self.work);
+        if let Original::Raw(raw) = self.original {
+            raw.keep(&mut pool);
+        }
+        pool.keep("seeds", self.seeds);
+        pool.keep("n-links", self.caps);
+        pool.keep("source capacities", self.source);
+        pool.keep("sink capacities", self.sink);
+        if let Some(p) = self.prior {
+            pool.keep("prior", p);
+        }
+        EnergyKeep {
+            session: pool,
+            dims: self.dims,
+            k: self.k,
+            model_kernels: self.model_kernels,
+            prior_kernels: self.prior_kernels,
+        }
     }
 
     /// Uploads the stroke-geometry prior ([`super::prior::prior_costs`]) that every later
@@ -337,7 +449,10 @@ impl GpuEnergy {
                         self.shape.n
                     )));
                 }
-                Some(cuda::upload(&self.stream, p, "prior")?)
+                if let Some(old) = self.prior.take() {
+                    self.pool.keep("prior", old);
+                }
+                Some(self.pool.take_upload("prior", p)?)
             }
         };
         Ok(())
@@ -349,9 +464,10 @@ impl GpuEnergy {
     pub fn set_tlinks(&mut self, image: &Image, fg: &Blend<'_>, bg: &Blend<'_>) -> Result<()> {
         let n = self.shape.num_nodes();
         let s = &self.stream;
-        let mut part = cuda::zeros::<f64>(s, seg_energy::partials(n), "t-link sums")?;
+        let pool = &mut self.pool;
+        let mut part = pool.take_zeroed::<f64>("t-link sums", seg_energy::partials(n))?;
         let flag = [u32::MAX];
-        let mut bad = cuda::upload(s, &flag, "t-link flag")?;
+        let mut bad = pool.take_upload("t-link flag", &flag)?;
         let (scale, k, nn) = (self.scale, self.hard, n as u32);
         let table = match self.grey_range {
             Some((lo, hi, integral)) if n >= 4 * COST_TABLE_NODES => Some((lo, hi, integral)),
@@ -360,7 +476,7 @@ impl GpuEnergy {
         if let Some((lo, hi, integral)) = table {
             let (nodes, inv_step) = grey_cost_nodes(lo, hi, integral, fg, bg);
             let count = (nodes.len() / 2) as u32;
-            let nodes_dev = cuda::upload(s, &nodes, "cost table")?;
+            let nodes_dev = pool.take_upload("cost table", &nodes)?;
             // SAFETY: nodes has 2·count entries (count ≥ 2), work, seeds, source and sink n,
             // part one per block, bad one.
             unsafe {
@@ -383,10 +499,15 @@ impl GpuEnergy {
                 )?
             };
             cuda::sync(s)?;
+            pool.keep("cost table", nodes_dev);
         } else {
             let (models, headers) = pack_models(fg, bg, self.channels)?;
-            let models_dev = cuda::upload(s, &models, "models")?;
-            let headers_dev = cuda::upload(s, &headers, "models")?;
+            // At their largest size, so that every round (and image) reuses the buffer.
+            let most = 4 * MAX_COMPONENTS * (1 + self.channels * (self.channels + 3) / 2);
+            let mut models_dev = pool.take::<f64>("models", most.max(models.len()))?;
+            s.memcpy_htod(&models, &mut models_dev.slice_mut(..models.len()))
+                .call("cuMemcpyHtoD (models)")?;
+            let headers_dev = pool.take_upload("model headers", &headers)?;
             // SAFETY: the headers' offsets and counts lie inside `models` (pack_models), work
             // has n·ch entries, seeds, source and sink n, part one per block, bad one.
             unsafe {
@@ -408,8 +529,14 @@ impl GpuEnergy {
                 )?
             };
             cuda::sync(s)?;
+            pool.keep("models", models_dev);
+            pool.keep("model headers", headers_dev);
         }
-        let bad = cuda::download(s, &bad, "t-link flag")?[0];
+        let bad_flag = cuda::read_words::<1>(s, &bad, "t-link flag")?[0];
+        let sums = cuda::download(s, &part, "t-link sums")?;
+        pool.keep("t-link flag", bad);
+        pool.keep("t-link sums", part);
+        let bad = bad_flag;
         if bad != u32::MAX {
             let v = bad as usize;
             let mut px = Vec::new();
@@ -426,7 +553,7 @@ impl GpuEnergy {
                 ),
             });
         }
-        self.unary_constant = cuda::download(s, &part, "t-link sums")?.iter().sum();
+        self.unary_constant = sums.iter().sum();
         Ok(())
     }
 
@@ -442,8 +569,11 @@ impl GpuEnergy {
                 sink.len()
             )));
         }
-        self.source = cuda::upload(&self.stream, source, "t-links")?;
-        self.sink = cuda::upload(&self.stream, sink, "t-links")?;
+        let s = &self.stream;
+        s.memcpy_htod(source, &mut self.source)
+            .call("cuMemcpyHtoD (t-links)")?;
+        s.memcpy_htod(sink, &mut self.sink)
+            .call("cuMemcpyHtoD (t-links)")?;
         self.unary_constant = constant;
         Ok(())
     }
@@ -469,9 +599,34 @@ impl GpuEnergy {
         })
     }
 
+    /// [`GpuEnergy::device_grid`] into buffers of the solver's `session` (on this graph's
+    /// stream: the ones its last solve of this size handed back), so a solve allocates nothing.
+    /// A session on another stream gets fresh copies.
+    pub(crate) fn device_grid_in(&self, session: &mut Session) -> Result<DeviceGrid> {
+        if !Arc::ptr_eq(session.stream(), &self.stream) {
+            return self.device_grid();
+        }
+        let s = &self.stream;
+        let n = self.shape.num_nodes();
+        let mut copy = |what: &'static str, buf: &CudaSlice<i32>, len: usize| {
+            let mut out = session.take::<i32>(what, len)?;
+            s.memcpy_dtod(buf, &mut out)
+                .call("cuMemcpyDtoD (graph copy)")?;
+            Ok::<_, Error>(out)
+        };
+        Ok(DeviceGrid {
+            dims: self.dims,
+            conn: self.conn,
+            caps: copy("grid caps", &self.caps, self.conn.degree() * n)?,
+            source: copy("grid source", &self.source, n)?,
+            sink: copy("grid sink", &self.sink, n)?,
+            stream: s.clone(),
+        })
+    }
+
     /// The capacity of `cut` in this graph, computed on the GPU (the certificate check of
     /// [`verify`](crate::maxflow::verify)): an error unless it equals the cut's flow.
-    pub fn verify(&self, cut: &Cut) -> Result<()> {
+    pub fn verify(&mut self, cut: &Cut) -> Result<()> {
         let n = self.shape.num_nodes();
         if cut.sink_side.len() != n {
             return Err(Error::Graph(format!(
@@ -483,8 +638,10 @@ impl GpuEnergy {
         // SAFETY: bool is one byte, 0 or 1.
         let side: &[u8] =
             unsafe { std::slice::from_raw_parts(cut.sink_side.as_ptr() as *const u8, n) };
-        let side = cuda::upload(s, side, "cut")?;
-        let mut part = cuda::zeros::<u64>(s, seg_energy::partials(n), "cut sums")?;
+        let side = self.pool.take_upload("cut", side)?;
+        let mut part = self
+            .pool
+            .take_zeroed::<u64>("cut sums", seg_energy::partials(n))?;
         // SAFETY: caps has deg·n entries, source, sink and side n, part one per block.
         unsafe {
             self.k.cut_capacity(
@@ -501,6 +658,8 @@ impl GpuEnergy {
             .iter()
             .map(|&c| c as i128)
             .sum();
+        self.pool.keep("cut", side);
+        self.pool.keep("cut sums", part);
         if cap != cut.flow as i128 {
             return Err(Error::Certificate {
                 flow: cut.flow,
@@ -566,19 +725,19 @@ fn check_input(image: &Image, seeds: &Seeds, opts: &EnergyOptions) -> Result<()>
 /// Uploads the image (bytes when the host pass packed them, else the floats of `host_lab` or of
 /// the image) and the seeds, and waits for the copies.
 fn upload(
-    stream: &Arc<CudaStream>,
+    pool: &mut Session,
     image: &Image,
     seeds: &Seeds,
     bytes: Option<Vec<u8>>,
     host_lab: Option<&Image>,
 ) -> Result<(RawImage, CudaSlice<u8>)> {
     let raw = match (&bytes, host_lab) {
-        (Some(b), None) => RawImage::Bytes(cuda::upload(stream, b, "image")?),
-        (_, Some(lab)) => RawImage::Floats(cuda::upload(stream, &lab.data, "image")?),
-        (None, None) => RawImage::Floats(cuda::upload(stream, &image.data, "image")?),
+        (Some(b), None) => RawImage::Bytes(pool.take_upload(IMAGE_BYTES, b)?),
+        (_, Some(lab)) => RawImage::Floats(pool.take_upload(IMAGE_FLOATS, &lab.data)?),
+        (None, None) => RawImage::Floats(pool.take_upload(IMAGE_FLOATS, &image.data)?),
     };
-    let seeds_dev = cuda::upload(stream, seed_bytes(seeds), "seeds")?;
-    cuda::sync(stream)?;
+    let seeds_dev = pool.take_upload("seeds", seed_bytes(seeds))?;
+    cuda::sync(pool.stream())?;
     Ok((raw, seeds_dev))
 }
 
@@ -586,18 +745,19 @@ fn upload(
 /// floats; and where the uploaded values stay (the raw upload is kept when converted to Lab).
 fn working_image(
     k: &SegEnergy,
-    stream: &Arc<CudaStream>,
+    pool: &mut Session,
     raw: RawImage,
     space: WorkSpace,
     n: usize,
     ch: usize,
-) -> Result<(CudaSlice<f32>, Original)> {
+) -> Result<(CudaSlice<f32>, &'static str, Original)> {
     let nn = n as u32;
+    let stream = &pool.stream().clone();
     match (space, raw) {
         (WorkSpace::Lab(full), raw) => {
             let table = linear_table(full);
-            let lin = cuda::upload(stream, &table, "sRGB table")?;
-            let mut lab = cuda::zeros::<f32>(stream, 3 * n, "Lab image")?;
+            let lin = pool.take_upload("sRGB table", &table)?;
+            let mut lab = pool.take::<f32>("Lab image", 3 * n)?;
             match &raw {
                 // SAFETY: rgb and lab have 3n entries, lin 256 (the values are bytes).
                 RawImage::Bytes(rgb) => unsafe { k.lab_from_u8(stream, nn, rgb, &lin, &mut lab)? },
@@ -607,31 +767,38 @@ fn working_image(
                     k.lab_from_f32(stream, nn, rgb, &lin, &mut lab)?
                 },
             }
-            Ok((lab, Original::Raw(raw)))
+            // The table is read by the queued kernel: synchronise before handing it back.
+            cuda::sync(stream)?;
+            pool.keep("sRGB table", lin);
+            Ok((lab, "Lab image", Original::Raw(raw)))
         }
         (WorkSpace::AsIs, RawImage::Bytes(raw)) => {
-            let mut out = cuda::zeros::<f32>(stream, n * ch, "image")?;
+            let mut out = pool.take::<f32>("widened image", n * ch)?;
             // SAFETY: both buffers have n·ch entries.
             unsafe { k.widen_u8(stream, (n * ch) as u64, &raw, &mut out)? };
-            Ok((out, Original::Work))
+            cuda::sync(stream)?;
+            pool.keep(IMAGE_BYTES, raw);
+            Ok((out, "widened image", Original::Work))
         }
-        (WorkSpace::AsIs, RawImage::Floats(raw)) => Ok((raw, Original::Work)),
+        (WorkSpace::AsIs, RawImage::Floats(raw)) => Ok((raw, IMAGE_FLOATS, Original::Work)),
     }
 }
 
 /// Model parameters and the value range of the working image, from per-block partials.
 fn image_stats(
     k: &SegEnergy,
-    stream: &Arc<CudaStream>,
+    pool: &mut Session,
     work: &CudaSlice<f32>,
     n: usize,
     ch: usize,
 ) -> Result<ImageStats> {
     let stride = 4 * ch + 1;
-    let mut partials = cuda::zeros::<f64>(stream, seg_energy::partials(n) * stride, "statistics")?;
+    let stream = &pool.stream().clone();
+    let mut partials = pool.take_zeroed::<f64>("statistics", seg_energy::partials(n) * stride)?;
     // SAFETY: work has n·ch entries, partials blocks·(4ch+1).
     unsafe { k.channel_stats(stream, n as u32, ch as u32, work, &mut partials)? };
     let parts = cuda::download(stream, &partials, "statistics")?;
+    pool.keep("statistics", partials);
     let mut stats = vec![[f64::INFINITY, f64::NEG_INFINITY, 0.0, 0.0]; ch];
     let mut fractional = 0.0;
     for p in parts.chunks_exact(stride) {
@@ -649,9 +816,11 @@ fn image_stats(
 
 impl Working<'_> {
     /// `β` from the mean squared colour distance over the grid's `pairs` neighbour pairs.
-    fn contrast(&self, pairs: u64) -> Result<f64> {
+    fn contrast(&mut self, pairs: u64) -> Result<f64> {
         let n = self.shape.num_nodes();
-        let mut part = cuda::zeros::<f64>(self.stream, seg_energy::partials(n), "pair sums")?;
+        let mut part = self
+            .pool
+            .take_zeroed::<f64>("pair sums", seg_energy::partials(n))?;
         // SAFETY: work has n·ch entries, part one per block.
         unsafe {
             self.k
@@ -660,6 +829,7 @@ impl Working<'_> {
         let sum: f64 = cuda::download(self.stream, &part, "pair sums")?
             .iter()
             .sum();
+        self.pool.keep("pair sums", part);
         let mean = if pairs > 0 { sum / pairs as f64 } else { 0.0 };
         Ok(if mean > 0.0 { 1.0 / (2.0 * mean) } else { 0.0 })
     }
@@ -668,7 +838,7 @@ impl Working<'_> {
     /// from colour distances through the exp table) and `K`, one more than the largest n-link
     /// sum of a node.
     fn nlinks(
-        &self,
+        &mut self,
         grey_range: Option<(f32, f32, bool)>,
         beta: f64,
         spacing: [f64; 3],
@@ -678,14 +848,16 @@ impl Working<'_> {
         let dist = direction_distances(opts.connectivity, spacing);
         let (scale, max_link) = energy::link_scale(opts, &dist)?;
         let deg = self.shape.deg as usize;
-        let mut caps = cuda::zeros::<i32>(stream, deg * n, "n-links")?;
-        let mut kpart = cuda::zeros::<i64>(stream, seg_energy::partials(n), "n-link sums")?;
+        let mut caps = self.pool.take_zeroed::<i32>("n-links", deg * n)?;
+        let mut kpart = self
+            .pool
+            .take_zeroed::<i64>("n-link sums", seg_energy::partials(n))?;
         match grey_range {
             Some((lo, hi, true)) if ((hi - lo) as usize) < NLINK_TABLE_LEVELS => {
                 let span = (hi - lo) as usize;
                 let (tables, table_of) = energy::grey_nlink_tables(span, beta, &dist, max_link);
-                let tables = cuda::upload(stream, &tables, "n-link tables")?;
-                let table_of = cuda::upload(stream, &table_of, "n-link tables")?;
+                let tables = self.pool.take_upload("n-link tables", &tables)?;
+                let table_of = self.pool.take_upload("n-link table index", &table_of)?;
                 // SAFETY: tables has span + 1 entries per table and every |difference| of two
                 // values is at most span; table_of has deg entries, caps deg·n.
                 unsafe {
@@ -701,12 +873,14 @@ impl Working<'_> {
                     )?
                 };
                 cuda::sync(stream)?;
+                self.pool.keep("n-link tables", tables);
+                self.pool.keep("n-link table index", table_of);
             }
             _ => {
                 let (table, end) = exp_table(max_link);
-                let table = cuda::upload(stream, &table, "exp table")?;
+                let table = self.pool.take_upload("exp table", &table)?;
                 let inv: Vec<f32> = dist.iter().map(|&l| (1.0 / l) as f32).collect();
-                let inv = cuda::upload(stream, &inv, "distances")?;
+                let inv = self.pool.take_upload("distances", &inv)?;
                 // SAFETY: table has `end` + 2 entries, inv deg, work n·ch, caps deg·n, kpart one
                 // per block.
                 unsafe {
@@ -724,12 +898,15 @@ impl Working<'_> {
                     )?
                 };
                 cuda::sync(stream)?;
+                self.pool.keep("exp table", table);
+                self.pool.keep("distances", inv);
             }
         }
         let max_sum = cuda::download(stream, &kpart, "n-link sums")?
             .into_iter()
             .max()
             .unwrap_or(0);
+        self.pool.keep("n-link sums", kpart);
         let hard = Cap::try_from(1 + max_sum).map_err(|_| {
             Error::Overflow(format!(
                 "the hard-seed capacity K = {} (lambda {} at scale {scale}) does not fit {}",
@@ -742,22 +919,25 @@ impl Working<'_> {
     }
 }
 
-/// The GPU side of [`GpuEnergy::new`]'s start: context, memory check, kernels, stream; and how
-/// long it took.
+/// The GPU side of [`GpuEnergy::new`]'s start: context, memory check, kernels, stream (those of
+/// `keep` when given); whether they were kept, and how long it took.
 fn device_setup(
     device: Device,
+    keep: Option<EnergyKeep>,
     n: usize,
     ch: usize,
     conn: Connectivity,
-) -> Result<(SegEnergy, Arc<CudaStream>, Duration)> {
+) -> Result<(EnergyKeep, bool, Duration)> {
     let t = Instant::now();
     // Binds the device's context on this (set-up) thread.
     let g = device.gpu()?;
+    let kept = keep.as_ref().map_or(0, |k| k.session.kept_bytes()) as u64;
     // Device bytes: working image, raw upload, seeds, n-links, terminals, and the solver's copy
     // of the graph next to its own state (cuda-grid's bytes per node).
     let deg = conn.degree();
     let per_node = 4 * ch + 4 * ch + 1 + 2 * (4 * deg + 8) + grid_bytes_per_node(conn);
-    let needed = (n * per_node) as u64;
+    // What the kept buffers already hold is not asked of the free memory again.
+    let needed = ((n * per_node) as u64).saturating_sub(kept);
     let free = g.free_memory()?;
     if needed > free {
         return Err(Error::Unsupported(format!(
@@ -765,9 +945,17 @@ fn device_setup(
             g.name
         )));
     }
-    let k = SegEnergy::load(g)?;
-    let stream = g.ctx.new_stream().call("cuStreamCreate")?;
-    Ok((k, stream, t.elapsed()))
+    if let Some(keep) = keep {
+        return Ok((keep, true, t.elapsed()));
+    }
+    let keep = EnergyKeep {
+        dims: [0; 3],
+        k: SegEnergy::load(g)?,
+        session: device.session()?,
+        model_kernels: None,
+        prior_kernels: None,
+    };
+    Ok((keep, false, t.elapsed()))
 }
 
 /// [`ModelParams::from_image`]'s result from per-channel `[min, max, Σv, Σv²]` over `n` pixels.

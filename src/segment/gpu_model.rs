@@ -13,13 +13,13 @@
 //! the device's Lab differs in the last bit of a value, the parameters move by as little
 //! (`tests/gpu_segment.rs` checks).
 
-use rayon::prelude::*;
+use cudarc::driver::CudaSlice;
 
 use super::gpu::GpuEnergy;
 use super::model::{Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
 use crate::cuda::launch::seg_energy::MAX_BLOCKS;
 use crate::cuda::launch::seg_model::SegModel;
-use crate::cuda::{self, BLOCK};
+use crate::cuda::{self, Call, BLOCK};
 use crate::io::Seed;
 use crate::{Error, Result};
 
@@ -77,14 +77,10 @@ impl GpuEnergy {
                 "the model kernels are not loaded".into(),
             ));
         };
-        let s = &self.stream;
-        let mask_dev;
-        let (labels_dev, fg_set, bg_set) = match labels {
-            FitLabels::Seeds => (
-                &self.seeds,
-                bit(Seed::Foreground as u8) | bit(Seed::ProbablyForeground as u8),
-                bit(Seed::Background as u8) | bit(Seed::ProbablyBackground as u8),
-            ),
+        let s = &self.stream.clone();
+        let pool = &mut self.pool;
+        let mask_dev = match labels {
+            FitLabels::Seeds => None,
             FitLabels::Mask(mask) => {
                 if mask.len() != n {
                     return Err(Error::Graph(format!(
@@ -92,18 +88,26 @@ impl GpuEnergy {
                         mask.len()
                     )));
                 }
-                let bytes: Vec<u8> = mask.par_iter().map(|&m| m as u8).collect();
-                mask_dev = cuda::upload(s, &bytes, "mask")?;
-                cuda::sync(s)?;
-                (&mask_dev, bit(1), bit(0))
+                // SAFETY: bool is one byte, 0 or 1.
+                let bytes: &[u8] =
+                    unsafe { std::slice::from_raw_parts(mask.as_ptr() as *const u8, n) };
+                Some(pool.take_upload("mask", bytes)?)
             }
+        };
+        let (labels_dev, fg_set, bg_set) = match &mask_dev {
+            None => (
+                &self.seeds,
+                bit(Seed::Foreground as u8) | bit(Seed::ProbablyForeground as u8),
+                bit(Seed::Background as u8) | bit(Seed::ProbablyBackground as u8),
+            ),
+            Some(m) => (m, bit(1), bit(0)),
         };
         // Contiguous chunks of whole tiles, one block each.
         let tiles = n.div_ceil(BLOCK as usize).max(1);
         let chunk = tiles.div_ceil(MAX_BLOCKS as usize) * BLOCK as usize;
         let chunks = n.div_ceil(chunk).max(1);
         let (nn, chunk32, chunks32) = (n as u32, chunk as u32, chunks as u32);
-        let mut counts = cuda::zeros::<u32>(s, 2 * chunks, "sample counts")?;
+        let mut counts = pool.take_zeroed::<u32>("sample counts", 2 * chunks)?;
         // SAFETY: labels has n entries, counts 2·chunks, chunks·chunk ≥ n.
         unsafe {
             k.count(
@@ -117,7 +121,9 @@ impl GpuEnergy {
                 &mut counts,
             )?
         };
-        let counts = cuda::download(s, &counts, "sample counts")?;
+        let counts_dev = counts;
+        let counts = cuda::download(s, &counts_dev, "sample counts")?;
+        pool.keep("sample counts", counts_dev);
         let mut first = vec![0u32; 2 * chunks];
         let mut total = [0usize; 2];
         for (b, c) in counts.chunks_exact(2).enumerate() {
@@ -133,9 +139,15 @@ impl GpuEnergy {
         });
         let ch = self.channels;
         let picked = [0, 1].map(|c| total[c].div_ceil(step[c]));
-        let first = cuda::upload(s, &first, "sample ordinals")?;
-        let mut out_fg = cuda::zeros::<f32>(s, picked[0] * ch, "foreground samples")?;
-        let mut out_bg = cuda::zeros::<f32>(s, picked[1] * ch, "background samples")?;
+        let first_dev = pool.take_upload("sample ordinals", &first)?;
+        // At the most a class can pick (a mixture's cap, or every pixel), so every round of
+        // this image size reuses them.
+        let most = match kind {
+            ModelKind::Gmm { .. } => n.min(MAX_FIT_SAMPLES),
+            ModelKind::Histogram { .. } => n,
+        } * ch;
+        let mut out_fg = pool.take::<f32>("foreground samples", most)?;
+        let mut out_bg = pool.take::<f32>("background samples", most)?;
         // SAFETY: labels has n entries, work n·ch, first 2·chunks (the prefix sums of the counts
         // above, same chunk), out_* ch values per picked sample; steps ≥ 1.
         unsafe {
@@ -149,18 +161,30 @@ impl GpuEnergy {
                 fg_set,
                 bg_set,
                 chunk32,
-                &first,
+                &first_dev,
                 step[0] as u32,
                 step[1] as u32,
                 &mut out_fg,
                 &mut out_bg,
             )?
         };
-        let mut fg = cuda::download(s, &out_fg, "foreground samples")?;
-        let mut bg = cuda::download(s, &out_bg, "background samples")?;
-        // An empty class's buffer holds one placeholder value.
-        fg.truncate(picked[0] * ch);
-        bg.truncate(picked[1] * ch);
+        let take = |out: &CudaSlice<f32>, len: usize, what: &str| -> Result<Vec<f32>> {
+            let mut v = vec![0.0f32; len];
+            if len > 0 {
+                s.memcpy_dtoh(&out.slice(..len), &mut v[..])
+                    .call(&format!("cuMemcpyDtoH ({what})"))?;
+            }
+            Ok(v)
+        };
+        let fg = take(&out_fg, picked[0] * ch, "foreground samples")?;
+        let bg = take(&out_bg, picked[1] * ch, "background samples")?;
+        cuda::sync(s)?;
+        pool.keep("foreground samples", out_fg);
+        pool.keep("background samples", out_bg);
+        pool.keep("sample ordinals", first_dev);
+        if let Some(m) = mask_dev {
+            pool.keep("mask", m);
+        }
         Ok((fg, bg))
     }
 }

@@ -23,6 +23,7 @@
 
 use crate::rng::Rng;
 use crate::{Error, Result};
+use rayon::prelude::*;
 
 /// Fits on more samples than this use an evenly strided subset: the fit costs `O(samples)` per EM
 /// step, and a few tens of thousands of samples pin down five Gaussians in a few dimensions.
@@ -120,7 +121,6 @@ impl ModelParams {
     /// the mean per-channel variance of the image (1 when the image is flat), the histogram
     /// range its per-channel extent.
     pub fn from_image(data: &[f32], channels: usize) -> Self {
-        use rayon::prelude::*;
         let n = data.len() / channels.max(1);
         let ch = channels.max(1);
         // Per channel: [min, max, Σv, Σv²], over chunks in parallel.
@@ -291,15 +291,12 @@ impl Gmm {
         let k = k.min(count_distinct(&xs, dim, k)).max(1);
 
         let centers = kmeans(&xs, dim, k);
-        // Responsibilities, n×k, start as the hard k-means assignment.
-        let mut resp = vec![0.0f64; n * k];
-        for i in 0..n {
-            resp[i * k + nearest(&centers, dim, &xs[i * dim..(i + 1) * dim]).0] = 1.0;
-        }
-        let mut gmm = Gmm::m_step(&xs, dim, k, &resp, floor);
+        // The hard k-means assignment, then EM: each a single pass of moments about the
+        // current means (see `Moments`).
+        let mut gmm = Gmm::from_moments(&hard_moments(&xs, dim, &centers), &centers, n, floor);
         for _ in 0..EM_STEPS {
-            gmm.e_step(&xs, &mut resp);
-            gmm = Gmm::m_step(&xs, dim, k, &resp, floor);
+            let means: Vec<f64> = gmm.components.iter().flat_map(|c| c.mean.clone()).collect();
+            gmm = Gmm::from_moments(&gmm.em_moments(&xs), &means, n, floor);
         }
         Ok(gmm)
     }
@@ -370,75 +367,66 @@ impl Gmm {
         best
     }
 
-    fn e_step(&self, xs: &[f64], resp: &mut [f64]) {
+    /// One EM iteration's pass: each sample's responsibilities under this mixture (the E-step),
+    /// summed into moments about each component's mean (what the M-step needs).
+    fn em_moments(&self, xs: &[f64]) -> Moments {
         let (d, k) = (self.dim, self.components.len());
-        let mut logs = vec![0.0; k];
-        for (x, r) in xs.chunks_exact(d).zip(resp.chunks_exact_mut(k)) {
-            let m = self.component_logs(x, &mut logs);
-            let mut total = 0.0;
-            for (ri, &l) in r.iter_mut().zip(&logs) {
-                *ri = (l - m).exp();
-                total += *ri;
+        // Per component `[log_coef, mean, L⁻¹ lower triangle by rows]`, contiguous.
+        let packed: Vec<f64> = self
+            .components
+            .iter()
+            .flat_map(|c| {
+                let tri = (0..d).flat_map(move |i| c.inv_chol[i * d..i * d + i + 1].iter());
+                std::iter::once(&c.log_coef)
+                    .chain(&c.mean)
+                    .chain(tri)
+                    .copied()
+            })
+            .collect();
+        chunked_sum(xs, d, Moments::zero(k, d), |chunk, m| {
+            let mut logs = vec![0.0; k];
+            let mut diffs = vec![0.0; k * d];
+            // The same code with `d` a constant where it is 1 or 3 (grey, colour).
+            let mut run = |d| em_chunk(&packed, d, chunk, &mut m.sums, &mut logs, &mut diffs);
+            match d {
+                1 => run(1),
+                3 => run(3),
+                _ => run(d),
             }
-            for ri in r.iter_mut() {
-                *ri /= total;
-            }
-        }
+        })
     }
 
-    /// Weighted means and covariances from responsibilities; empty components are dropped.
-    fn m_step(xs: &[f64], d: usize, k: usize, resp: &[f64], floor: f64) -> Gmm {
-        let n = xs.len() / d;
-        let mut comps = Vec::with_capacity(k);
-        for j in 0..k {
-            let w: f64 = (0..n).map(|i| resp[i * k + j]).sum();
+    /// The mixture from per-component moments about `shifts` (`k × d`) over `n` samples:
+    /// weight `w / n`, mean `shift + s₁ / w`, covariance `s₂ / w − δδᵀ` (`δ = s₁ / w`) plus the
+    /// floor on the diagonal. Components without weight are dropped.
+    fn from_moments(m: &Moments, shifts: &[f64], n: usize, floor: f64) -> Gmm {
+        let d = m.d;
+        let mut components = Vec::with_capacity(m.k);
+        for (j, shift) in shifts.chunks_exact(d).enumerate().take(m.k) {
+            let (w, s1, s2) = m.get(j);
             if w < 1e-9 {
                 continue;
             }
-            let mut mean = vec![0.0; d];
-            for i in 0..n {
-                let r = resp[i * k + j];
-                for c in 0..d {
-                    mean[c] += r * xs[i * d + c];
-                }
-            }
-            mean.iter_mut().for_each(|m| *m /= w);
+            let delta: Vec<f64> = s1.iter().map(|s| s / w).collect();
+            let mean: Vec<f64> = shift.iter().zip(&delta).map(|(c, e)| c + e).collect();
             let mut cov = vec![0.0; d * d];
-            for i in 0..n {
-                let r = resp[i * k + j];
-                if r == 0.0 {
-                    continue;
-                }
-                let x = &xs[i * d..(i + 1) * d];
-                for a in 0..d {
-                    let da = x[a] - mean[a];
-                    for b in 0..=a {
-                        cov[a * d + b] += r * da * (x[b] - mean[b]);
-                    }
-                }
-            }
             for a in 0..d {
                 for b in 0..=a {
-                    cov[a * d + b] /= w;
+                    cov[a * d + b] = s2[a * d + b] / w - delta[a] * delta[b];
                     cov[b * d + a] = cov[a * d + b];
                 }
-                cov[a * d + a] += floor;
+                // Rounding may leave a flat class's variance a hair below zero.
+                cov[a * d + a] = cov[a * d + a].max(0.0) + floor;
             }
-            comps.push((w / n as f64, mean, cov));
+            let (inv_chol, log_det) = inverse_cholesky(&cov, d, floor);
+            let log_coef = (w / n as f64).ln()
+                - 0.5 * (log_det + d as f64 * (2.0 * std::f64::consts::PI).ln());
+            components.push(Component {
+                log_coef,
+                mean,
+                inv_chol,
+            });
         }
-        let components: Vec<Component> = comps
-            .into_iter()
-            .map(|(weight, mean, cov)| {
-                let (inv_chol, log_det) = inverse_cholesky(&cov, d, floor);
-                let log_coef =
-                    weight.ln() - 0.5 * (log_det + d as f64 * (2.0 * std::f64::consts::PI).ln());
-                Component {
-                    log_coef,
-                    mean,
-                    inv_chol,
-                }
-            })
-            .collect();
         let packed3 = if d == 3 {
             components
                 .iter()
@@ -458,6 +446,157 @@ impl Gmm {
             packed3,
         }
     }
+}
+
+/// Samples per chunk of the fit's parallel passes. Fixed, so that which samples are summed
+/// together, and in which order the chunks' sums are added, does not depend on the number of
+/// threads: a fit gives the same parameters on any machine and in any thread pool.
+pub const FIT_CHUNK: usize = 512;
+
+/// Partial sums over the samples: each [`FIT_CHUNK`] samples of `xs` (`d` values each) are
+/// summed into a copy of `zero` by `part` (in parallel), and the chunks' sums added in chunk
+/// order.
+fn chunked_sum<P: Summable>(
+    xs: &[f64],
+    d: usize,
+    zero: P,
+    part: impl Fn(&[f64], &mut P) + Sync,
+) -> P {
+    let parts: Vec<P> = xs
+        .par_chunks(FIT_CHUNK * d)
+        .map(|chunk| {
+            let mut p = zero.clone();
+            part(chunk, &mut p);
+            p
+        })
+        .collect();
+    parts.into_iter().fold(zero, |mut acc, p| {
+        acc.add_all(&p);
+        acc
+    })
+}
+
+/// What [`chunked_sum`] adds: element-wise sums.
+trait Summable: Clone + Send + Sync {
+    fn add_all(&mut self, other: &Self);
+}
+
+/// Per component `j` of `k`: the weight `w = Σ rᵢ`, `s₁ = Σ rᵢ (xᵢ − cⱼ)` and the lower
+/// triangle of `s₂ = Σ rᵢ (xᵢ − cⱼ)(xᵢ − cⱼ)ᵀ`, about a shift `cⱼ` close to the component's mean
+/// (its current mean, or its k-means centre), so that `s₂ / w − δδᵀ` loses nothing to
+/// cancellation. One pass over the samples gives the M-step everything.
+#[derive(Clone)]
+struct Moments {
+    k: usize,
+    d: usize,
+    /// `[w, s₁ (d), s₂ (d × d, lower triangle set)]` per component.
+    sums: Vec<f64>,
+}
+
+impl Moments {
+    fn zero(k: usize, d: usize) -> Self {
+        Moments {
+            k,
+            d,
+            sums: vec![0.0; k * (1 + d + d * d)],
+        }
+    }
+
+    fn get(&self, j: usize) -> (f64, &[f64], &[f64]) {
+        let d = self.d;
+        let s = &self.sums[j * (1 + d + d * d)..(j + 1) * (1 + d + d * d)];
+        (s[0], &s[1..1 + d], &s[1 + d..])
+    }
+}
+
+impl Summable for Moments {
+    fn add_all(&mut self, other: &Self) {
+        for (a, b) in self.sums.iter_mut().zip(&other.sums) {
+            *a += b;
+        }
+    }
+}
+
+/// [`Gmm::em_moments`] over one chunk: components packed as `[log_coef, mean (d), L⁻¹ lower
+/// triangle by rows]`, moments added into `sums` (a [`Moments`]' layout) about each mean.
+#[inline(always)]
+fn em_chunk(
+    packed: &[f64],
+    d: usize,
+    chunk: &[f64],
+    sums: &mut [f64],
+    logs: &mut [f64],
+    diffs: &mut [f64],
+) {
+    let stride = 1 + d + d * (d + 1) / 2;
+    for x in chunk.chunks_exact(d) {
+        let mut best = f64::NEG_INFINITY;
+        for ((c, o), diff) in packed
+            .chunks_exact(stride)
+            .zip(logs.iter_mut())
+            .zip(diffs.chunks_exact_mut(d))
+        {
+            let (mean, tri) = c[1..].split_at(d);
+            for j in 0..d {
+                diff[j] = x[j] - mean[j];
+            }
+            let mut maha = 0.0;
+            let mut row = 0;
+            for i in 0..d {
+                let mut y = 0.0;
+                for j in 0..=i {
+                    y += tri[row + j] * diff[j];
+                }
+                row += i + 1;
+                maha += y * y;
+            }
+            *o = c[0] - 0.5 * maha;
+            best = best.max(*o);
+        }
+        let mut total = 0.0;
+        for l in logs.iter_mut() {
+            let t = *l - best;
+            *l = if t < -700.0 { 0.0 } else { t.exp() };
+            total += *l;
+        }
+        for (j, (&l, diff)) in logs.iter().zip(diffs.chunks_exact(d)).enumerate() {
+            add_moment(sums, d, j, l / total, diff);
+        }
+    }
+}
+
+/// Adds sample `diff = x − cⱼ` with responsibility `r` to component `j` of a [`Moments`]' sums.
+#[inline(always)]
+fn add_moment(sums: &mut [f64], d: usize, j: usize, r: f64, diff: &[f64]) {
+    if r == 0.0 {
+        return;
+    }
+    let len = 1 + d + d * d;
+    let s = &mut sums[j * len..(j + 1) * len];
+    s[0] += r;
+    let (s1, s2) = s[1..].split_at_mut(d);
+    for a in 0..d {
+        let ra = r * diff[a];
+        s1[a] += ra;
+        for b in 0..=a {
+            s2[a * d + b] += ra * diff[b];
+        }
+    }
+}
+
+/// The moments of the hard assignment to the nearest of `centers`, about each centre.
+fn hard_moments(xs: &[f64], d: usize, centers: &[f64]) -> Moments {
+    let k = centers.len() / d;
+    chunked_sum(xs, d, Moments::zero(k, d), |chunk, m| {
+        let mut diff = vec![0.0; d];
+        for x in chunk.chunks_exact(d) {
+            let j = nearest(centers, d, x).0;
+            for ((o, a), c) in diff.iter_mut().zip(x).zip(&centers[j * d..(j + 1) * d]) {
+                *o = a - c;
+            }
+            add_moment(&mut m.sums, d, j, 1.0, &diff);
+        }
+    })
 }
 
 impl ColorModel for Gmm {
@@ -552,6 +691,7 @@ fn count_distinct(xs: &[f64], d: usize, limit: usize) -> usize {
 }
 
 /// The nearest center to `x` and its squared distance.
+#[inline(always)]
 fn nearest(centers: &[f64], d: usize, x: &[f64]) -> (usize, f64) {
     let mut best = (0, f64::INFINITY);
     for (j, c) in centers.chunks_exact(d).enumerate() {
@@ -563,62 +703,110 @@ fn nearest(centers: &[f64], d: usize, x: &[f64]) -> (usize, f64) {
     best
 }
 
+/// Per-chunk sums of squared distances (k-means++) or per-centre sums and counts (Lloyd).
+#[derive(Clone)]
+struct Sums(Vec<f64>);
+
+impl Summable for Sums {
+    fn add_all(&mut self, other: &Self) {
+        for (a, b) in self.0.iter_mut().zip(&other.0) {
+            *a += b;
+        }
+    }
+}
+
 /// k-means++ seeding from [`GMM_SEED`], then [`KMEANS_STEPS`] Lloyd steps. Needs at least `k`
-/// distinct samples.
+/// distinct samples. Every pass is split into [`FIT_CHUNK`]-sample chunks (see [`chunked_sum`]).
 fn kmeans(xs: &[f64], d: usize, k: usize) -> Vec<f64> {
     let n = xs.len() / d;
     let mut rng = Rng::new(GMM_SEED);
     let first = rng.below(n as u64) as usize;
     let mut centers: Vec<f64> = xs[first * d..(first + 1) * d].to_vec();
-    let mut d2: Vec<f64> = xs
-        .chunks_exact(d)
-        .map(|x| nearest(&centers, d, x).1)
-        .collect();
+    // Each sample's squared distance to its nearest centre so far, and each chunk's sum of them.
+    let mut d2 = vec![f64::INFINITY; n];
+    let mut chunk_d2 = Vec::new();
+    let update = |c: &[f64], d2: &mut [f64], chunk_d2: &mut Vec<f64>| {
+        *chunk_d2 = d2
+            .par_chunks_mut(FIT_CHUNK)
+            .zip(xs.par_chunks(FIT_CHUNK * d))
+            .map(|(dd, x)| {
+                let mut sum = 0.0;
+                for (dd, x) in dd.iter_mut().zip(x.chunks_exact(d)) {
+                    let dist: f64 = c.iter().zip(x).map(|(a, b)| (a - b) * (a - b)).sum();
+                    *dd = dd.min(dist);
+                    sum += *dd;
+                }
+                sum
+            })
+            .collect();
+    };
+    update(&centers, &mut d2, &mut chunk_d2);
     while centers.len() < k * d {
-        let total: f64 = d2.iter().sum();
+        let total: f64 = chunk_d2.iter().sum();
         if total <= 0.0 {
             break;
         }
-        // D² sampling: pick a sample with probability proportional to its squared distance.
+        // D² sampling: a sample with probability proportional to its squared distance, found
+        // chunk by chunk, then within the chunk.
         let mut target = rng.unit_f64() * total;
-        let mut pick = n - 1;
-        for (i, &w) in d2.iter().enumerate() {
+        let mut pick = None;
+        for (c, &w) in chunk_d2.iter().enumerate() {
             if target < w {
-                pick = i;
+                let start = c * FIT_CHUNK;
+                for (i, &v) in d2[start..n.min(start + FIT_CHUNK)].iter().enumerate() {
+                    if target < v {
+                        pick = Some(start + i);
+                        break;
+                    }
+                    target -= v;
+                }
                 break;
             }
             target -= w;
         }
+        // Rounding can leave the target past the end: the last sample not yet a centre.
+        let pick = pick
+            .or_else(|| d2.iter().rposition(|&v| v > 0.0))
+            .unwrap_or(n - 1);
         centers.extend_from_slice(&xs[pick * d..(pick + 1) * d]);
-        let c = &centers[centers.len() - d..];
-        for (x, dd) in xs.chunks_exact(d).zip(d2.iter_mut()) {
-            let dist: f64 = c.iter().zip(x).map(|(a, b)| (a - b) * (a - b)).sum();
-            *dd = dd.min(dist);
-        }
+        let c = centers[centers.len() - d..].to_vec();
+        update(&c, &mut d2, &mut chunk_d2);
     }
     let k = centers.len() / d;
-    let mut sums = vec![0.0; k * d];
-    let mut counts = vec![0usize; k];
     for _ in 0..KMEANS_STEPS {
-        sums.iter_mut().for_each(|s| *s = 0.0);
-        counts.iter_mut().for_each(|c| *c = 0);
-        for x in xs.chunks_exact(d) {
-            let j = nearest(&centers, d, x).0;
-            counts[j] += 1;
-            for c in 0..d {
-                sums[j * d + c] += x[c];
+        // Per centre: d coordinate sums, then the count.
+        let Sums(sums) = chunked_sum(xs, d, Sums(vec![0.0; k * (d + 1)]), |chunk, s| {
+            let run = |d, s: &mut [f64]| lloyd_chunk(&centers, d, chunk, s);
+            match d {
+                1 => run(1, &mut s.0),
+                3 => run(3, &mut s.0),
+                _ => run(d, &mut s.0),
             }
-        }
-        for j in 0..k {
+        });
+        for (c, row) in centers.chunks_exact_mut(d).zip(sums.chunks_exact(d + 1)) {
             // A center that lost all its samples keeps its place (it is still a sample).
-            if counts[j] > 0 {
-                for c in 0..d {
-                    centers[j * d + c] = sums[j * d + c] / counts[j] as f64;
+            if row[d] > 0.0 {
+                for (c, s) in c.iter_mut().zip(row) {
+                    *c = s / row[d];
                 }
             }
         }
     }
     centers
+}
+
+/// One Lloyd step over a chunk: each sample's coordinates and a count added to its nearest
+/// centre's row of `sums` (`d + 1` values per centre).
+#[inline(always)]
+fn lloyd_chunk(centers: &[f64], d: usize, chunk: &[f64], sums: &mut [f64]) {
+    for x in chunk.chunks_exact(d) {
+        let j = nearest(centers, d, x).0;
+        let row = &mut sums[j * (d + 1)..(j + 1) * (d + 1)];
+        for (r, v) in row.iter_mut().zip(x) {
+            *r += v;
+        }
+        row[d] += 1.0;
+    }
 }
 
 /// A smoothed joint histogram over the channels.

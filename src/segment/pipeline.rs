@@ -20,7 +20,7 @@
 pub use super::color::ColorSpace;
 use super::color::{to_color_space, WorkSpace};
 use super::energy::{self, Energy, EnergyOptions, PROBABILITY_FLOOR};
-use super::gpu::{GpuEnergy, GpuTimes};
+use super::gpu::{EnergyKeep, GpuEnergy, GpuTimes};
 use super::gpu_model::FitLabels;
 use super::gpu_prior::PriorRun;
 use super::model::{Blend, ColorModel, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
@@ -681,6 +681,9 @@ pub(crate) struct Solvers {
     cold: CudaGrid,
     /// Rounds 2.. from the last round's preflow.
     warm: WarmGrid,
+    /// What the last image's GPU build left: its stream (the solvers' sessions are siblings on
+    /// it), kernels and buffers.
+    energy: Option<EnergyKeep>,
 }
 
 impl Solvers {
@@ -689,7 +692,18 @@ impl Solvers {
             device,
             cold: CudaGrid::on(device),
             warm: WarmGrid::on(device),
+            energy: None,
         }
+    }
+
+    /// Device buffers allocated so far through the kept sessions (the GPU build's and the
+    /// solvers'); what reuse across images leaves unchanged.
+    pub(crate) fn allocations(&self) -> usize {
+        let energy = self
+            .energy
+            .as_ref()
+            .map_or(0, |k| k.session().allocations());
+        energy + self.cold.allocations() + self.warm.allocations()
     }
 }
 
@@ -877,7 +891,8 @@ impl<'a> Rounds<'a> {
         let mut device = None;
         let mut declined = None;
         if on_gpu {
-            match GpuEnergy::new(opts.device, image, seeds, opts.color_space, &eopts) {
+            let keep = solvers.energy.take();
+            match GpuEnergy::new_kept(opts.device, keep, image, seeds, opts.color_space, &eopts) {
                 Ok(e) => device = Some(e),
                 Err(Error::Unsupported(reason)) => declined = Some(reason),
                 Err(e) => return Err(e),
@@ -1107,12 +1122,17 @@ impl<'a> Rounds<'a> {
                     false => None,
                 };
                 let warm = warm_solved.is_some();
+                // The solvers run on the build's stream, in buffers kept from their last solve.
                 let attempt = match warm_solved {
                     Some(s) => Ok(s),
                     None if self.opts.warm_start => {
-                        self.solvers.warm.solve_device(d.device_grid()?)
+                        let g = d.device_grid_in(self.solvers.warm.session_on(&d.pool)?)?;
+                        self.solvers.warm.solve_device(g)
                     }
-                    None => self.solvers.cold.solve_device(d.device_grid()?),
+                    None => {
+                        let g = d.device_grid_in(self.solvers.cold.session_on(&d.pool)?)?;
+                        self.solvers.cold.solve_device(g)
+                    }
                 };
                 let mut solved = match attempt {
                     Ok(s) => Solved {
@@ -1169,16 +1189,19 @@ impl<'a> Rounds<'a> {
                 },
                 keep.then_some(e.graph),
             ),
-            Graph::Device(d) => (
-                SegmentStats {
+            Graph::Device(d) => {
+                let graph = if keep { Some(d.download()?) } else { None };
+                let stats = SegmentStats {
                     edges: d.num_edges(),
                     beta: d.beta,
                     scale: d.scale,
                     hard: d.hard,
                     ..stats
-                },
-                if keep { Some(d.download()?) } else { None },
-            ),
+                };
+                // Stream, kernels and buffers for the next image.
+                self.solvers.energy = Some(d.into_keep());
+                (stats, graph)
+            }
         })
     }
 }

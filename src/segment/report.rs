@@ -107,6 +107,13 @@ pub struct GraphBuild {
     /// `β`, n-links and `K` (GPU build).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nlinks_ms: Option<f64>,
+    /// Whether the stream, kernels and buffers were kept from the last image (GPU build on a
+    /// kept segmenter).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reused: Option<bool>,
+    /// Device buffers the build allocated (GPU build; 0 on a kept state of the same size).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocations: Option<usize>,
 }
 
 /// Where and how the stroke-geometry prior was computed (`segment::gpu_prior::PriorRun`).
@@ -331,6 +338,8 @@ impl Report {
                 upload_ms: Some(ms(g.upload)),
                 convert_ms: Some(ms(g.convert)),
                 nlinks_ms: Some(ms(g.nlinks)),
+                reused: Some(g.reused),
+                allocations: Some(g.allocations),
             },
             None => GraphBuild {
                 on: "cpu",
@@ -340,6 +349,8 @@ impl Report {
                 upload_ms: None,
                 convert_ms: None,
                 nlinks_ms: None,
+                reused: None,
+                allocations: None,
             },
         };
         let model = match opts.model {

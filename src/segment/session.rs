@@ -65,6 +65,12 @@ impl Segmenter {
         self.opts = opts;
     }
 
+    /// Device buffers allocated so far by what the segmenter keeps (the GPU build's buffers and
+    /// the GPU solvers'): an image of the last one's size adds none. 0 without a GPU.
+    pub fn device_allocations(&self) -> usize {
+        self.solvers.allocations()
+    }
+
     /// Segments `image` given `seeds`, with colour models ([`segment`](super::segment)).
     pub fn segment(&mut self, image: &Image, seeds: &Seeds) -> Result<Segmentation> {
         self.segment_with(image, seeds, DataTerm::ColourModels)

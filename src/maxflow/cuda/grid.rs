@@ -238,6 +238,25 @@ impl CudaGrid {
             none => Ok(none.insert(self.device.session()?)),
         }
     }
+
+    /// The solver's session on `other`'s stream (a sibling of it, replacing a session on another
+    /// stream): a caller that writes its grids on that stream (the segmentation's GPU build)
+    /// gets its solves' buffers kept from one solve, and image, to the next.
+    pub(crate) fn session_on(&mut self, other: &Session) -> Result<&mut Session> {
+        let same = self
+            .session
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(s.stream(), other.stream()));
+        if !same {
+            self.session = Some(other.sibling());
+        }
+        self.session()
+    }
+
+    /// Device buffers the solver's session has allocated so far ([`Session::allocations`]).
+    pub(crate) fn allocations(&self) -> usize {
+        self.session.as_ref().map_or(0, Session::allocations)
+    }
 }
 
 impl Solver for CudaGrid {
@@ -1175,9 +1194,27 @@ impl WarmGrid {
         self.resolve(g)
     }
 
-    /// Forgets the device state.
+    /// Forgets the device state (its buffers go back to the solver's session, for the next
+    /// solve of this size).
     pub fn reset(&mut self) {
-        self.kept = None;
+        if let Some(k) = self.kept.take() {
+            self.solver.recycle(k.dev, Some(k.source));
+            if let Some(s) = self.solver.session.as_mut() {
+                if Arc::ptr_eq(s.stream(), k.sink.stream()) {
+                    s.keep("warm sink", k.sink);
+                }
+            }
+        }
+    }
+
+    /// See [`CudaGrid::session_on`].
+    pub(crate) fn session_on(&mut self, other: &Session) -> Result<&mut Session> {
+        self.solver.session_on(other)
+    }
+
+    /// See [`CudaGrid::allocations`].
+    pub(crate) fn allocations(&self) -> usize {
+        self.solver.allocations()
     }
 
     /// Solves `g` from scratch and keeps the preflow on the device.
@@ -1195,12 +1232,14 @@ impl WarmGrid {
     /// Solves a grid already on the GPU from scratch (as [`CudaGrid::solve_device`]) and keeps
     /// the preflow and a copy of the terminal capacities on the device.
     pub fn solve_device(&mut self, g: DeviceGrid) -> Result<Solved> {
-        self.kept = None;
+        self.reset();
         timed(|| {
             let t0 = Instant::now();
-            let sink = g
-                .stream
-                .clone_dtod(&g.sink)
+            let n = g.num_nodes();
+            let mut pool = Pool::new(&mut self.solver.session, &g.stream);
+            let mut sink = pool.zeros::<i32>("warm sink", n)?;
+            g.stream
+                .memcpy_dtod(&g.sink, &mut sink)
                 .call("cuMemcpyDtoD (sink copy)")?;
             let (dims, conn) = (g.dims, g.conn);
             let copy = t0.elapsed();
@@ -1275,7 +1314,8 @@ impl WarmGrid {
         let result = timed(|| {
             let t0 = Instant::now();
             let stream = kept.stream.clone();
-            let mut overflow = cuda::zeros::<u32>(&stream, 1, "overflow flag")?;
+            let mut overflow =
+                Pool::new(&mut solver.session, &stream).zeros::<u32>("overflow flag", 1)?;
             let dev = &mut kept.dev;
             // SAFETY: source, sink, the kept copies, excess and sink_r have n entries (checked
             // above against the kept shape), flow and overflow one.
@@ -1297,6 +1337,11 @@ impl WarmGrid {
                 .clone_dtoh(&overflow)
                 .call("cuMemcpyDtoH (overflow flag)")?;
             cuda::sync(&stream)?;
+            if let Some(s) = solver.session.as_mut() {
+                if Arc::ptr_eq(s.stream(), &stream) {
+                    s.keep("overflow flag", overflow);
+                }
+            }
             if flag[0] != 0 {
                 return Err(Error::Overflow("sink residual past i32".into()));
             }
