@@ -39,6 +39,27 @@ __device__ __forceinline__ float colour_dist2(const unsigned char *bytes, const 
     return c2;
 }
 
+// sync: none. safe: steps[k*n + v] for the thread's own v.
+// The step lengths of a 2D grid, once per prior: steps[k*n + v] is the length of the step between
+// v and its neighbour in direction k (prior.rs step_length: sqrt(dist2[k] + colour * c2), the
+// channels summed in order), infinity where there is no neighbour. The sweeps then read them
+// instead of recomputing each from the colours in their dependent chain of steps.
+extern "C" __global__ void prior_steps(const Grid g, unsigned ch, const unsigned char *bytes,
+                                       const float *floats, const float *dist2, float colour,
+                                       float *steps) {
+    for (unsigned v = blockIdx.x * blockDim.x + threadIdx.x; v < g.n;
+         v += gridDim.x * blockDim.x) {
+        unsigned x, y, z;
+        coords(g, v, x, y, z);
+        for (unsigned k = 0; k < g.deg; ++k) {
+            i64 q = neighbor(g, x, y, z, k);
+            float len = 1.0f / 0.0f;
+            if (q >= 0) len = sqrtf(dist2[k] + colour * colour_dist2(bytes, floats, ch, v, (size_t)q));
+            steps[(size_t)k * g.n + v] = len;
+        }
+    }
+}
+
 // The image's sum of squared neighbour differences over every neighbour pair (each pair once: the
 // even directions), one partial per block, for the colour term's sigma^2 (mean_sq_diff in
 // energy.rs: each pair's distance in float, summed in double; exact for integer images).
@@ -90,8 +111,9 @@ struct StripTiles {
 template <unsigned AXIS>
 __device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shift, unsigned ch,
                                             const unsigned char *bytes, const float *floats,
-                                            const float *dist2, float colour, float *d_fg,
-                                            float *d_bg, StripTiles &sh, bool &lowered) {
+                                            const float *dist2, float colour,
+                                            const float *lens, float *d_fg, float *d_bg,
+                                            StripTiles &sh, bool &lowered) {
     const unsigned FULL = 0xffffffffu;
     const float INF = 1.0f / 0.0f;
     const unsigned A = AXIS == 0 ? 1 : 0, B = AXIS == 2 ? 1 : 2;
@@ -118,6 +140,18 @@ __device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shi
     const volatile float *vf = d_fg, *vb = d_bg;
     // This lane's values one step behind (infinite before the first step).
     float prev_f = INF, prev_b = INF;
+    // With precomputed step lengths (2D, lens): the directions one step behind, straight and
+    // towards the lower and the higher neighbouring line (-1 where the connectivity has none).
+    int k_st = -1, k_lo = -1, k_hi = -1;
+    if (lens) {
+        for (unsigned k = 0; k < g.deg; ++k) {
+            const int *o = OFFSETS_2D[k];
+            if (o[AXIS] != behind) continue;
+            if (o[A] == 0) k_st = (int)k;
+            else if (o[A] < 0) k_lo = (int)k;
+            else k_hi = (int)k;
+        }
+    }
     for (unsigned i0 = 0; i0 < len; i0 += STRIP) {
         // The chunk's tile, entry [line][step]: along x a lane loads a step (a line's
         // consecutive pixels), along y or z a line, so each of the warp's loads is contiguous.
@@ -162,7 +196,39 @@ __device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shi
             const float dn_f = __shfl_down_sync(FULL, prev_f, 1);
             const float dn_b = __shfl_down_sync(FULL, prev_b, 1);
             float best_f = tf[lane][j], best_b = tb[lane][j];
-            if (live && i > 0) {
+            if (lens && live && i > 0) {
+                // The same minimum as the loop below (a neighbour that cannot improve gives a
+                // candidate no lower than the value: min is exact, so the order and the skips
+                // do not matter); a missing neighbour's step or distance is infinite.
+                unsigned c[3];
+                c[AXIS] = sign > 0 ? i : len - 1 - i;
+                c[A] = (unsigned)ca;
+                c[B] = cb;
+                const size_t v = c[0] + (size_t)g.w * (c[1] + (size_t)g.h * c[2]);
+                const size_t n = g.n;
+                const float s_st = lens[(size_t)k_st * n + v];
+                const float s_lo = k_lo >= 0 ? lens[(size_t)k_lo * n + v] : INF;
+                const float s_hi = k_hi >= 0 ? lens[(size_t)k_hi * n + v] : INF;
+                const float lo_f = lane > 0 ? up_f : hf[0][j], lo_b = lane > 0 ? up_b : hb[0][j];
+                const float hi_f = lane < STRIP - 1 ? dn_f : hf[1][j];
+                const float hi_b = lane < STRIP - 1 ? dn_b : hb[1][j];
+                const float old_f = best_f, old_b = best_b;
+                best_f = fminf(best_f, prev_f + s_st);
+                best_b = fminf(best_b, prev_b + s_st);
+                if (k_lo >= 0) {
+                    best_f = fminf(best_f, lo_f + s_lo);
+                    best_b = fminf(best_b, lo_b + s_lo);
+                }
+                if (k_hi >= 0) {
+                    best_f = fminf(best_f, hi_f + s_hi);
+                    best_b = fminf(best_b, hi_b + s_hi);
+                }
+                if (best_f < old_f || best_b < old_b) {
+                    tf[lane][j] = best_f;
+                    tb[lane][j] = best_b;
+                    dirty = true;
+                }
+            } else if (live && i > 0) {
                 unsigned c[3];
                 c[AXIS] = sign > 0 ? i : len - 1 - i;
                 c[A] = (unsigned)ca;
@@ -251,20 +317,24 @@ __device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shi
 extern "C" __global__ void prior_strips(const Grid g, unsigned axis, int sign, unsigned shift,
                                         unsigned pass, unsigned ch, const unsigned char *bytes,
                                         const float *floats, const float *dist2, float colour,
-                                        float *d_fg, float *d_bg, unsigned *flags) {
+                                        const float *steps, float *d_fg, float *d_bg,
+                                        unsigned *flags) {
     // The previous pass changed nothing: the distances are final (the same for the whole grid).
     if (pass > 0 && ((volatile unsigned *)flags)[pass - 1] == 0) return;
     __shared__ StripTiles sh;
     bool lowered = false;
     switch (axis) {
     case 0:
-        strip_sweep<0>(g, sign, shift, ch, bytes, floats, dist2, colour, d_fg, d_bg, sh, lowered);
+        strip_sweep<0>(g, sign, shift, ch, bytes, floats, dist2, colour, steps, d_fg, d_bg, sh,
+                       lowered);
         break;
     case 1:
-        strip_sweep<1>(g, sign, shift, ch, bytes, floats, dist2, colour, d_fg, d_bg, sh, lowered);
+        strip_sweep<1>(g, sign, shift, ch, bytes, floats, dist2, colour, steps, d_fg, d_bg, sh,
+                       lowered);
         break;
     default:
-        strip_sweep<2>(g, sign, shift, ch, bytes, floats, dist2, colour, d_fg, d_bg, sh, lowered);
+        strip_sweep<2>(g, sign, shift, ch, bytes, floats, dist2, colour, steps, d_fg, d_bg, sh,
+                       lowered);
         break;
     }
     if (lowered && threadIdx.x % STRIP == 0) atomicOr(&flags[pass], 1u);

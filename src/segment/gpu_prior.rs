@@ -190,6 +190,18 @@ impl GpuEnergy {
             .map(|d| (d * d) as f32)
             .collect();
         let dist2 = cuda::upload(s, &dist2, "prior step lengths")?;
+        // A 2D grid's step lengths once: the sweeps read them instead of recomputing each from
+        // the colours in their chain of dependent steps, on every pass. Where the device lacks
+        // the room (deg·n floats, with as much again to spare), the sweeps compute them.
+        let step_bytes = g.deg as u64 * n as u64 * 4;
+        let steps = if g.is3d == 0 && gpu.free_memory()? > 2 * step_bytes {
+            let mut st = cuda::zeros::<f32>(s, g.deg as usize * n, "prior steps")?;
+            // SAFETY: one of bytes / floats with n·ch entries, dist2 deg entries, st deg·n.
+            unsafe { k.steps(s, g, ch, bytes, floats, &dist2, colour, &mut st)? };
+            Some(st)
+        } else {
+            None
+        };
         let mut d_fg = cuda::zeros::<f32>(s, n, "foreground distances")?;
         let mut d_bg = cuda::zeros::<f32>(s, n, "background distances")?;
         let mut costs = cuda::zeros::<f32>(s, n, "prior")?;
@@ -228,6 +240,7 @@ impl GpuEnergy {
                                 floats,
                                 &dist2,
                                 colour,
+                                steps.as_ref(),
                                 &mut d_fg,
                                 &mut d_bg,
                                 &mut flags,

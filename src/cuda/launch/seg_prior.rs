@@ -6,8 +6,8 @@
 
 use cudarc::driver::{CudaSlice, LaunchConfig};
 
-use super::kernel_file;
 use super::seg_energy::strided;
+use super::{kernel_file, per_item};
 use crate::cuda::{Gpu, GridShape};
 use crate::Result;
 
@@ -79,10 +79,27 @@ kernel_file! {
             floats: Option<&CudaSlice<f32>>,
             dist2: &CudaSlice<f32>,
             colour: f32,
+            steps: Option<&CudaSlice<f32>>,
             d_fg: &mut CudaSlice<f32>,
             d_bg: &mut CudaSlice<f32>,
             flags: &mut CudaSlice<u32>,
         ) => strips(g, axis, shift);
+
+        /// The step lengths of a 2D grid (`steps[k·n + v]`, infinity without a neighbour),
+        /// computed once for the sweeps.
+        ///
+        /// # Safety
+        /// Exactly one of `bytes`, `floats` is given, with `g.n·ch` entries; `dist2` has
+        /// `g.deg` entries, `steps` `g.deg·g.n`.
+        fn steps = "prior_steps"(
+            g: GridShape,
+            ch: u32,
+            bytes: Option<&CudaSlice<u8>>,
+            floats: Option<&CudaSlice<f32>>,
+            dist2: &CudaSlice<f32>,
+            colour: f32,
+            steps: &mut CudaSlice<f32>,
+        ) => per_item(g.n);
 
         /// The prior's cost difference from the two distances.
         ///
