@@ -153,3 +153,75 @@ fn gpu_segmenter_allocates_nothing_for_an_image_of_the_same_size() {
         }
     }
 }
+
+/// The GPU path (graph built and cut on the device, samples gathered there, one kept segmenter
+/// across all photos: 481×321 and 321×481 alternate, so buffers are reused and replaced) against
+/// the CPU path (`bk`, host build, one-shot) on the dev photos, both scribble sets: the same
+/// masks. The GPU path runs in a 4-thread pool and the CPU path in a 1-thread pool, so the
+/// model fits' chunked sums must not depend on the thread count either.
+#[test]
+fn gpu_segmenter_masks_equal_the_cpu_path_on_the_dev_photos() {
+    if !common::gpu_or_skip() {
+        return;
+    }
+    let Some(data) = common::shared_data() else {
+        return;
+    };
+    use segcut::io::{load_image, load_seeds};
+    let dir = data.join("segmentation/grabcut-bsds-dev");
+    let mut ids: Vec<String> = std::fs::read_dir(dir.join("images"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().replace(".jpg", ""))
+        .collect();
+    ids.sort();
+    assert!(!ids.is_empty());
+    let gpu_opts = SegmentOptions {
+        solver: SolverKind::CudaGrid,
+        ..SegmentOptions::default()
+    };
+    let cpu_opts = SegmentOptions {
+        solver: SolverKind::Bk,
+        gpu_build: false,
+        ..SegmentOptions::default()
+    };
+    let pool = |n| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .unwrap()
+    };
+    let (four, one) = (pool(4), pool(1));
+    let mut session = Segmenter::new(gpu_opts);
+    let mut reused = 0;
+    for set in ["scribbles-1", "scribbles-2"] {
+        for id in &ids {
+            let image = load_image(&dir.join(format!("images/{id}.jpg"))).unwrap();
+            let seeds = load_seeds(
+                &dir.join(format!("{set}/{id}-anno.png")),
+                image.dims,
+                &Default::default(),
+            )
+            .unwrap();
+            let g = four.install(|| session.segment(&image, &seeds).unwrap());
+            let c = one.install(|| segment(&image, &seeds, &cpu_opts).unwrap());
+            let gpu = g.stats.gpu.as_ref().expect("built on the GPU");
+            reused += (gpu.allocations == 0) as usize;
+            let d = g.mask.iter().zip(&c.mask).filter(|(a, b)| a != b).count();
+            assert_eq!(
+                d,
+                0,
+                "{id} {set}: {d} pixels differ (flow {} / {}, rounds {} / {})",
+                g.flow,
+                c.flow,
+                g.stats.iterations_run(),
+                c.stats.iterations_run()
+            );
+        }
+    }
+    // Photos of one orientation follow each other: most builds must have allocated nothing.
+    assert!(
+        reused * 2 >= ids.len(),
+        "{reused} of {} builds reused",
+        2 * ids.len()
+    );
+}

@@ -192,8 +192,8 @@ impl Session {
         }
     }
 
-    /// How many device buffers [`Session::take`] has had to allocate so far (requests no kept
-    /// buffer answered): a caller that reuses its buffers sees this stay put.
+    /// How many device buffers the session has had to allocate so far (requests for a buffer
+    /// that none it kept answered): a caller that reuses its buffers sees this stay put.
     pub fn allocations(&self) -> usize {
         self.kept.misses
     }
