@@ -53,6 +53,13 @@ fn strip_sweep(
     let index =
         |ci: usize, la: usize, cb: usize| ci * stride[axis] + la * stride[a] + cb * stride[b];
     let coord = |i: usize| if sign > 0 { i } else { n_axis - 1 - i };
+    // The squared lengths of the directions one step behind, by their offsets along b and a.
+    let mut len2 = [[None; 3]; 3];
+    for (k, o) in offsets.iter().enumerate() {
+        if o[axis] as i64 == behind {
+            len2[(o[b] + 1) as usize][(o[a] + 1) as usize] = Some(len.dist2[k]);
+        }
+    }
     let mut lowered = false;
     for strip in 0..strips_a * nb {
         let a0 = (strip % strips_a) as i64 * STRIP as i64 - shift as i64;
@@ -101,46 +108,46 @@ fn strip_sweep(
                     let live = line_ok(ca);
                     let (mut best_f, mut best_b) = (tf[lane][j], tb[lane][j]);
                     if live && i > 0 {
-                        let mut c = [0usize; 3];
-                        c[axis] = coord(i);
-                        c[a] = ca as usize;
-                        c[b] = cb;
-                        let v = c[0] + dims[0] * (c[1] + dims[1] * c[2]);
+                        let v = index(coord(i), ca as usize, cb);
                         let (old_f, old_b) = (best_f, best_b);
-                        for (k, o) in offsets.iter().enumerate() {
-                            if o[axis] as i64 != behind {
-                                continue;
-                            }
-                            let nc: Vec<i64> = (0..3).map(|x| c[x] as i64 + o[x] as i64).collect();
-                            if (0..3).any(|x| nc[x] < 0 || nc[x] >= dims[x] as i64) {
-                                continue;
-                            }
-                            let q = nc[0] as usize
-                                + dims[0] * (nc[1] as usize + dims[1] * nc[2] as usize);
-                            let (from_f, from_b) = if o[b] != 0 {
-                                read_outer(d, q)
-                            } else if o[a] == 0 {
-                                (prev_f[lane], prev_b[lane])
-                            } else if o[a] < 0 {
-                                if lane > 0 {
-                                    (up_f, up_b)
-                                } else {
-                                    (hf[0][j], hb[0][j])
+                        for ob in -1..=1i64 {
+                            for oa in -1..=1i64 {
+                                let Some(l2) = len2[(ob + 1) as usize][(oa + 1) as usize] else {
+                                    continue;
+                                };
+                                let (qa, qb) = (ca + oa, cb as i64 + ob);
+                                if qa < 0 || qa >= na as i64 || qb < 0 || qb >= nb as i64 {
+                                    continue;
                                 }
-                            } else if lane < STRIP - 1 {
-                                (dn_f, dn_b)
-                            } else {
-                                (hf[1][j], hb[1][j])
-                            };
-                            if !(from_f < best_f || from_b < best_b) {
-                                continue;
-                            }
-                            let step = step_length(data, ch, v, q, len.dist2[k], len.colour);
-                            if from_f < best_f {
-                                best_f = best_f.min(from_f + step);
-                            }
-                            if from_b < best_b {
-                                best_b = best_b.min(from_b + step);
+                                let q = (v as i64 - sign * stride[axis] as i64
+                                    + oa * stride[a] as i64
+                                    + ob * stride[b] as i64)
+                                    as usize;
+                                let (from_f, from_b) = if ob != 0 {
+                                    read_outer(d, q)
+                                } else if oa == 0 {
+                                    (prev_f[lane], prev_b[lane])
+                                } else if oa < 0 {
+                                    if lane > 0 {
+                                        (up_f, up_b)
+                                    } else {
+                                        (hf[0][j], hb[0][j])
+                                    }
+                                } else if lane < STRIP - 1 {
+                                    (dn_f, dn_b)
+                                } else {
+                                    (hf[1][j], hb[1][j])
+                                };
+                                if !(from_f < best_f || from_b < best_b) {
+                                    continue;
+                                }
+                                let step = step_length(data, ch, v, q, l2, len.colour);
+                                if from_f < best_f {
+                                    best_f = best_f.min(from_f + step);
+                                }
+                                if from_b < best_b {
+                                    best_b = best_b.min(from_b + step);
+                                }
                             }
                         }
                         if best_f < old_f || best_b < old_b {
