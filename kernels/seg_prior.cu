@@ -23,9 +23,10 @@
 #include "common.cuh"
 
 // Value i of the image: bytes when it was uploaded as bytes (floats then null), else floats.
+// Through the read-only cache: no kernel of this file writes the image.
 __device__ __forceinline__ float pixel_value(const unsigned char *bytes, const float *floats,
                                              size_t i) {
-    return bytes ? (float)bytes[i] : floats[i];
+    return bytes ? (float)__ldg(bytes + i) : __ldg(floats + i);
 }
 
 // Squared colour distance of pixels v and q, channels summed in order (prior.rs step_length).
@@ -132,6 +133,23 @@ __device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shi
     const unsigned cb = strip / strips_a;
     const bool live = ca >= 0 && ca < (long long)na;
     const int behind = -sign;
+    // The squared lengths of the directions one step behind, by their offsets along B and A
+    // (-1 where the grid has no such direction: the third axis of a 2D grid).
+    float len2[3][3];
+#pragma unroll
+    for (int ob = -1; ob <= 1; ++ob) {
+#pragma unroll
+        for (int oa = -1; oa <= 1; ++oa) {
+            float l2 = -1.0f;
+            for (unsigned k = 0; k < g.deg; ++k) {
+                const int *o = g.is3d ? OFFSETS_3D[k] : OFFSETS_2D[k];
+                if (o[AXIS] == behind && o[A] == oa && o[B] == ob) l2 = dist2[k];
+            }
+            len2[ob + 1][oa + 1] = l2;
+        }
+    }
+    // The coordinate along AXIS of step i.
+    auto ci_of = [&](unsigned i) -> size_t { return sign > 0 ? i : len - 1 - i; };
     float(*tf)[STRIP + 1] = sh.tile_f[warp];
     float(*tb)[STRIP + 1] = sh.tile_b[warp];
     float(*hf)[STRIP] = sh.halo_f[warp];
@@ -200,11 +218,7 @@ __device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shi
                 // The same minimum as the loop below (a neighbour that cannot improve gives a
                 // candidate no lower than the value: min is exact, so the order and the skips
                 // do not matter); a missing neighbour's step or distance is infinite.
-                unsigned c[3];
-                c[AXIS] = sign > 0 ? i : len - 1 - i;
-                c[A] = (unsigned)ca;
-                c[B] = cb;
-                const size_t v = c[0] + (size_t)g.w * (c[1] + (size_t)g.h * c[2]);
+                const size_t v = ci_of(i) * stride[AXIS] + (size_t)ca * stride[A] + cb * stride[B];
                 const size_t n = g.n;
                 const float s_st = lens[(size_t)k_st * n + v];
                 const float s_lo = k_lo >= 0 ? lens[(size_t)k_lo * n + v] : INF;
@@ -229,39 +243,44 @@ __device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shi
                     dirty = true;
                 }
             } else if (live && i > 0) {
-                unsigned c[3];
-                c[AXIS] = sign > 0 ? i : len - 1 - i;
-                c[A] = (unsigned)ca;
-                c[B] = cb;
-                const size_t v = c[0] + (size_t)g.w * (c[1] + (size_t)g.h * c[2]);
+                const size_t v = ci_of(i) * stride[AXIS] + (size_t)ca * stride[A] + cb * stride[B];
                 const float old_f = best_f, old_b = best_b;
-                for (unsigned k = 0; k < g.deg; ++k) {
-                    const int *o = g.is3d ? OFFSETS_3D[k] : OFFSETS_2D[k];
-                    if (o[AXIS] != behind) continue;
-                    const i64 q = neighbor(g, c[0], c[1], c[2], k);
-                    if (q < 0) continue;
-                    float from_f, from_b;
-                    if (o[B] != 0) {
-                        // A line of another strip (3D): read now, possibly older than its
-                        // warp's latest value.
-                        from_f = vf[q];
-                        from_b = vb[q];
-                    } else if (o[A] == 0) {
-                        from_f = prev_f;
-                        from_b = prev_b;
-                    } else if (o[A] < 0) {
-                        from_f = lane > 0 ? up_f : hf[0][j];
-                        from_b = lane > 0 ? up_b : hb[0][j];
-                    } else {
-                        from_f = lane < STRIP - 1 ? dn_f : hf[1][j];
-                        from_b = lane < STRIP - 1 ? dn_b : hb[1][j];
+#pragma unroll
+                for (int ob = -1; ob <= 1; ++ob) {
+#pragma unroll
+                    for (int oa = -1; oa <= 1; ++oa) {
+                        const float l2 = len2[ob + 1][oa + 1];
+                        // Not a direction of the grid (2D: no third axis), or off the grid.
+                        if (l2 < 0.0f) continue;
+                        const long long qa = ca + oa, qb = (long long)cb + ob;
+                        if (qa < 0 || qa >= (long long)na || qb < 0 || qb >= (long long)nb)
+                            continue;
+                        const size_t q = (size_t)((long long)v - sign * (long long)stride[AXIS] +
+                                                  oa * (long long)stride[A] +
+                                                  ob * (long long)stride[B]);
+                        float from_f, from_b;
+                        if (ob != 0) {
+                            // A line of another strip (3D): read now, possibly older than its
+                            // warp's latest value.
+                            from_f = vf[q];
+                            from_b = vb[q];
+                        } else if (oa == 0) {
+                            from_f = prev_f;
+                            from_b = prev_b;
+                        } else if (oa < 0) {
+                            from_f = lane > 0 ? up_f : hf[0][j];
+                            from_b = lane > 0 ? up_b : hb[0][j];
+                        } else {
+                            from_f = lane < STRIP - 1 ? dn_f : hf[1][j];
+                            from_b = lane < STRIP - 1 ? dn_b : hb[1][j];
+                        }
+                        // An unreached or farther neighbour cannot improve anything.
+                        if (!(from_f < best_f || from_b < best_b)) continue;
+                        const float c2 = colour_dist2(bytes, floats, ch, v, q);
+                        const float len_q = sqrtf(l2 + colour * c2);
+                        if (from_f < best_f) best_f = fminf(best_f, from_f + len_q);
+                        if (from_b < best_b) best_b = fminf(best_b, from_b + len_q);
                     }
-                    // An unreached or farther neighbour cannot improve anything.
-                    if (!(from_f < best_f || from_b < best_b)) continue;
-                    const float c2 = colour_dist2(bytes, floats, ch, v, (size_t)q);
-                    const float len_q = sqrtf(dist2[k] + colour * c2);
-                    if (from_f < best_f) best_f = fminf(best_f, from_f + len_q);
-                    if (from_b < best_b) best_b = fminf(best_b, from_b + len_q);
                 }
                 if (best_f < old_f || best_b < old_b) {
                     tf[lane][j] = best_f;

@@ -14,8 +14,8 @@
 //!   8-connected foreground, and 6 of 26 in 3D, so the two never disagree about what is enclosed;
 //!   the pairs are the same whatever connectivity the graph was cut with.)
 //!
-//! The components come from a union-find forest built in parallel (bands of rows on their own
-//! threads, then the pairs across bands), the same sets of pixels as a flood fill finds.
+//! The components come from a union-find of runs built in parallel (bands of rows on their own
+//! threads, then the runs that touch across bands), the same sets of pixels as a flood fill finds.
 //!
 //! ```
 //! use segcut::segment::post::{post_process, PostProcess};
@@ -93,15 +93,15 @@ pub fn post_process(
     }
     let labels = &seeds.labels;
     if post.drop_unseeded && labels.par_iter().any(|&s| s == Seed::Foreground) {
-        match Forest::new(&out, true, seeds.dims, true, |i| {
-            labels[i] == Seed::Foreground
+        let w = seeds.dims[0];
+        // A run is seeded when one of its pixels is a foreground seed; unseeded components go.
+        let seeded = |r: usize, x0: usize, x1: usize| {
+            labels[r * w + x0..r * w + x1].contains(&Seed::Foreground)
+        };
+        if !relabel_components(&mut out, true, seeds.dims, true, seeded, |_, seeded| {
+            !seeded
         })? {
-            Some(f) => out
-                .par_iter_mut()
-                .enumerate()
-                .filter(|(_, m)| **m)
-                .for_each(|(i, m)| *m = f.flag[f.root(i)]),
-            None => drop_unseeded_sequential(&mut out, seeds)?,
+            drop_unseeded_sequential(&mut out, seeds)?;
         }
     }
     if post.max_hole > 0 {
@@ -119,182 +119,266 @@ pub fn post_process(
 fn fill_holes(out: &mut [bool], seeds: &Seeds, max_hole: usize) -> Result<()> {
     let [w, h, d] = seeds.dims;
     let labels = &seeds.labels;
-    // Whether a pixel keeps its component background: on the border or a background seed.
-    let keeps = |i: usize| {
-        let (x, y, z) = (i % w, (i / w) % h, i / (w * h));
-        let border = x == 0 || y == 0 || x + 1 == w || y + 1 == h;
+    // A run keeps its component background when it touches the border or holds a seed.
+    let keeps = |r: usize, x0: usize, x1: usize| {
+        let (y, z) = (r % h, r / h);
+        let border = x0 == 0 || x1 == w || y == 0 || y + 1 == h;
         let face = d > 1 && (z == 0 || z + 1 == d);
-        border || face || labels[i] == Seed::Background
+        border || face || labels[r * w + x0..r * w + x1].contains(&Seed::Background)
     };
-    let Some(f) = Forest::new(out, false, seeds.dims, false, keeps)? else {
-        return fill_holes_sequential(out, seeds, max_hole);
-    };
-    out.par_iter_mut()
-        .enumerate()
-        .filter(|(_, m)| !**m)
-        .for_each(|(i, m)| {
-            let r = f.root(i);
-            if !f.flag[r] && (f.size[r] as usize) < max_hole {
-                *m = true;
-            }
-        });
+    let fill = |size: u64, keep: bool| !keep && size < max_hole as u64;
+    if !relabel_components(out, false, seeds.dims, false, keeps, fill)? {
+        fill_holes_sequential(out, seeds, max_hole)?;
+    }
     Ok(())
 }
 
-/// The connected components of the pixels where a mask has one value, as a union-find forest
-/// built in parallel: bands of whole rows are labelled on their own threads (each pixel joined
-/// to its neighbours before it in scan order), then the pairs that cross a band's first rows are
-/// joined on one thread, and each pixel finds its root by following parents (at most a step per
-/// band). A root is a component's smallest pixel index, and holds its size and the OR of a flag
-/// over its pixels. The components are those of a flood fill, whatever the bands: each
-/// neighbouring pair of pixels of the value is joined once, in its band or across bands.
-struct Forest {
-    /// Per pixel of the value: a pixel of its component with an index no larger (itself at the
-    /// root); [`NONE`] for the other pixels.
+/// A run of pixels of one value in one row: `x0..x1`.
+#[derive(Clone, Copy)]
+struct Run {
+    x0: u32,
+    x1: u32,
+}
+
+/// A band of whole rows: its runs (those of row `rows.start + k` are
+/// `runs[row_start[k]..row_start[k + 1]]`), and per run the union-find parent (the band's own
+/// indices until the bands are joined), the pixel count and the flag at roots.
+struct Band {
+    rows: std::ops::Range<usize>,
+    row_start: Vec<u32>,
+    runs: Vec<Run>,
     parent: Vec<u32>,
-    /// At each root: the component's pixel count.
-    size: Vec<u32>,
-    /// At each root: whether a pixel of the component has the flag.
+    size: Vec<u64>,
     flag: Vec<bool>,
 }
 
-/// Not a pixel of the value.
-const NONE: u32 = u32::MAX;
+impl Band {
+    /// The runs of row `r` (a row of this band).
+    fn row(&self, r: usize) -> &[Run] {
+        let k = r - self.rows.start;
+        &self.runs[self.row_start[k] as usize..self.row_start[k + 1] as usize]
+    }
+}
 
-impl Forest {
-    /// The forest of the pixels where `mask == value`, of an image or volume of `dims`,
-    /// neighbours as [`components`] says (`full`), with `flag(i)` OR-ed per component. `None`
-    /// when the pixel indices do not fit the forest's 32-bit entries.
-    fn new(
-        mask: &[bool],
-        value: bool,
-        dims: [usize; 3],
-        full: bool,
-        flag: impl Fn(usize) -> bool + Sync,
-    ) -> Result<Option<Self>> {
-        let n = mask.len();
-        if n >= NONE as usize {
-            return Ok(None);
+/// Flips the components of the pixels where `mask == value` (of an image or volume of `dims`,
+/// neighbours as [`components`] says by `full`) for which `flip(pixel count, flag)` holds, the
+/// flag being true when `flag(row, x0, x1)` holds for one of the component's runs (row `r` =
+/// `y + h·z`). Returns false, changing nothing, when there are too many runs for 32-bit indices.
+///
+/// In parallel, as run-length union-find: bands of whole rows find their runs and join the runs
+/// that touch within the band on their own threads; one thread joins the runs that touch across
+/// band edges (only a band's first rows have neighbours before it); then each run looks up its
+/// root (at most a step per band) and is rewritten on its band's thread. A component is the same
+/// set of pixels however the rows are banded, so the result is a flood fill's.
+fn relabel_components(
+    mask: &mut [bool],
+    value: bool,
+    dims: [usize; 3],
+    full: bool,
+    flag: impl Fn(usize, usize, usize) -> bool + Sync,
+    flip: impl Fn(u64, bool) -> bool + Sync,
+) -> Result<bool> {
+    let [w, h, _] = dims;
+    let n = mask.len();
+    if n == 0 || w == 0 {
+        return Ok(true);
+    }
+    let rows = n / w;
+    // The rows before a row whose runs can touch its runs, as (dy, dz), and how far runs
+    // reach sideways (a diagonal neighbour touches runs one pixel apart).
+    let before: Vec<(i64, i64)> = steps(dims, full)
+        .into_iter()
+        .filter(|&[dx, dy, dz]| dx == 0 && (dz, dy) < (0, 0))
+        .map(|[_, dy, dz]| (dy, dz))
+        .collect();
+    let reach_rows = before
+        .iter()
+        .map(|&(dy, dz)| (-(dy + h as i64 * dz)) as usize)
+        .max()
+        .unwrap_or(0);
+    let ext = u32::from(full);
+    let touch = |a: &Run, b: &Run| a.x0 < b.x1 + ext && b.x0 < a.x1 + ext;
+    let threads = rayon::current_num_threads().max(1);
+    let per_band = rows
+        .div_ceil(4 * threads)
+        .max(4 * reach_rows.max(1))
+        .min(rows);
+    let before_row = |r: usize, (dy, dz): (i64, i64)| -> Option<usize> {
+        let (y, z) = ((r % h) as i64, (r / h) as i64);
+        let (by, bz) = (y + dy, z + dz);
+        (by >= 0 && by < h as i64 && bz >= 0).then(|| (by + h as i64 * bz) as usize)
+    };
+    // Joins every touching pair of runs of two rows, given as their first global run ids.
+    fn join_rows(
+        a: &[Run],
+        a0: usize,
+        b: &[Run],
+        b0: usize,
+        touch: impl Fn(&Run, &Run) -> bool,
+        mut union: impl FnMut(usize, usize),
+    ) {
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() && j < b.len() {
+            if touch(&a[i], &b[j]) {
+                union(a0 + i, b0 + j);
+            }
+            if a[i].x1 < b[j].x1 {
+                i += 1;
+            } else {
+                j += 1;
+            }
         }
-        let [w, h, _] = dims;
-        // The neighbours before a pixel in scan order, as (dx, dy, dz) and the index distance.
-        let before: Vec<([i64; 3], usize)> = steps(dims, full)
-            .into_iter()
-            .filter(|&[dx, dy, dz]| (dz, dy, dx) < (0, 0, 0))
-            .map(|o| (o, (-(o[0] + w as i64 * (o[1] + h as i64 * o[2]))) as usize))
-            .collect();
-        let reach = before.iter().map(|&(_, d)| d).max().unwrap_or(0);
-        // Bands of whole rows: enough for every thread, long against the pairs that cross.
-        let rows = n / w.max(1);
-        let threads = rayon::current_num_threads().max(1);
-        let by_reach = n / (8 * reach.max(1)).max(1);
-        let bands = (4 * threads).min(by_reach).clamp(1, rows.max(1));
-        let band_len = rows.div_ceil(bands).max(1) * w.max(1);
-        let mut f = Forest {
-            parent: filled(n, NONE, "the component forest")?,
-            size: filled(n, 0, "the component sizes")?,
-            flag: filled(n, false, "the component flags")?,
-        };
-        let neighbour = |i: usize, o: [i64; 3], dist: usize| -> Option<usize> {
-            let (x, y) = ((i % w) as i64, ((i / w) % h) as i64);
-            let (nx, ny) = (x + o[0], y + o[1]);
-            let inside = nx >= 0 && ny >= 0 && nx < w as i64 && ny < h as i64 && i >= dist;
-            (inside && mask[i - dist] == value).then(|| i - dist)
-        };
-        f.parent
-            .par_chunks_mut(band_len)
-            .zip(f.size.par_chunks_mut(band_len))
-            .zip(f.flag.par_chunks_mut(band_len))
-            .enumerate()
-            .for_each(|(b, ((parent, size), fl))| {
-                let start = b * band_len;
-                for k in 0..parent.len() {
-                    let i = start + k;
-                    if mask[i] != value {
+    }
+    let bounds: Vec<std::ops::Range<usize>> = (0..rows)
+        .step_by(per_band)
+        .map(|r| r..(r + per_band).min(rows))
+        .collect();
+    let mask_ro: &[bool] = mask;
+    let mut bands: Vec<Band> = bounds
+        .into_par_iter()
+        .map(|range| {
+            let mut band = Band {
+                rows: range.clone(),
+                row_start: vec![0],
+                runs: Vec::new(),
+                parent: Vec::new(),
+                size: Vec::new(),
+                flag: Vec::new(),
+            };
+            for r in range.clone() {
+                let row = &mask_ro[r * w..(r + 1) * w];
+                let mut x = 0;
+                while let Some(k) = row[x..].iter().position(|&m| m == value) {
+                    let x0 = x + k;
+                    let len = row[x0..].iter().position(|&m| m != value).unwrap_or(w - x0);
+                    x = x0 + len;
+                    band.runs.push(Run {
+                        x0: x0 as u32,
+                        x1: x as u32,
+                    });
+                    band.parent.push(band.parent.len() as u32);
+                    band.size.push(len as u64);
+                    band.flag.push(flag(r, x0, x));
+                    if x == w {
+                        break;
+                    }
+                }
+                band.row_start.push(band.runs.len() as u32);
+            }
+            let Band {
+                rows,
+                row_start,
+                runs,
+                parent,
+                size,
+                flag,
+            } = &mut band;
+            for r in rows.clone() {
+                let k = r - rows.start;
+                let cur = row_start[k] as usize..row_start[k + 1] as usize;
+                for &o in &before {
+                    let Some(rb) = before_row(r, o).filter(|&rb| rb >= rows.start) else {
                         continue;
-                    }
-                    parent[k] = i as u32;
-                    size[k] = 1;
-                    fl[k] = flag(i);
-                    for &(o, dist) in &before {
-                        match neighbour(i, o, dist) {
-                            Some(j) if j >= start => {
-                                union(parent, size, fl, start, i, j);
-                            }
-                            _ => {}
-                        }
-                    }
+                    };
+                    let kb = rb - rows.start;
+                    let prev = row_start[kb] as usize..row_start[kb + 1] as usize;
+                    join_rows(
+                        &runs[cur.clone()],
+                        cur.start,
+                        &runs[prev.clone()],
+                        prev.start,
+                        touch,
+                        |i, j| union(parent, size, flag, i, j),
+                    );
                 }
-                // Every pixel straight to its band's root: parents precede their children.
-                for k in 0..parent.len() {
-                    let p = parent[k];
-                    if p != NONE && p as usize != start + k {
-                        parent[k] = parent[p as usize - start];
-                    }
-                }
-            });
-        // The pairs across bands: only a band's first `reach` pixels have a neighbour before it.
-        for b in 1..n.div_ceil(band_len) {
-            let start = b * band_len;
-            let end = (start + reach).min(n);
-            for (i, _) in mask[start..end]
-                .iter()
-                .enumerate()
-                .filter(|(_, &m)| m == value)
-                .map(|(k, m)| (start + k, m))
-            {
-                for &(o, dist) in &before {
-                    match neighbour(i, o, dist) {
-                        Some(j) if j < start => {
-                            union(&mut f.parent, &mut f.size, &mut f.flag, 0, i, j);
-                        }
-                        _ => {}
+            }
+            // Every run straight to its root: parents precede their children.
+            for k in 0..parent.len() {
+                let p = parent[k] as usize;
+                parent[k] = parent[p];
+            }
+            band
+        })
+        .collect();
+    // Global run ids: each band's runs after the earlier bands'.
+    let total: usize = bands.iter().map(|b| b.runs.len()).sum();
+    if total >= u32::MAX as usize {
+        return Ok(false);
+    }
+    let mut base = Vec::with_capacity(bands.len());
+    let mut next = 0;
+    for b in &bands {
+        base.push(next);
+        next += b.runs.len();
+    }
+    let mut parent = Vec::new();
+    let mut size = Vec::new();
+    let mut flags = Vec::new();
+    crate::io::try_reserve(&mut parent, total, "the components' runs")?;
+    crate::io::try_reserve(&mut size, total, "the components' runs")?;
+    crate::io::try_reserve(&mut flags, total, "the components' runs")?;
+    for (b, band) in bands.iter_mut().enumerate() {
+        parent.extend(band.parent.iter().map(|&p| p + base[b] as u32));
+        size.append(&mut band.size);
+        flags.append(&mut band.flag);
+    }
+    // The runs that touch across band edges.
+    let band_of = |r: usize| bands.partition_point(|b| b.rows.end <= r);
+    for (b, band) in bands.iter().enumerate().skip(1) {
+        let start = band.rows.start;
+        for r in start..(start + reach_rows).min(band.rows.end) {
+            for &o in &before {
+                let Some(rb) = before_row(r, o).filter(|&rb| rb < start) else {
+                    continue;
+                };
+                let bb = band_of(rb);
+                let (cur, prev) = (band.row(r), bands[bb].row(rb));
+                let cur0 = base[b] + (band.row_start[r - start] as usize);
+                let prev0 = base[bb] + (bands[bb].row_start[rb - bands[bb].rows.start] as usize);
+                join_rows(cur, cur0, prev, prev0, touch, |i, j| {
+                    union(&mut parent, &mut size, &mut flags, i, j)
+                });
+            }
+        }
+    }
+    // Each run's component decides; rewrite the runs that flip.
+    let root = |mut i: usize| loop {
+        let p = parent[i] as usize;
+        if p == i {
+            return i;
+        }
+        i = p;
+    };
+    let band_pixels = per_band * w;
+    mask.par_chunks_mut(band_pixels)
+        .zip(bands.par_iter().zip(base.par_iter()))
+        .for_each(|(chunk, (band, &b0))| {
+            for r in band.rows.clone() {
+                let k = r - band.rows.start;
+                let first = band.row_start[k] as usize;
+                for (i, run) in band.row(r).iter().enumerate() {
+                    let g = root(b0 + first + i);
+                    if flip(size[g], flags[g]) {
+                        let at = k * w;
+                        chunk[at + run.x0 as usize..at + run.x1 as usize].fill(!value);
                     }
                 }
             }
-        }
-        Ok(Some(f))
-    }
-
-    /// The root of pixel `i`'s component (`i` of the value).
-    fn root(&self, i: usize) -> usize {
-        let mut r = i;
-        loop {
-            let p = self.parent[r] as usize;
-            if p == r {
-                return r;
-            }
-            r = p;
-        }
-    }
+        });
+    Ok(true)
 }
 
-/// A vector of `n` copies of `value`, filled in parallel; `what` names it in the error.
-fn filled<T: Copy + Send + Sync>(n: usize, value: T, what: &str) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    crate::io::try_reserve(&mut v, n, what)?;
-    v.par_extend((0..n).into_par_iter().map(|_| value));
-    Ok(v)
-}
-
-/// Joins the components of pixels `i` and `j` in the forest whose entries start at pixel
-/// `start` (path halving; the smaller root becomes the root, taking the other's size and flag).
-fn union(
-    parent: &mut [u32],
-    size: &mut [u32],
-    flag: &mut [bool],
-    start: usize,
-    i: usize,
-    j: usize,
-) {
+/// Joins the components of runs `i` and `j` (path halving; the smaller root becomes the root,
+/// taking the other's size and flag).
+fn union(parent: &mut [u32], size: &mut [u64], flag: &mut [bool], i: usize, j: usize) {
     let find = |parent: &mut [u32], mut x: usize| -> usize {
         loop {
-            let p = parent[x - start] as usize;
+            let p = parent[x] as usize;
             if p == x {
                 return x;
             }
-            let gp = parent[p - start];
-            parent[x - start] = gp;
+            let gp = parent[p];
+            parent[x] = gp;
             x = gp as usize;
         }
     };
@@ -302,8 +386,8 @@ fn union(
     if ri == rj {
         return;
     }
-    let (root, child) = (ri.min(rj) - start, ri.max(rj) - start);
-    parent[child] = (root + start) as u32;
+    let (root, child) = (ri.min(rj), ri.max(rj));
+    parent[child] = root as u32;
     size[root] += size[child];
     flag[root] |= flag[child];
 }

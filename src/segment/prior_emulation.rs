@@ -53,6 +53,13 @@ fn strip_sweep(
     let index =
         |ci: usize, la: usize, cb: usize| ci * stride[axis] + la * stride[a] + cb * stride[b];
     let coord = |i: usize| if sign > 0 { i } else { n_axis - 1 - i };
+    // The squared lengths of the directions one step behind, by their offsets along b and a.
+    let mut len2 = [[None; 3]; 3];
+    for (k, o) in offsets.iter().enumerate() {
+        if o[axis] as i64 == behind {
+            len2[(o[b] + 1) as usize][(o[a] + 1) as usize] = Some(len.dist2[k]);
+        }
+    }
     let mut lowered = false;
     for strip in 0..strips_a * nb {
         let a0 = (strip % strips_a) as i64 * STRIP as i64 - shift as i64;
@@ -101,46 +108,46 @@ fn strip_sweep(
                     let live = line_ok(ca);
                     let (mut best_f, mut best_b) = (tf[lane][j], tb[lane][j]);
                     if live && i > 0 {
-                        let mut c = [0usize; 3];
-                        c[axis] = coord(i);
-                        c[a] = ca as usize;
-                        c[b] = cb;
-                        let v = c[0] + dims[0] * (c[1] + dims[1] * c[2]);
+                        let v = index(coord(i), ca as usize, cb);
                         let (old_f, old_b) = (best_f, best_b);
-                        for (k, o) in offsets.iter().enumerate() {
-                            if o[axis] as i64 != behind {
-                                continue;
-                            }
-                            let nc: Vec<i64> = (0..3).map(|x| c[x] as i64 + o[x] as i64).collect();
-                            if (0..3).any(|x| nc[x] < 0 || nc[x] >= dims[x] as i64) {
-                                continue;
-                            }
-                            let q = nc[0] as usize
-                                + dims[0] * (nc[1] as usize + dims[1] * nc[2] as usize);
-                            let (from_f, from_b) = if o[b] != 0 {
-                                read_outer(d, q)
-                            } else if o[a] == 0 {
-                                (prev_f[lane], prev_b[lane])
-                            } else if o[a] < 0 {
-                                if lane > 0 {
-                                    (up_f, up_b)
-                                } else {
-                                    (hf[0][j], hb[0][j])
+                        for ob in -1..=1i64 {
+                            for oa in -1..=1i64 {
+                                let Some(l2) = len2[(ob + 1) as usize][(oa + 1) as usize] else {
+                                    continue;
+                                };
+                                let (qa, qb) = (ca + oa, cb as i64 + ob);
+                                if qa < 0 || qa >= na as i64 || qb < 0 || qb >= nb as i64 {
+                                    continue;
                                 }
-                            } else if lane < STRIP - 1 {
-                                (dn_f, dn_b)
-                            } else {
-                                (hf[1][j], hb[1][j])
-                            };
-                            if !(from_f < best_f || from_b < best_b) {
-                                continue;
-                            }
-                            let step = step_length(data, ch, v, q, len.dist2[k], len.colour);
-                            if from_f < best_f {
-                                best_f = best_f.min(from_f + step);
-                            }
-                            if from_b < best_b {
-                                best_b = best_b.min(from_b + step);
+                                let q = (v as i64 - sign * stride[axis] as i64
+                                    + oa * stride[a] as i64
+                                    + ob * stride[b] as i64)
+                                    as usize;
+                                let (from_f, from_b) = if ob != 0 {
+                                    read_outer(d, q)
+                                } else if oa == 0 {
+                                    (prev_f[lane], prev_b[lane])
+                                } else if oa < 0 {
+                                    if lane > 0 {
+                                        (up_f, up_b)
+                                    } else {
+                                        (hf[0][j], hb[0][j])
+                                    }
+                                } else if lane < STRIP - 1 {
+                                    (dn_f, dn_b)
+                                } else {
+                                    (hf[1][j], hb[1][j])
+                                };
+                                if !(from_f < best_f || from_b < best_b) {
+                                    continue;
+                                }
+                                let step = step_length(data, ch, v, q, l2, len.colour);
+                                if from_f < best_f {
+                                    best_f = best_f.min(from_f + step);
+                                }
+                                if from_b < best_b {
+                                    best_b = best_b.min(from_b + step);
+                                }
                             }
                         }
                         if best_f < old_f || best_b < old_b {
@@ -390,7 +397,13 @@ mod schedules {
 
     /// One sweep over a 2D grid whose cone is `from` (offsets of the neighbours a pixel is
     /// relaxed from), in the order of `key` (every `from` neighbour has a smaller key).
-    fn cone_sweep(image: &Image, len: &StepLengths, d: &mut [f32], from: &[[i32; 2]]) -> bool {
+    fn cone_sweep(
+        image: &Image,
+        len: &StepLengths,
+        d: &mut [f32],
+        from: &[[i32; 2]],
+        hop: bool,
+    ) -> bool {
         let [w, h, _] = image.dims;
         let key = |x: i64, y: i64| -> i64 {
             // A direction all `from` offsets point against.
@@ -404,7 +417,62 @@ mod schedules {
         order.sort_unstable();
         let offsets = len.conn.offsets();
         let mut changed = false;
-        for &(_, v) in &order {
+        // With `hop`, after each wavefront (a row or column of an axis cone) every pixel is
+        // relaxed once more from its two neighbours in the wavefront, as they were before.
+        let across: [[i32; 2]; 2] = if from.iter().all(|o| o[1] == from[0][1]) {
+            [[-1, 0], [1, 0]]
+        } else {
+            [[0, -1], [0, 1]]
+        };
+        let mut wave: Vec<usize> = Vec::new();
+        let flush = |d: &mut [f32], wave: &mut Vec<usize>, changed: &mut bool| {
+            if !hop {
+                wave.clear();
+                return;
+            }
+            let before: Vec<f32> = wave.iter().map(|&v| d[v]).collect();
+            let at: std::collections::HashMap<usize, f32> =
+                wave.iter().copied().zip(before).collect();
+            for &v in wave.iter() {
+                let (x, y) = ((v % w) as i64, (v / w) as i64);
+                let mut best = d[v];
+                for o in &across {
+                    let (qx, qy) = (x + o[0] as i64, y + o[1] as i64);
+                    if qx < 0 || qy < 0 || qx >= w as i64 || qy >= h as i64 {
+                        continue;
+                    }
+                    let q = (qx + qy * w as i64) as usize;
+                    let k = offsets
+                        .iter()
+                        .position(|t| t[0] == o[0] && t[1] == o[1])
+                        .unwrap();
+                    let from = at[&q];
+                    if from < best {
+                        let s = step_length(
+                            &image.data,
+                            image.channels,
+                            v,
+                            q,
+                            len.dist2[k],
+                            len.colour,
+                        );
+                        best = best.min(from + s);
+                    }
+                }
+                if best < d[v] {
+                    d[v] = best;
+                    *changed = true;
+                }
+            }
+            wave.clear();
+        };
+        let mut last_key = None;
+        for &(key, v) in &order {
+            if last_key != Some(key) {
+                flush(d, &mut wave, &mut changed);
+                last_key = Some(key);
+            }
+            wave.push(v);
             let (x, y) = ((v % w) as i64, (v / w) as i64);
             let mut best = d[v];
             for o in from {
@@ -428,10 +496,17 @@ mod schedules {
                 changed = true;
             }
         }
+        flush(d, &mut wave, &mut changed);
         changed
     }
 
-    fn passes(image: &Image, seeds: &Seeds, len: &StepLengths, cones: &[Vec<[i32; 2]>]) -> usize {
+    fn passes(
+        image: &Image,
+        seeds: &Seeds,
+        len: &StepLengths,
+        cones: &[Vec<[i32; 2]>],
+        hop: bool,
+    ) -> usize {
         let mut d: Vec<f32> = seeds
             .labels
             .iter()
@@ -440,7 +515,7 @@ mod schedules {
         for pass in 1..2000 {
             let mut changed = false;
             for c in cones {
-                changed |= cone_sweep(image, len, &mut d, c);
+                changed |= cone_sweep(image, len, &mut d, c, hop && c.len() == 3 && is_axis(c));
             }
             if !changed {
                 let want = geodesic_distance(image, seeds, Seed::Foreground, len);
@@ -449,6 +524,11 @@ mod schedules {
             }
         }
         usize::MAX
+    }
+
+    /// Whether a cone is an axis sweep's (its three neighbours one step behind along an axis).
+    fn is_axis(c: &[[i32; 2]]) -> bool {
+        c.iter().all(|o| o[1] == c[0][1]) || c.iter().all(|o| o[0] == c[0][0])
     }
 
     fn upscale(image: &Image, seeds: &Seeds, k: usize) -> (Image, Seeds) {
@@ -502,12 +582,18 @@ mod schedules {
                 &Default::default(),
             )
             .unwrap();
-            for k in [1, 3] {
+            // Upscaled 3× too with SCHEDULE_X3 set (minutes).
+            let scales: &[usize] = match std::env::var_os("SCHEDULE_X3") {
+                Some(_) => &[1, 3],
+                None => &[1],
+            };
+            for &k in scales {
                 let (img, seeds) = upscale(&img, &seeds, k);
                 let len = StepLengths::new(&img, 3.0);
-                let r = [&axis, &diag, &both].map(|c| passes(&img, &seeds, &len, c));
+                let r = [&axis, &diag, &both].map(|c| passes(&img, &seeds, &len, c, false));
+                let hop = passes(&img, &seeds, &len, &axis, true);
                 eprintln!(
-                    "{id} x{k}: passes axis {} diagonal {} both {}",
+                    "{id} x{k}: passes axis {} diagonal {} both {} axis with a hop {hop}",
                     r[0], r[1], r[2]
                 );
             }
