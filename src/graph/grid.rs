@@ -187,6 +187,40 @@ impl GridGraph {
         })
     }
 
+    /// A grid from arrays filled elsewhere (the DIMACS reader places arcs straight into them):
+    /// `caps[d]` for each direction of `conn`, all of `W·H·D` entries. Lengths are checked here,
+    /// capacities by [`validate`](Self::validate), which the caller runs.
+    pub(crate) fn from_arrays(
+        dims: [usize; 3],
+        conn: Connectivity,
+        caps: Vec<Vec<Cap>>,
+        source: Vec<Cap>,
+        sink: Vec<Cap>,
+    ) -> Result<Self> {
+        let [w, h, d] = dims;
+        let n = source.len();
+        let shape = w.checked_mul(h).and_then(|x| x.checked_mul(d));
+        let fits = shape == Some(n)
+            && n > 0
+            && n <= MAX_NODES
+            && sink.len() == n
+            && caps.len() == conn.degree()
+            && caps.iter().all(|c| c.len() == n)
+            && (conn.is_3d() || d == 1);
+        if !fits {
+            return Err(Error::Graph(format!(
+                "grid arrays do not match a {w}x{h}x{d} {conn} grid"
+            )));
+        }
+        Ok(GridGraph {
+            dims,
+            conn,
+            caps,
+            source,
+            sink,
+        })
+    }
+
     /// A 2D grid (`conn` is N4 or N8).
     pub fn new_2d(width: usize, height: usize, conn: Connectivity) -> Result<Self> {
         Self::new(width, height, 1, conn)
