@@ -5,6 +5,7 @@
 //! Arcs go into a [`CsrBuilder`] as they are read; a grid is recognised only at the end.
 
 use std::io::{self, BufRead, Read};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use super::grid::grid_of;
 use super::place::{GridPlace, Link};
@@ -881,9 +882,23 @@ pub fn read_max_with<R: BufRead>(r: R, name: &str, opts: &ReadOptions) -> Result
     parse_max(src, name, "input", None)
 }
 
-/// Bytes of text parsed per batch: read, split at line ends, pre-parsed in parallel, applied in
-/// order. Large enough to keep every core busy, small enough to keep memory flat.
+/// Bytes of text parsed per batch at most: read, split at line ends, pre-parsed in parallel,
+/// applied in order. Large enough to keep every core busy, small enough to keep memory flat.
 const BATCH: usize = 32 << 20;
+
+/// The first batch, which holds the problem line of any file segcut writes; later batches are
+/// sized from it by [`batch_for`].
+const FIRST_BATCH: usize = 4 << 20;
+
+/// The batch size for a problem of `nodes` and `arcs`: about 1/64 of what its graph takes in
+/// memory at the least (12 bytes a node, 8 an arc line), within 1 to 32 MiB, so that the three
+/// batches in flight and their pre-parsed arcs stay a small part of the peak.
+fn batch_for(nodes: u64, arcs: u64) -> usize {
+    let graph = nodes
+        .saturating_mul(12)
+        .saturating_add(arcs.saturating_mul(8));
+    (graph / 64).clamp(1 << 20, BATCH as u64) as usize
+}
 
 /// Bytes asked of the source per `read`, so that progress moves smoothly.
 const READ_SIZE: usize = 4 << 20;
@@ -1093,12 +1108,12 @@ pub(super) fn parse_max<R: Read>(
     stream: &str,
     reopen: Option<&dyn Fn() -> Result<Box<dyn Read>>>,
 ) -> Result<MaxInstance> {
-    match parse_max_in_batches(src, name, stream, BATCH, reopen.is_some()) {
+    match parse_max_in_batches(src, name, stream, None, reopen.is_some()) {
         Ok(inst) => Ok(inst),
         Err(Fail::Error(e)) => Err(e),
         Err(Fail::Reread) => {
             let again = reopen.expect("a reread is asked for only where it can be had")()?;
-            match parse_max_in_batches(again, name, stream, BATCH, false) {
+            match parse_max_in_batches(again, name, stream, None, false) {
                 Ok(inst) => Ok(inst),
                 Err(Fail::Error(e)) => Err(e),
                 Err(Fail::Reread) => unreachable!("the general path never asks for a reread"),
@@ -1117,24 +1132,26 @@ enum Msg {
     TooLong,
 }
 
-/// [`parse_max`] with batches of `batch` bytes (tests cut files at every line), placing the
-/// arcs of a grid straight into it where `grid` says so.
+/// [`parse_max`] with batches of `batch` bytes (tests cut files at every line; `None`: sized
+/// from the problem line), placing the arcs of a grid straight into it where `grid` says so.
 fn parse_max_in_batches<R: Read>(
     src: R,
     name: &str,
     stream: &str,
-    batch: usize,
+    batch: Option<usize>,
     grid: bool,
 ) -> Result<MaxInstance, Fail> {
+    let size = AtomicUsize::new(batch.unwrap_or(FIRST_BATCH).max(1));
+    let adapt = batch.is_none().then_some(&size);
     if rayon::current_thread_index().is_some() {
         // Called from a pool task: a thread of ours waiting on the pool could deadlock it if
         // every pool thread were such a caller, so read and parse in turn on this thread.
         let spare = std::cell::RefCell::new(None);
-        let mut parser = BatchParser::new(name, stream, grid);
+        let mut parser = BatchParser::new(name, stream, grid, adapt);
         let mut failed = None;
         read_batches(
             src,
-            batch.max(1),
+            &size,
             |msg| match parser.handle(msg) {
                 Ok(buf) => {
                     *spare.borrow_mut() = buf;
@@ -1157,7 +1174,7 @@ fn parse_max_in_batches<R: Read>(
         let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(1);
         let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<u8>>();
         let parser = scope.spawn(move || {
-            let mut parser = BatchParser::new(name, stream, grid);
+            let mut parser = BatchParser::new(name, stream, grid, adapt);
             for msg in rx {
                 if let Some(buf) = parser.handle(msg)? {
                     let _ = back_tx.send(buf);
@@ -1167,7 +1184,7 @@ fn parse_max_in_batches<R: Read>(
         });
         read_batches(
             src,
-            batch.max(1),
+            &size,
             |msg| tx.send(msg).is_ok(),
             || back_rx.try_recv().ok(),
         );
@@ -1183,7 +1200,7 @@ fn parse_max_in_batches<R: Read>(
 /// `back` to be reused.
 fn read_batches<R: Read>(
     mut src: R,
-    batch: usize,
+    batch: &AtomicUsize,
     mut send: impl FnMut(Msg) -> bool,
     mut back: impl FnMut() -> Option<Vec<u8>>,
 ) {
@@ -1195,6 +1212,13 @@ fn read_batches<R: Read>(
             buf.resize(len, 0);
         }
         buf[..len].copy_from_slice(&carry);
+        let batch = batch.load(Relaxed);
+        if buf.capacity() > 2 * (len + batch) {
+            // A larger buffer of an earlier batch size: give its memory back.
+            buf = Vec::new();
+            buf.resize(len, 0);
+            buf[..len].copy_from_slice(&carry);
+        }
         let mut target = len + batch;
         let mut eof = false;
         loop {
@@ -1247,10 +1271,12 @@ struct BatchParser<'a> {
     p: MaxParser<'a>,
     stream: &'a str,
     parts: usize,
+    /// The reader's batch size, set from the problem line once it is known.
+    adapt: Option<&'a AtomicUsize>,
 }
 
 impl<'a> BatchParser<'a> {
-    fn new(name: &'a str, stream: &'a str, grid: bool) -> Self {
+    fn new(name: &'a str, stream: &'a str, grid: bool, adapt: Option<&'a AtomicUsize>) -> Self {
         BatchParser {
             p: MaxParser {
                 file: name,
@@ -1268,6 +1294,7 @@ impl<'a> BatchParser<'a> {
             },
             stream,
             parts: 4 * rayon::current_num_threads().max(1),
+            adapt,
         }
     }
 
@@ -1291,6 +1318,10 @@ impl<'a> BatchParser<'a> {
                     p.apply_piece(text, piece, stream)?;
                 }
                 drop(pieces);
+                if let (Some(size), Some(problem)) = (self.adapt, p.problem) {
+                    size.store(batch_for(problem.nodes, problem.arcs), Relaxed);
+                    self.adapt = None;
+                }
                 Ok(Some(buf))
             }
             Msg::ReadError(e, lines) => Err(Fail::Error(line_error(
@@ -1478,11 +1509,11 @@ mod tests {
     ) -> (std::result::Result<String, String>, bool) {
         let show =
             |r: Result<MaxInstance>| r.map(|m| format!("{:?}", m)).map_err(|e| e.to_string());
-        match parse_max_in_batches(text, "t.max", "input", batch, grid) {
+        match parse_max_in_batches(text, "t.max", "input", Some(batch), grid) {
             Ok(m) => (show(Ok(m)), false),
             Err(Fail::Error(e)) => (show(Err(e)), false),
             Err(Fail::Reread) => {
-                let again = match parse_max_in_batches(text, "t.max", "input", batch, false) {
+                let again = match parse_max_in_batches(text, "t.max", "input", Some(batch), false) {
                     Ok(m) => Ok(m),
                     Err(Fail::Error(e)) => Err(e),
                     Err(Fail::Reread) => panic!("the general path asked for a reread"),
@@ -1579,6 +1610,15 @@ mod tests {
                     placed_ok += 1;
                 }
             }
+            // As files are read: batches sized from the problem line, grids placed, and the
+            // text given again where the placement gives up.
+            let again = t.clone();
+            let reopen =
+                move || -> Result<Box<dyn Read>> { Ok(Box::new(io::Cursor::new(again.clone()))) };
+            let read = parse_max(&t[..], "t.max", "input", Some(&reopen))
+                .map(|m| format!("{:?}", m))
+                .map_err(|e| e.to_string());
+            assert_eq!(read, whole, "case {case}, as a file");
             // From inside a pool task, where it reads and parses on the one thread.
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(1)
