@@ -391,17 +391,22 @@ impl GridGraph {
                 format!("node {v} (x={x}, y={y})")
             }
         };
-        for v in 0..self.num_nodes() {
-            if self.source[v] < 0 || self.sink[v] < 0 {
-                return Err(Error::Graph(format!(
-                    "{} has a negative terminal capacity ({}, {})",
-                    name(v),
-                    self.source[v],
-                    self.sink[v]
-                )));
-            }
+        // On every core: nodes in chunks, directions side by side; the error reported is the
+        // one a serial check meets first (terminals, then directions in order).
+        use rayon::prelude::*;
+        let negative = (0..self.num_nodes())
+            .into_par_iter()
+            .with_min_len(1 << 14)
+            .find_first(|&v| self.source[v] < 0 || self.sink[v] < 0);
+        if let Some(v) = negative {
+            return Err(Error::Graph(format!(
+                "{} has a negative terminal capacity ({}, {})",
+                name(v),
+                self.source[v],
+                self.sink[v]
+            )));
         }
-        for d in 0..self.conn.degree() {
+        let check = |d: usize| -> Result<()> {
             let (caps, rev) = (&self.caps[d], &self.caps[d ^ 1]);
             let offset = self.conn.offsets()[d];
             let mut bad: Option<(usize, usize)> = None;
@@ -444,8 +449,10 @@ impl GridGraph {
                     )));
                 }
             }
-        }
-        Ok(())
+            Ok(())
+        };
+        let results: Vec<Result<()>> = (0..self.conn.degree()).into_par_iter().map(check).collect();
+        results.into_iter().collect()
     }
 
     /// The same graph in CSR form, for solvers that take any graph. Pairs whose capacities are

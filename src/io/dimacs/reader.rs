@@ -1215,9 +1215,7 @@ fn read_batches<R: Read>(
         let batch = batch.load(Relaxed);
         if buf.capacity() > 2 * (len + batch) {
             // A larger buffer of an earlier batch size: give its memory back.
-            buf = Vec::new();
-            buf.resize(len, 0);
-            buf[..len].copy_from_slice(&carry);
+            buf = carry.clone();
         }
         let mut target = len + batch;
         let mut eof = false;
