@@ -482,25 +482,34 @@ impl CsrBuilder {
         bounds[0] = 0;
         bounds[owners] = n;
         bounds.dedup();
+        // Memory: the builder's four arrays (16 bytes a pair) are let go as soon as their part
+        // is done, so that at most 32 bytes a pair are held against the graph's 24.
+        let CsrBuilder {
+            tail,
+            head: heads,
+            cap: caps,
+            rev,
+            source: source_sums,
+            sink: sink_sums,
+            constant,
+            ..
+        } = self;
         let mut head = try_vec(m, 0u32)?;
         let mut sister = try_vec(m, 0u32)?;
-        let mut cap = try_vec(m, 0 as Cap)?;
         {
             let mut jobs = Vec::with_capacity(bounds.len());
-            let (mut h_rest, mut s_rest, mut c_rest) =
-                (&mut head[..], &mut sister[..], &mut cap[..]);
+            let (mut h_rest, mut s_rest) = (&mut head[..], &mut sister[..]);
             for w in bounds.windows(2) {
                 let len = (first[w[1]] - first[w[0]]) as usize;
                 let (h, hr) = h_rest.split_at_mut(len);
                 let (s, sr) = s_rest.split_at_mut(len);
-                let (c, cr) = c_rest.split_at_mut(len);
-                (h_rest, s_rest, c_rest) = (hr, sr, cr);
-                jobs.push((w[0], w[1], h, s, c));
+                (h_rest, s_rest) = (hr, sr);
+                jobs.push((w[0], w[1], h, s));
             }
-            let (tail, hd, cp, rv, first) = (&self.tail, &self.head, &self.cap, &self.rev, &first);
+            let (tail, hd, first) = (&tail, &heads, &first);
             // Each owner reads every pair and keeps those that touch its nodes; `sister` holds
             // the arc's side (2·pair, or 2·pair + 1 for the reverse) until the links are made.
-            jobs.into_par_iter().for_each(|(lo, hi, h, s, c)| {
+            jobs.into_par_iter().for_each(|(lo, hi, h, s)| {
                 let base = first[lo];
                 let mut pos: Vec<u32> = first[lo..hi].iter().map(|&f| f - base).collect();
                 let mine = |x: u32| (lo..hi).contains(&(x as usize));
@@ -509,24 +518,38 @@ impl CsrBuilder {
                     if mine(u) {
                         let a = &mut pos[u as usize - lo];
                         h[*a as usize] = v;
-                        c[*a as usize] = cp[i];
                         s[*a as usize] = 2 * i as u32;
                         *a += 1;
                     }
                     if mine(v) {
                         let b = &mut pos[v as usize - lo];
                         h[*b as usize] = u;
-                        c[*b as usize] = rv[i];
                         s[*b as usize] = 2 * i as u32 + 1;
                         *b += 1;
                     }
                 }
             });
         }
-        drop((self.cap, self.rev));
-        // Where each side landed, in the builder's tail and head arrays (no longer needed).
-        let side_a: Vec<AtomicU32> = self.tail.into_iter().map(AtomicU32::new).collect();
-        let side_b: Vec<AtomicU32> = self.head.into_iter().map(AtomicU32::new).collect();
+        drop((tail, heads));
+        // Capacities follow the sides.
+        let mut cap = try_vec(m, 0 as Cap)?;
+        cap.par_chunks_mut(CHUNK)
+            .zip(sister.par_chunks(CHUNK))
+            .for_each(|(c, k)| {
+                for (c, &k) in c.iter_mut().zip(k) {
+                    let i = k as usize / 2;
+                    *c = if k.is_multiple_of(2) { caps[i] } else { rev[i] };
+                }
+            });
+        drop((caps, rev));
+        // Where each side landed, then each arc linked to where its other side landed.
+        let sides = |len: usize| -> Result<Vec<AtomicU32>> {
+            let mut v = Vec::new();
+            v.try_reserve_exact(len).map_err(|_| oom(len, 4))?;
+            v.par_extend((0..len).into_par_iter().map(|_| AtomicU32::new(0)));
+            Ok(v)
+        };
+        let (side_a, side_b) = (sides(pairs)?, sides(pairs)?);
         let slot_of = |k: u32| {
             if k.is_multiple_of(2) {
                 &side_a[k as usize / 2]
@@ -544,6 +567,7 @@ impl CsrBuilder {
                 *k = slot_of(*k ^ 1).load(Relaxed);
             }
         });
+        drop((side_a, side_b));
         // Each total was checked against `Cap::MAX` as it grew.
         let narrow = |t: Vec<i64>| -> Result<Vec<Cap>> {
             let mut out = Vec::new();
@@ -555,8 +579,8 @@ impl CsrBuilder {
             }
             Ok(out)
         };
-        let source = narrow(self.source)?;
-        let sink = narrow(self.sink)?;
+        let source = narrow(source_sums)?;
+        let sink = narrow(sink_sums)?;
         Ok(CsrGraph {
             first,
             head,
@@ -564,7 +588,7 @@ impl CsrBuilder {
             cap,
             source,
             sink,
-            constant: self.constant,
+            constant,
         })
     }
 
