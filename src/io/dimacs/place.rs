@@ -13,8 +13,18 @@ use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
 
 use rayon::prelude::*;
 
-use super::reader::FastArc;
 use crate::graph::{Cap, Connectivity, CsrBuilder, GridGraph};
+
+/// A plain `a U V CAP` line pre-parsed on a worker thread; `line` counts from its piece's first
+/// line (0). The ids' range is checked in order, where the problem line is known. (Defined here,
+/// where the placement reads it, so that the reader imports this module and not the reverse.)
+#[derive(Clone, Copy)]
+pub(super) struct FastArc {
+    pub u: u32,
+    pub v: u32,
+    pub cap: Cap,
+    pub line: u32,
+}
 
 /// An arc between two distinct nodes (internal numbering), as the reverse-arc pairing sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use std::io::{self, BufRead, Read};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use super::grid::grid_of;
-use super::place::{GridPlace, Link};
+use super::place::{FastArc, GridPlace, Link};
 use super::{infer, Layout, MaxInstance, ReadOptions};
 use crate::graph::{Cap, CsrBuilder, Network, Vertex, MAX_NODES};
 use crate::io::escape_text;
@@ -902,16 +902,6 @@ fn batch_for(nodes: u64, arcs: u64) -> usize {
 
 /// Bytes asked of the source per `read`, so that progress moves smoothly.
 const READ_SIZE: usize = 4 << 20;
-
-/// A plain `a U V CAP` line pre-parsed on a worker thread; `line` counts from its piece's first
-/// line (0). The ids' range is checked in order, where the problem line is known.
-#[derive(Clone, Copy)]
-pub(super) struct FastArc {
-    pub u: u32,
-    pub v: u32,
-    pub cap: Cap,
-    pub line: u32,
-}
 
 /// A line a worker left to the serial parser (the problem, node and hint lines, and anything
 /// unusual): it comes after the first `arcs_before` fast arcs of its piece.
