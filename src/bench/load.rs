@@ -48,6 +48,45 @@ pub struct LoadRecord {
     pub text_mb_s: f64,
     /// Whether the graph loaded is the one the `.max` file gives (always true for baselines).
     pub same_graph: bool,
+    /// Bytes the loaded graph takes in memory (0 for baselines).
+    pub graph_bytes: u64,
+    /// The most the process's resident size rose above where it stood before a load, over
+    /// the runs: the graph and everything alive with it at the load's peak (`None` where the
+    /// system cannot tell: it needs Linux's `/proc/self/clear_refs`).
+    pub peak_bytes: Option<u64>,
+}
+
+/// Bytes a network's arrays take.
+pub fn network_bytes(net: &Network) -> u64 {
+    let n = crate::graph::FlowNetwork::num_nodes(net) as u64;
+    match net {
+        // One capacity per direction and node, and the two terminal capacities.
+        Network::Grid(g) => 4 * n * (g.connectivity().degree() as u64 + 2),
+        // Offsets, then head, sister and capacity per arc, and the terminal capacities.
+        Network::Csr(c) => 4 * (n + 1) + 12 * c.num_arcs() as u64 + 8 * n,
+    }
+}
+
+/// A field of `/proc/self/status` in bytes (`VmRSS`, `VmHWM`).
+fn status_bytes(field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = text.lines().find(|l| l.starts_with(field))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Runs `f` and returns what it gives with how far the resident size rose above where it
+/// stood (the peak mark reset first, which Linux allows a process for itself).
+fn with_peak<T>(f: impl FnOnce() -> T) -> (T, Option<u64>) {
+    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+    let before = status_bytes("VmRSS");
+    let out = f();
+    let peak = status_bytes("VmHWM");
+    let rise = match (reset, before, peak) {
+        (true, Some(b), Some(p)) => Some(p.saturating_sub(b)),
+        _ => None,
+    };
+    (out, rise)
 }
 
 /// What [`run`] reports as it goes.
@@ -166,39 +205,50 @@ pub fn run(
         };
         let text_bytes = size(&max)?;
         let reference = load(&max)?.network;
-        let mut row = |what: &str, path: &Path, f: &mut dyn FnMut() -> Result<bool>| {
-            on(LoadEvent::Timing(&name, what));
-            let mut times = Vec::new();
-            let mut same = true;
-            for _ in 0..runs {
-                let t = Instant::now();
-                same &= f()?;
-                times.push(t.elapsed().as_secs_f64());
-            }
-            let seconds = median(times);
-            let file_bytes = size(path)?;
-            let rec = LoadRecord {
-                instance: name.clone(),
-                what: what.to_string(),
-                file_bytes,
-                text_bytes,
-                seconds,
-                file_mb_s: file_bytes as f64 / 1e6 / seconds,
-                text_mb_s: text_bytes as f64 / 1e6 / seconds,
-                same_graph: same,
+        // A load row gives whether its graph is the reference and the graph's bytes; the
+        // single-threaded decoding baselines run once (bzip2 -dc of the large graph alone
+        // takes a minute), the others `runs` times.
+        let mut row =
+            |what: &str, path: &Path, runs: usize, f: &mut dyn FnMut() -> Result<(bool, u64)>| {
+                on(LoadEvent::Timing(&name, what));
+                let mut times = Vec::new();
+                let mut same = true;
+                let (mut graph_bytes, mut peak_bytes) = (0, Some(0u64));
+                for _ in 0..runs {
+                    let t = Instant::now();
+                    let (got, peak) = with_peak(&mut *f);
+                    times.push(t.elapsed().as_secs_f64());
+                    let (s, bytes) = got?;
+                    same &= s;
+                    graph_bytes = bytes;
+                    peak_bytes = peak_bytes.zip(peak).map(|(a, b)| a.max(b));
+                }
+                let seconds = median(times);
+                let file_bytes = size(path)?;
+                let rec = LoadRecord {
+                    instance: name.clone(),
+                    what: what.to_string(),
+                    file_bytes,
+                    text_bytes,
+                    seconds,
+                    file_mb_s: file_bytes as f64 / 1e6 / seconds,
+                    text_mb_s: text_bytes as f64 / 1e6 / seconds,
+                    same_graph: same,
+                    graph_bytes,
+                    peak_bytes: peak_bytes.filter(|_| graph_bytes > 0),
+                };
+                on(LoadEvent::Done(&rec));
+                records.push(rec);
+                Ok::<(), Error>(())
             };
-            on(LoadEvent::Done(&rec));
-            records.push(rec);
-            Ok::<(), Error>(())
-        };
         let open = |p: &Path| File::open(p).map_err(|e| Error::io(p, e));
         let io = |p: &Path| {
             let p = p.to_path_buf();
             move |e: std::io::Error| Error::io(&p, e)
         };
-        row("read .max (baseline)", &max, &mut || {
+        row("read .max (baseline)", &max, runs, &mut || {
             drain(open(&max)?).map_err(io(&max))?;
-            Ok(true)
+            Ok((true, 0))
         })?;
         for (what, path) in [
             (".max", &max),
@@ -207,22 +257,23 @@ pub fn run(
             (".tbz2", &tbz),
             (".sgb", &sgb),
         ] {
-            row(what, path, &mut || {
-                Ok(same(&load(path)?.network, &reference))
+            row(what, path, runs, &mut || {
+                let net = load(path)?.network;
+                Ok((same(&net, &reference), network_bytes(&net)))
             })?;
         }
-        row("gzip -dc alone, 1 thread (baseline)", &gz, &mut || {
+        row("gzip -dc alone, 1 thread (baseline)", &gz, 1, &mut || {
             drain(flate2::read::MultiGzDecoder::new(open(&gz)?)).map_err(io(&gz))?;
-            Ok(true)
+            Ok((true, 0))
         })?;
-        row("bzip2 -dc alone, 1 thread (baseline)", &bz, &mut || {
+        row("bzip2 -dc alone, 1 thread (baseline)", &bz, 1, &mut || {
             let r = std::io::BufReader::new(open(&bz)?);
             drain(bzip2::bufread::MultiBzDecoder::new(r)).map_err(io(&bz))?;
-            Ok(true)
+            Ok((true, 0))
         })?;
-        row("read .sgb (baseline)", &sgb, &mut || {
+        row("read .sgb (baseline)", &sgb, runs, &mut || {
             drain(open(&sgb)?).map_err(io(&sgb))?;
-            Ok(true)
+            Ok((true, 0))
         })?;
     }
     Ok(records)

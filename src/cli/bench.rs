@@ -508,15 +508,15 @@ fn run_load(args: &Args) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "| instance | input | file MB | text MB | s | file MB/s | text MB/s | same graph |"
+        "| instance | input | file MB | text MB | s | file MB/s | text MB/s | same graph | graph MB | peak / graph |"
     )?;
-    writeln!(out, "|---|---|---:|---:|---:|---:|---:|---|")?;
+    writeln!(out, "|---|---|---:|---:|---:|---:|---:|---|---:|---:|")?;
     let result = load::run(&instances, &dir, args.runs, |ev| match ev {
         LoadEvent::Writing(p) => pb.set_message(format!("writing {}", p.display())),
         LoadEvent::Timing(i, what) => pb.set_message(format!("{what} of {i}")),
         LoadEvent::Done(r) => pb.suspend(|| {
             println!(
-                "| {} | {} | {:.0} | {:.0} | {:.3} | {:.0} | {:.0} | {} |",
+                "| {} | {} | {:.0} | {:.0} | {:.3} | {:.0} | {:.0} | {} | {} | {} |",
                 r.instance,
                 r.what,
                 r.file_bytes as f64 / 1e6,
@@ -524,7 +524,16 @@ fn run_load(args: &Args) -> Result<ExitCode> {
                 r.seconds,
                 r.file_mb_s,
                 r.text_mb_s,
-                if r.same_graph { "yes" } else { "DIFFERS" }
+                if r.same_graph { "yes" } else { "DIFFERS" },
+                if r.graph_bytes > 0 {
+                    format!("{:.0}", r.graph_bytes as f64 / 1e6)
+                } else {
+                    String::new()
+                },
+                match r.peak_bytes {
+                    Some(p) => format!("{:.2}", p as f64 / r.graph_bytes as f64),
+                    None => String::new(),
+                }
             )
         }),
     });

@@ -187,6 +187,40 @@ impl GridGraph {
         })
     }
 
+    /// A grid from arrays filled elsewhere (the DIMACS reader places arcs straight into them):
+    /// `caps[d]` for each direction of `conn`, all of `W·H·D` entries. Lengths are checked here,
+    /// capacities by [`validate`](Self::validate), which the caller runs.
+    pub(crate) fn from_arrays(
+        dims: [usize; 3],
+        conn: Connectivity,
+        caps: Vec<Vec<Cap>>,
+        source: Vec<Cap>,
+        sink: Vec<Cap>,
+    ) -> Result<Self> {
+        let [w, h, d] = dims;
+        let n = source.len();
+        let shape = w.checked_mul(h).and_then(|x| x.checked_mul(d));
+        let fits = shape == Some(n)
+            && n > 0
+            && n <= MAX_NODES
+            && sink.len() == n
+            && caps.len() == conn.degree()
+            && caps.iter().all(|c| c.len() == n)
+            && (conn.is_3d() || d == 1);
+        if !fits {
+            return Err(Error::Graph(format!(
+                "grid arrays do not match a {w}x{h}x{d} {conn} grid"
+            )));
+        }
+        Ok(GridGraph {
+            dims,
+            conn,
+            caps,
+            source,
+            sink,
+        })
+    }
+
     /// A 2D grid (`conn` is N4 or N8).
     pub fn new_2d(width: usize, height: usize, conn: Connectivity) -> Result<Self> {
         Self::new(width, height, 1, conn)
@@ -357,17 +391,22 @@ impl GridGraph {
                 format!("node {v} (x={x}, y={y})")
             }
         };
-        for v in 0..self.num_nodes() {
-            if self.source[v] < 0 || self.sink[v] < 0 {
-                return Err(Error::Graph(format!(
-                    "{} has a negative terminal capacity ({}, {})",
-                    name(v),
-                    self.source[v],
-                    self.sink[v]
-                )));
-            }
+        // On every core: nodes in chunks, directions side by side; the error reported is the
+        // one a serial check meets first (terminals, then directions in order).
+        use rayon::prelude::*;
+        let negative = (0..self.num_nodes())
+            .into_par_iter()
+            .with_min_len(1 << 14)
+            .find_first(|&v| self.source[v] < 0 || self.sink[v] < 0);
+        if let Some(v) = negative {
+            return Err(Error::Graph(format!(
+                "{} has a negative terminal capacity ({}, {})",
+                name(v),
+                self.source[v],
+                self.sink[v]
+            )));
         }
-        for d in 0..self.conn.degree() {
+        let check = |d: usize| -> Result<()> {
             let (caps, rev) = (&self.caps[d], &self.caps[d ^ 1]);
             let offset = self.conn.offsets()[d];
             let mut bad: Option<(usize, usize)> = None;
@@ -410,8 +449,10 @@ impl GridGraph {
                     )));
                 }
             }
-        }
-        Ok(())
+            Ok(())
+        };
+        let results: Vec<Result<()>> = (0..self.conn.degree()).into_par_iter().map(check).collect();
+        results.into_iter().collect()
     }
 
     /// The same graph in CSR form, for solvers that take any graph. Pairs whose capacities are

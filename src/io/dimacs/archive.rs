@@ -243,7 +243,12 @@ pub fn read_instances(
     let mut inst = if data.head().starts_with(SGB_MAGIC) {
         read_sgb(data, &name)?
     } else {
-        parse_max(data, &name, comp.describe())?
+        // A file can be opened again, should the grid placement need a general reread.
+        let reopen = || -> Result<Box<dyn Read>> {
+            let file = File::open(path).map_err(|e| Error::io(path, e))?;
+            Ok(comp.decode(file))
+        };
+        parse_max(data, &name, comp.describe(), Some(&reopen))?
     };
     let stem = stem_of(&name).to_string();
     let mut sols = BTreeMap::new();
@@ -333,7 +338,7 @@ fn read_tar(
                     ),
                 });
             }
-            let mut inst = parse_max(inner.decode(exact), &member_name, desc)?;
+            let mut inst = parse_max(inner.decode(exact), &member_name, desc, None)?;
             inst.expected_flow = sols.get(&key).copied();
             inst.member = Some(member.clone());
             f(inst)?;

@@ -627,6 +627,31 @@ mod tests {
     }
 
     #[test]
+    fn concatenated_streams_of_any_level_and_empty_ones_are_read_in_order() {
+        // Streams of different block sizes, an empty stream (no blocks at all) between them,
+        // and a stream of one tiny block: blocks end at every bit offset the encoder gives.
+        let z = |t: &[u8], level: u32| {
+            let mut e = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::new(level));
+            e.write_all(t).unwrap();
+            e.finish().unwrap()
+        };
+        let (a, b, c) = (text(400_000, 5), text(250_000, 6), b"a 1 2 3\n".to_vec());
+        let mut all = z(&a, 1);
+        all.extend(z(b"", 9));
+        all.extend(z(&b, 9));
+        all.extend(z(&c, 4));
+        all.extend(z(b"", 1));
+        let want = [&a[..], &b[..], &c[..]].concat();
+        assert_eq!(parallel(&all).unwrap(), want);
+        assert_eq!(serial(&all).unwrap(), want);
+        // Cut anywhere inside the last non-empty stream: refused, never short text.
+        let end = all.len() - z(b"", 1).len();
+        for cut in [end - 1, end - 10, end - 30] {
+            assert!(parallel(&all[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
     fn blocks_of_long_runs_are_streamed_not_held() {
         // Blank lines: each block holds tens of MB once its runs are expanded.
         let mut t = b"p max 4 2\n".to_vec();

@@ -56,6 +56,7 @@ mod binary;
 mod bz2;
 mod grid;
 mod infer;
+mod place;
 mod reader;
 mod writer;
 

@@ -5,8 +5,10 @@
 //! Arcs go into a [`CsrBuilder`] as they are read; a grid is recognised only at the end.
 
 use std::io::{self, BufRead, Read};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use super::grid::grid_of;
+use super::place::{FastArc, GridPlace, Link};
 use super::{infer, Layout, MaxInstance, ReadOptions};
 use crate::graph::{Cap, CsrBuilder, Network, Vertex, MAX_NODES};
 use crate::io::escape_text;
@@ -257,6 +259,32 @@ struct MaxParser<'a> {
     early: Vec<EarlyArc>,
     hint: Option<([usize; 3], bool)>,
     paired: u64,
+    /// Whether arcs go straight into a grid (see [`super::place`]).
+    grid: GridMode,
+}
+
+/// How a parser stores arcs.
+enum GridMode {
+    /// In the CSR builder, always (the file cannot be read again, or the grid cannot hold it).
+    Off,
+    /// In the builder until the hint, the problem line and the terminals say the file is a
+    /// grid in segcut's layout, then in the grid.
+    Maybe,
+    /// In the grid: its arrays, the arc held for its reverse, and the arcs dropped since.
+    On(Box<GridPlace>, Option<Link>, u64),
+}
+
+/// Why a read stopped.
+enum Fail {
+    Error(Error),
+    /// The grid placement met something it cannot hold: read the file again the general way.
+    Reread,
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Self {
+        Fail::Error(e)
+    }
 }
 
 impl<'a> MaxParser<'a> {
@@ -629,29 +657,153 @@ impl<'a> MaxParser<'a> {
             .map_err(|e| self.err_at(line, e.to_string()))
     }
 
+    /// Moves to the grid placement once the file is known to be a grid in segcut's layout
+    /// (the hint, `N` = pixels + 2, source 1, sink 2), carrying over the arcs read so far;
+    /// gives it up for good where the file cannot be one.
+    fn try_grid(&mut self) {
+        if !matches!(self.grid, GridMode::Maybe) {
+            return;
+        }
+        let (Some(p), Some((source, _)), Some((sink, _)), Some((dims, is_3d))) =
+            (self.problem, self.source, self.sink, self.hint)
+        else {
+            return; // not known yet
+        };
+        let builder = self
+            .builder
+            .as_ref()
+            .expect("builder exists after the p line");
+        let pixels_fit = dims
+            .iter()
+            .try_fold(1u64, |n, &x| n.checked_mul(x as u64))
+            .and_then(|n| n.checked_add(2))
+            == Some(p.nodes);
+        // Past this many arc lines the builder could refuse the pair count: leave it to it.
+        let arcs_fit = p.arcs < u64::from(u32::MAX - 16) / 2 - 1;
+        let place = (pixels_fit && arcs_fit && (source, sink) == (1, 2) && self.early.is_empty())
+            .then(|| GridPlace::new(dims, is_3d, p.nodes))
+            .flatten();
+        let Some(mut place) = place else {
+            self.grid = GridMode::Off;
+            return;
+        };
+        let held = self.held.map(|h| Link {
+            u: h.u,
+            v: h.v,
+            cap: h.cap,
+        });
+        if !place.add_builder(builder) || held.is_some_and(|l| !place.add_link(l)) {
+            self.grid = GridMode::Off;
+            return;
+        }
+        let dropped = builder.dropped();
+        self.held = None;
+        self.builder = None;
+        self.grid = GridMode::On(Box::new(place), held, dropped);
+    }
+
+    /// Applies pre-parsed pieces to the grid: checked on every core, paired in file order,
+    /// then placed on every core. Anything out of the ordinary asks for a general reread.
+    fn apply_grid(&mut self, pieces: &[Piece]) -> Result<(), Fail> {
+        use rayon::prelude::*;
+        let p = self
+            .problem
+            .expect("the grid placement starts after the p line");
+        let GridMode::On(place, held, dropped) = &mut self.grid else {
+            unreachable!("called in grid mode")
+        };
+        if pieces
+            .iter()
+            .any(|pc| !pc.specials.is_empty() || pc.rest.is_some())
+        {
+            return Err(Fail::Reread);
+        }
+        let arcs: u64 = pieces.iter().map(|pc| pc.arcs.len() as u64).sum();
+        if self.arcs_seen + arcs > p.arcs {
+            return Err(Fail::Reread);
+        }
+        let scans: Vec<_> = pieces.par_iter().map(|pc| place.scan(&pc.arcs)).collect();
+        let dirs = scans.iter().fold(0, |d, sc| d | sc.dirs);
+        if scans.iter().any(|sc| !sc.fits) || !place.ensure(dirs) {
+            return Err(Fail::Reread);
+        }
+        for (pc, sc) in pieces.iter().zip(&scans) {
+            if pc.arcs.is_empty() {
+                continue; // what is held waits across blank and comment lines
+            }
+            let chain = match (*held, sc.first) {
+                (Some(h), Some(l)) if l.pairs_with(h) => {
+                    if !l.pair_fits(h) {
+                        return Err(Fail::Reread);
+                    }
+                    self.paired += 1;
+                    sc.skip_first
+                }
+                _ => sc.fresh,
+            };
+            if !chain.fits {
+                return Err(Fail::Reread);
+            }
+            self.paired += chain.paired;
+            *held = chain.held;
+            *dropped += sc.dropped;
+        }
+        let place: &GridPlace = place;
+        if !pieces.par_iter().all(|pc| place.place(&pc.arcs)) {
+            return Err(Fail::Reread);
+        }
+        self.arcs_seen += arcs;
+        self.line += pieces.iter().map(|pc| pc.lines).sum::<u64>();
+        Ok(())
+    }
+
     /// Checks what only the end can show and builds the graph.
-    fn finish(mut self) -> Result<MaxInstance> {
+    fn finish(mut self) -> Result<MaxInstance, Fail> {
         let last = self.line;
         let Some(p) = self.problem else {
             if last == 0 {
-                return Err(Error::Input {
+                return Err(Fail::Error(Error::Input {
                     file: self.file.to_string(),
                     msg: "empty file: expected a DIMACS max-flow problem ('p max N M')".into(),
-                });
+                }));
             }
-            return Err(self.err("no problem line 'p max N M' in the file"));
+            return Err(self.err("no problem line 'p max N M' in the file").into());
         };
         let Some((source_id, _)) = self.source else {
-            return Err(self.err("no source: the file has no 'n ID s' line"));
+            return Err(self.err("no source: the file has no 'n ID s' line").into());
         };
         let Some((sink_id, _)) = self.sink else {
-            return Err(self.err("no sink: the file has no 'n ID t' line"));
+            return Err(self.err("no sink: the file has no 'n ID t' line").into());
         };
         if self.arcs_seen < p.arcs {
-            return Err(self.err(format!(
-                "the problem line (line {}) declares {} arcs but the file has only {}",
-                p.line, p.arcs, self.arcs_seen
-            )));
+            return Err(self
+                .err(format!(
+                    "the problem line (line {}) declares {} arcs but the file has only {}",
+                    p.line, p.arcs, self.arcs_seen
+                ))
+                .into());
+        }
+        if let GridMode::On(place, _, dropped) = std::mem::replace(&mut self.grid, GridMode::Off) {
+            let grid = place.finish().ok_or(Fail::Reread)?;
+            let (dims, _) = self.hint.expect("the grid placement starts from the hint");
+            return Ok(MaxInstance {
+                name: self.file.to_string(),
+                member: None,
+                layout: Layout::Grid {
+                    dims,
+                    connectivity: grid.connectivity(),
+                    from_hint: true,
+                },
+                network: Network::Grid(grid),
+                source_id,
+                sink_id,
+                declared_nodes: p.nodes,
+                declared_arcs: p.arcs,
+                expected_flow: None,
+                grid_hint: Some(dims),
+                dropped_arcs: dropped,
+                paired_arcs: self.paired,
+            });
         }
         if let Some(h) = self.held.take() {
             self.add_pair(h, 0, h.line)?;
@@ -727,25 +879,29 @@ pub fn read_max<R: BufRead>(r: R, name: &str) -> Result<MaxInstance> {
 /// total is given: a stream has no known size).
 pub fn read_max_with<R: BufRead>(r: R, name: &str, opts: &ReadOptions) -> Result<MaxInstance> {
     let src = ReadProgress::new(r, opts.progress.clone());
-    parse_max(src, name, "input")
+    parse_max(src, name, "input", None)
 }
 
-/// Bytes of text parsed per batch: read, split at line ends, pre-parsed in parallel, applied in
-/// order. Large enough to keep every core busy, small enough to keep memory flat.
+/// Bytes of text parsed per batch at most: read, split at line ends, pre-parsed in parallel,
+/// applied in order. Large enough to keep every core busy, small enough to keep memory flat.
 const BATCH: usize = 32 << 20;
+
+/// The first batch, which holds the problem line of any file segcut writes; later batches are
+/// sized from it by [`batch_for`].
+const FIRST_BATCH: usize = 4 << 20;
+
+/// The batch size for a problem of `nodes` and `arcs`: about 1/64 of what its graph takes in
+/// memory at the least (12 bytes a node, 8 an arc line), within 1 to 32 MiB, so that the three
+/// batches in flight and their pre-parsed arcs stay a small part of the peak.
+fn batch_for(nodes: u64, arcs: u64) -> usize {
+    let graph = nodes
+        .saturating_mul(12)
+        .saturating_add(arcs.saturating_mul(8));
+    (graph / 64).clamp(1 << 20, BATCH as u64) as usize
+}
 
 /// Bytes asked of the source per `read`, so that progress moves smoothly.
 const READ_SIZE: usize = 4 << 20;
-
-/// A plain `a U V CAP` line pre-parsed on a worker thread; `line` counts from its piece's first
-/// line (0). The ids' range is checked in order, where the problem line is known.
-#[derive(Clone, Copy)]
-struct FastArc {
-    u: u32,
-    v: u32,
-    cap: Cap,
-    line: u32,
-}
 
 /// A line a worker left to the serial parser (the problem, node and hint lines, and anything
 /// unusual): it comes after the first `arcs_before` fast arcs of its piece.
@@ -932,8 +1088,28 @@ fn split_at_lines(text: &[u8], parts: usize) -> Vec<(usize, usize)> {
 /// each batch into pieces that worker threads pre-parse (line boundaries, and the numbers of
 /// plain arc lines: most of the work), then applies them to the parser in file order, so errors
 /// name the same line and say the same as a serial read.
-pub(super) fn parse_max<R: Read>(src: R, name: &str, stream: &str) -> Result<MaxInstance> {
-    parse_max_in_batches(src, name, stream, BATCH)
+///
+/// Where `reopen` can give the same text again, the arcs of a file in segcut's grid layout go
+/// straight into the grid's arrays ([`super::place`]); should the file turn out not to fit,
+/// it is read again from `reopen` the general way.
+pub(super) fn parse_max<R: Read>(
+    src: R,
+    name: &str,
+    stream: &str,
+    reopen: Option<&dyn Fn() -> Result<Box<dyn Read>>>,
+) -> Result<MaxInstance> {
+    match parse_max_in_batches(src, name, stream, None, reopen.is_some()) {
+        Ok(inst) => Ok(inst),
+        Err(Fail::Error(e)) => Err(e),
+        Err(Fail::Reread) => {
+            let again = reopen.expect("a reread is asked for only where it can be had")()?;
+            match parse_max_in_batches(again, name, stream, None, false) {
+                Ok(inst) => Ok(inst),
+                Err(Fail::Error(e)) => Err(e),
+                Err(Fail::Reread) => unreachable!("the general path never asks for a reread"),
+            }
+        }
+    }
 }
 
 /// What the reading thread sends the parser.
@@ -946,22 +1122,26 @@ enum Msg {
     TooLong,
 }
 
-/// [`parse_max`] with batches of `batch` bytes (tests cut files at every line).
+/// [`parse_max`] with batches of `batch` bytes (tests cut files at every line; `None`: sized
+/// from the problem line), placing the arcs of a grid straight into it where `grid` says so.
 fn parse_max_in_batches<R: Read>(
     src: R,
     name: &str,
     stream: &str,
-    batch: usize,
-) -> Result<MaxInstance> {
+    batch: Option<usize>,
+    grid: bool,
+) -> Result<MaxInstance, Fail> {
+    let size = AtomicUsize::new(batch.unwrap_or(FIRST_BATCH).max(1));
+    let adapt = batch.is_none().then_some(&size);
     if rayon::current_thread_index().is_some() {
         // Called from a pool task: a thread of ours waiting on the pool could deadlock it if
         // every pool thread were such a caller, so read and parse in turn on this thread.
         let spare = std::cell::RefCell::new(None);
-        let mut parser = BatchParser::new(name, stream);
+        let mut parser = BatchParser::new(name, stream, grid, adapt);
         let mut failed = None;
         read_batches(
             src,
-            batch.max(1),
+            &size,
             |msg| match parser.handle(msg) {
                 Ok(buf) => {
                     *spare.borrow_mut() = buf;
@@ -984,7 +1164,7 @@ fn parse_max_in_batches<R: Read>(
         let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(1);
         let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<u8>>();
         let parser = scope.spawn(move || {
-            let mut parser = BatchParser::new(name, stream);
+            let mut parser = BatchParser::new(name, stream, grid, adapt);
             for msg in rx {
                 if let Some(buf) = parser.handle(msg)? {
                     let _ = back_tx.send(buf);
@@ -994,7 +1174,7 @@ fn parse_max_in_batches<R: Read>(
         });
         read_batches(
             src,
-            batch.max(1),
+            &size,
             |msg| tx.send(msg).is_ok(),
             || back_rx.try_recv().ok(),
         );
@@ -1010,7 +1190,7 @@ fn parse_max_in_batches<R: Read>(
 /// `back` to be reused.
 fn read_batches<R: Read>(
     mut src: R,
-    batch: usize,
+    batch: &AtomicUsize,
     mut send: impl FnMut(Msg) -> bool,
     mut back: impl FnMut() -> Option<Vec<u8>>,
 ) {
@@ -1022,6 +1202,11 @@ fn read_batches<R: Read>(
             buf.resize(len, 0);
         }
         buf[..len].copy_from_slice(&carry);
+        let batch = batch.load(Relaxed);
+        if buf.capacity() > 2 * (len + batch) {
+            // A larger buffer of an earlier batch size: give its memory back.
+            buf = carry.clone();
+        }
         let mut target = len + batch;
         let mut eof = false;
         loop {
@@ -1074,10 +1259,12 @@ struct BatchParser<'a> {
     p: MaxParser<'a>,
     stream: &'a str,
     parts: usize,
+    /// The reader's batch size, set from the problem line once it is known.
+    adapt: Option<&'a AtomicUsize>,
 }
 
 impl<'a> BatchParser<'a> {
-    fn new(name: &'a str, stream: &'a str) -> Self {
+    fn new(name: &'a str, stream: &'a str, grid: bool, adapt: Option<&'a AtomicUsize>) -> Self {
         BatchParser {
             p: MaxParser {
                 file: name,
@@ -1091,14 +1278,16 @@ impl<'a> BatchParser<'a> {
                 early: Vec::new(),
                 hint: None,
                 paired: 0,
+                grid: if grid { GridMode::Maybe } else { GridMode::Off },
             },
             stream,
             parts: 4 * rayon::current_num_threads().max(1),
+            adapt,
         }
     }
 
     /// Parses one message; gives back the text's buffer for reuse.
-    fn handle(&mut self, msg: Msg) -> Result<Option<Vec<u8>>> {
+    fn handle(&mut self, msg: Msg) -> Result<Option<Vec<u8>>, Fail> {
         use rayon::prelude::*;
         let (p, stream) = (&mut self.p, self.stream);
         match msg {
@@ -1108,19 +1297,33 @@ impl<'a> BatchParser<'a> {
                     .into_par_iter()
                     .map(|(a, b)| preparse(text, a, b))
                     .collect();
-                for piece in &pieces {
+                for (k, piece) in pieces.iter().enumerate() {
+                    p.try_grid();
+                    if matches!(p.grid, GridMode::On(..)) {
+                        p.apply_grid(&pieces[k..])?;
+                        break;
+                    }
                     p.apply_piece(text, piece, stream)?;
                 }
                 drop(pieces);
+                if let (Some(size), Some(problem)) = (self.adapt, p.problem) {
+                    size.store(batch_for(problem.nodes, problem.arcs), Relaxed);
+                    self.adapt = None;
+                }
                 Ok(Some(buf))
             }
-            Msg::ReadError(e, lines) => Err(line_error(
+            Msg::ReadError(e, lines) => Err(Fail::Error(line_error(
                 p.file,
                 p.line + 1 + lines,
                 LineError::Io(e),
                 stream,
-            )),
-            Msg::TooLong => Err(line_error(p.file, p.line + 1, LineError::TooLong, stream)),
+            ))),
+            Msg::TooLong => Err(Fail::Error(line_error(
+                p.file,
+                p.line + 1,
+                LineError::TooLong,
+                stream,
+            ))),
         }
     }
 }
@@ -1283,9 +1486,29 @@ mod tests {
     use crate::rng::Rng;
 
     fn parse(text: &[u8], batch: usize) -> std::result::Result<String, String> {
-        parse_max_in_batches(text, "t.max", "input", batch)
-            .map(|m| format!("{:?}", m))
-            .map_err(|e| e.to_string())
+        parse_with(text, batch, false).0
+    }
+
+    /// A read with or without the grid placement, and whether it asked for a reread.
+    fn parse_with(
+        text: &[u8],
+        batch: usize,
+        grid: bool,
+    ) -> (std::result::Result<String, String>, bool) {
+        let show =
+            |r: Result<MaxInstance>| r.map(|m| format!("{:?}", m)).map_err(|e| e.to_string());
+        match parse_max_in_batches(text, "t.max", "input", Some(batch), grid) {
+            Ok(m) => (show(Ok(m)), false),
+            Err(Fail::Error(e)) => (show(Err(e)), false),
+            Err(Fail::Reread) => {
+                let again = match parse_max_in_batches(text, "t.max", "input", Some(batch), false) {
+                    Ok(m) => Ok(m),
+                    Err(Fail::Error(e)) => Err(e),
+                    Err(Fail::Reread) => panic!("the general path asked for a reread"),
+                };
+                (show(again), true)
+            }
+        }
     }
 
     /// A generated file, then a few edits: blank lines, comments, CR, a corrupted token, no final
@@ -1297,7 +1520,7 @@ mod tests {
         let mut lines: Vec<Vec<u8>> = out.split(|&b| b == b'\n').map(|l| l.to_vec()).collect();
         for _ in 0..rng.below(4) {
             let i = rng.below(lines.len() as u64) as usize;
-            match rng.below(5) {
+            match rng.below(9) {
                 0 => lines.insert(i, Vec::new()),
                 1 => lines.insert(i, b"c a comment 1 2 3".to_vec()),
                 2 => lines[i].push(b'\r'),
@@ -1306,7 +1529,32 @@ mod tests {
                         *b = b'x';
                     }
                 }
-                _ => lines[i].extend_from_slice(b" 99999999999"),
+                4 => lines[i].extend_from_slice(b" 99999999999"),
+                // Edits the grid placement must notice: a parallel arc (and one line too
+                // many), capacities that overflow a cell or a pair, arcs out of order or across
+                // the grid.
+                5 => lines.insert(i, lines[i].clone()),
+                6 => {
+                    if lines[i].starts_with(b"a ") {
+                        let mut t: Vec<&[u8]> = lines[i].split(|&b| b == b' ').collect();
+                        t.truncate(3);
+                        lines[i] = [t.join(&b' '), b" 2147483000".to_vec()].concat();
+                    }
+                }
+                7 => {
+                    let j = rng.below(lines.len() as u64) as usize;
+                    lines.swap(i, j);
+                }
+                _ => {
+                    if lines[i].starts_with(b"a ") {
+                        let mut t: Vec<Vec<u8>> =
+                            lines[i].split(|&b| b == b' ').map(|x| x.to_vec()).collect();
+                        if t.len() > 2 {
+                            t[2] = b"3".to_vec(); // node 1: across the grid, or a self loop
+                        }
+                        lines[i] = t.join(&b' ');
+                    }
+                }
             }
         }
         let mut t = lines.join(&b'\n');
@@ -1328,7 +1576,8 @@ mod tests {
             "3d:3x3x3:n6:c10:s4",
         ];
         let (mut ok, mut errors) = (0, 0);
-        for case in 0..60 {
+        let (mut placed_ok, mut rereads) = (0, 0);
+        for case in 0..120 {
             let t = text(&mut rng, specs[case % specs.len()]);
             let whole = parse(&t, BATCH);
             match &whole {
@@ -1340,7 +1589,24 @@ mod tests {
             }
             for batch in [1, 2, 3, 5, 17, 64, 1000] {
                 assert_eq!(parse(&t, batch), whole, "case {case}, batch {batch}");
+                // Placed straight into the grid: the same graph or error, rereading if need be.
+                let (placed, reread) = parse_with(&t, batch, true);
+                assert_eq!(placed, whole, "case {case}, batch {batch}, grid placement");
+                if reread {
+                    rereads += 1;
+                } else if whole.as_ref().is_ok_and(|m| m.contains("Grid {")) {
+                    placed_ok += 1;
+                }
             }
+            // As files are read: batches sized from the problem line, grids placed, and the
+            // text given again where the placement gives up.
+            let again = t.clone();
+            let reopen =
+                move || -> Result<Box<dyn Read>> { Ok(Box::new(io::Cursor::new(again.clone()))) };
+            let read = parse_max(&t[..], "t.max", "input", Some(&reopen))
+                .map(|m| format!("{:?}", m))
+                .map_err(|e| e.to_string());
+            assert_eq!(read, whole, "case {case}, as a file");
             // From inside a pool task, where it reads and parses on the one thread.
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(1)
@@ -1352,7 +1618,11 @@ mod tests {
                 "case {case}, in a pool"
             );
         }
-        // Both kinds of input were exercised.
+        // Both kinds of input were exercised, and grids were placed as well as reread.
         assert!(ok > 5 && errors > 5, "{ok} read, {errors} refused");
+        assert!(
+            placed_ok > 50 && rereads > 50,
+            "{placed_ok} placed, {rereads} reread"
+        );
     }
 }
