@@ -17,6 +17,9 @@ pub const BYTES_WARM_START: u64 = 8;
 /// before the graph is built).
 pub const BYTES_PRIOR: u64 = 8;
 
+/// Bytes per pixel the post-processing's parallel components may take at worst: its row runs and
+/// their roots (a checkerboard mask, one run per pixel), alive with the cut's mask.
+pub const BYTES_POST: u64 = 8;
 /// Bytes a process may map beyond the per-pixel arrays: the solver threads' stacks and malloc
 /// arenas, which count against an address-space limit (`ulimit -v`) from the first job on.
 pub const FIXED_OVERHEAD: u64 = 128 << 20;
@@ -37,7 +40,7 @@ pub struct Needs {
 /// Bytes [`segment`](super::segment) needs for an image of `dims` with `channels` values per
 /// pixel with options that need `needs`, the input image itself included: [`io::memory_needed`] (image, graph,
 /// BK's arcs and nodes, the cut) plus [`BYTES_WARM_START`] and [`BYTES_PRIOR`] per pixel where
-/// those are on, plus [`FIXED_OVERHEAD`].
+/// those are on, [`BYTES_POST`] per pixel, plus [`FIXED_OVERHEAD`].
 ///
 /// Checked against the peak address space (`VmPeak`, which `ulimit -v` limits, not the resident
 /// size) of `segcut --solver bk` with the default options (5 rounds, prior and warm start on) on
@@ -71,7 +74,8 @@ pub fn memory_needed(dims: [usize; 3], channels: usize, needs: Needs) -> u64 {
         BYTES_WARM_START
     } else {
         0
-    } + if needs.prior { BYTES_PRIOR } else { 0 };
+    } + if needs.prior { BYTES_PRIOR } else { 0 }
+        + BYTES_POST;
     io::memory_needed(dims, channels, conn.degree())
         .saturating_add(pixels.saturating_mul(extra))
         .saturating_add(FIXED_OVERHEAD)

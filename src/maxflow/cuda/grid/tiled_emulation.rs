@@ -443,6 +443,34 @@ fn emulated_tiled_kernels_agree_with_bk() {
     }
 }
 
+/// The emulated state of a warm-start test on `g` after the saturating start (terminals
+/// saturated, nothing relabelled yet), and the flow that start sent.
+fn warm_emu(g: &GridGraph) -> (Emu<'_>, i64) {
+    let (base, excess, sink_r) = saturate_terminals(g).unwrap();
+    let conn = g.connectivity();
+    let [w, h, d] = g.dims();
+    let tile = tile_shape(conn);
+    let ntiles = [
+        w.div_ceil(tile[0]),
+        h.div_ceil(tile[1]),
+        d.div_ceil(tile[2]),
+    ];
+    let n = g.num_nodes();
+    let emu = Emu {
+        g,
+        tile,
+        ntiles,
+        rcap: (0..conn.degree()).map(|d| g.caps(d).to_vec()).collect(),
+        sink_r,
+        excess,
+        label: vec![0; n],
+        flags: vec![false; ntiles.iter().product()],
+        pushed: 0,
+        inf: n as u32 + 1,
+    };
+    (emu, base)
+}
+
 /// `update_terminals` on the emulated state, node by node as the kernel does it: the excess
 /// follows the source change, the sink residual the sink change, both shifted by the constant
 /// that keeps them non-negative, then what can leave through the node's sink arc goes.
@@ -499,27 +527,9 @@ fn emulated_local_relabel_warm_starts_agree_with_bk() {
             }
         }
         random_terminals(&mut g, &mut rng, 6, 30);
-        let (base, excess, sink_r) = saturate_terminals(&g).unwrap();
-        let tile = tile_shape(conn);
-        let ntiles = [
-            w.div_ceil(tile[0]),
-            h.div_ceil(tile[1]),
-            d.div_ceil(tile[2]),
-        ];
-        let n = g.num_nodes();
         let first = g.clone();
-        let mut emu = Emu {
-            g: &first,
-            tile,
-            ntiles,
-            rcap: (0..conn.degree()).map(|d| g.caps(d).to_vec()).collect(),
-            sink_r,
-            excess,
-            label: vec![0; n],
-            flags: vec![false; ntiles.iter().product()],
-            pushed: 0,
-            inf: n as u32 + 1,
-        };
+        let (mut emu, base) = warm_emu(&first);
+        let n = g.num_nodes();
         run(&mut emu, &mut rng, 2);
         let mut old = first.clone();
         // Rounds of new terminal capacities: a few nodes each (a refit's small change), or
@@ -600,27 +610,9 @@ fn emulated_warm_starts_with_new_arcs_agree_with_bk() {
         };
         set_arcs(&mut g, &mut rng, 1);
         random_terminals(&mut g, &mut rng, 6, 30);
-        let (base, excess, sink_r) = saturate_terminals(&g).unwrap();
-        let tile = tile_shape(conn);
-        let ntiles = [
-            w.div_ceil(tile[0]),
-            h.div_ceil(tile[1]),
-            d.div_ceil(tile[2]),
-        ];
-        let n = g.num_nodes();
         let first = g.clone();
-        let mut emu = Emu {
-            g: &first,
-            tile,
-            ntiles,
-            rcap: (0..conn.degree()).map(|d| g.caps(d).to_vec()).collect(),
-            sink_r,
-            excess,
-            label: vec![0; n],
-            flags: vec![false; ntiles.iter().product()],
-            pushed: 0,
-            inf: n as u32 + 1,
-        };
+        let (mut emu, base) = warm_emu(&first);
+        let n = g.num_nodes();
         run(&mut emu, &mut rng, 2);
         let mut old = first.clone();
         for round in 0..4 {
