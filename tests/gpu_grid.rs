@@ -219,6 +219,52 @@ fn every_tuning_agrees_with_bk() {
     }
 }
 
+/// A device handle shared by several solvers (a batch's workers) sizes the persistent launch
+/// and the tile launches to its share: with a share far above the resident blocks every launch
+/// runs one block that takes every tile in turn. Four threads solve at once on their own
+/// streams, as a batch's workers do, and every cut is still BK's.
+#[test]
+fn shared_devices_agree_with_bk_side_by_side() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let shares = [1u32, 4, 7, 100_000];
+    std::thread::scope(|s| {
+        for (t, &share) in shares.iter().enumerate() {
+            s.spawn(move || {
+                let kinds = [Caps::Small, Caps::Saturated, Caps::Sparse];
+                let mut rng = Rng::new(0x5ba2_0000 + t as u64);
+                let device = segcut::cuda::Device::default().shared_by(share);
+                for persistent in [usize::MAX, 0] {
+                    let tuning = GridTuning {
+                        persistent_max_nodes: persistent,
+                        ..GridTuning::default()
+                    };
+                    let mut solver = CudaGrid::new(device, tuning.clone());
+                    for i in 0..24u64 {
+                        let conn = ALL[(i % 3) as usize];
+                        let kind = kinds[((i / 3) % kinds.len() as u64) as usize];
+                        let side = if conn.is_3d() { 24 } else { 120 };
+                        let g = random_grid(&mut rng, conn, kind, side);
+                        let what = format!(
+                            "share {share} {tuning} grid #{i} {conn} {:?} {kind:?}",
+                            g.dims()
+                        );
+                        check_with(&mut solver, &g, &what);
+                        if persistent == usize::MAX {
+                            assert!(
+                                solver.stats.active_tiles.is_empty()
+                                    && solver.stats.graph_replays == 0,
+                                "{what}: the host loop ran instead of the persistent solve"
+                            );
+                        }
+                    }
+                }
+            });
+        }
+    });
+}
+
 /// The persistent solve on grids of one tile each (one block, so its grid barriers cannot wait
 /// on blocks that racecheck runs one after another), against BK: the test to run under
 /// `compute-sanitizer --tool racecheck` for the persistent kernel, whose shared-memory code is

@@ -527,10 +527,11 @@ fn decode_worker(rx: Stage<Item>, tx: SyncSender<(Item, Result<Decoded>)>, defau
 
 /// The options a worker on `device` solves with: its GPU named in every option set, and a CPU or
 /// fake device never lets `auto` touch a GPU.
-fn defaults_for(device: Device, defaults: &Defaults) -> Defaults {
+fn defaults_for(device: Device, workers: usize, defaults: &Defaults) -> Defaults {
     let mut d = defaults.clone();
     if let Device::Cuda(i) = device {
-        let gpu = crate::cuda::Device::new(i);
+        // The device's workers share it: each sizes its launches to its part of the GPU.
+        let gpu = crate::cuda::Device::new(i).shared_by(workers.min(u32::MAX as usize) as u32);
         d.segment.device = gpu;
         d.solve.device = gpu;
         d.stereo.expansion.solve.device = gpu;
@@ -549,7 +550,7 @@ fn solve_worker(
     tx: SyncSender<(Item, Result<Done>)>,
     opts: &BatchOptions,
 ) {
-    let defaults = defaults_for(device, &opts.defaults);
+    let defaults = defaults_for(device, opts.workers_per_device.max(1), &opts.defaults);
     // The GPU's context and kernels are set up while the decoders read the first jobs (once
     // per device: the other workers of the device wait for the first). A device that is not
     // usable is the jobs' business: each says why.

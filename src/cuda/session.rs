@@ -30,22 +30,57 @@ use crate::{Error, Result};
 /// primary context, device facts) and every handle to the same ordinal shares that set-up and
 /// its loaded kernel modules. The default is device 0.
 ///
+///
+/// A handle also says how many solvers run on the GPU at once ([`Device::shared_by`]; 1 unless
+/// said): a batch with several workers per GPU gives each worker its share, and a solver sizes
+/// its grid-filling launches to it, so that the workers' kernels run side by side instead of
+/// one after another (a cooperative launch that asks for every resident block cannot start
+/// until the one before it has ended).
+///
 /// ```
 /// use segcut::cuda::Device;
 /// let d = Device::new(1);
 /// assert_eq!(d.ordinal(), 1);
 /// assert_eq!(d.to_string(), "cuda:1");
 /// assert_eq!(Device::default(), Device::new(0));
+/// assert_eq!((d.share(), d.shared_by(4).share(), d.shared_by(0).share()), (1, 4, 1));
+/// assert_eq!(d.shared_by(4).ordinal(), 1);
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Device {
     ordinal: usize,
+    share: u32,
+}
+
+impl Default for Device {
+    fn default() -> Self {
+        Device::new(0)
+    }
 }
 
 impl Device {
     /// The GPU with driver ordinal `ordinal`; nothing is set up until it is used.
     pub const fn new(ordinal: usize) -> Self {
-        Device { ordinal }
+        Device { ordinal, share: 1 }
+    }
+
+    /// The same GPU, used by `solvers` solvers at once (at least 1): each sizes its
+    /// grid-filling launches to `1 / solvers` of the GPU.
+    pub const fn shared_by(self, solvers: u32) -> Self {
+        Device {
+            ordinal: self.ordinal,
+            share: if solvers == 0 { 1 } else { solvers },
+        }
+    }
+
+    /// How many solvers share the GPU at once (1 unless [`Device::shared_by`] said otherwise).
+    pub fn share(&self) -> u32 {
+        self.share
+    }
+
+    /// `blocks` (a launch that fills the GPU) cut to this handle's share, at least one.
+    pub(crate) fn share_of(&self, blocks: u32) -> u32 {
+        (blocks / self.share).max(1)
     }
 
     /// The driver ordinal.

@@ -604,7 +604,11 @@ impl CudaGrid {
             ntiles,
             discharge_blocks,
             bfs_blocks,
-            coop_blocks: resident.2.min(ntiles),
+            // 0: the device has no cooperative launches.
+            coop_blocks: match resident.2 {
+                0 => 0,
+                r => self.device.share_of(r).min(ntiles),
+            },
             rcap: g.caps,
             sink_r: g.sink,
         };
@@ -681,7 +685,7 @@ impl CudaGrid {
     /// [`TileBlocks`]): at least one, at most one per tile.
     fn tile_blocks(&self, resident: u32, ntiles: u32) -> u32 {
         let wanted = match self.tuning.tile_blocks {
-            TileBlocks::Fit => resident,
+            TileBlocks::Fit => self.device.share_of(resident),
             TileBlocks::Fixed(b) => b,
         };
         wanted.clamp(1, ntiles.max(1))
