@@ -96,21 +96,25 @@ extern "C" __global__ void prior_init(unsigned n, const unsigned char *seeds, fl
 // Lines per strip: a warp's lanes, one line each.
 #define STRIP 32
 // Warps per block of prior_strips (STRIP_WARPS in src/cuda/launch/seg_prior.rs).
-#define STRIP_WARPS 4
+#define STRIP_WARPS 2
 
 // A block's shared arrays for prior_strips, per warp: the chunk's distances [line][step] (padded
-// by one so that a lane's row and a step's column are both free of bank conflicts), and the
-// strip's two outer lines (a0 - 1, a0 + 32) one step behind each step of the chunk.
+// by one so that a lane's row and a step's column are both free of bank conflicts), with
+// precomputed step lengths the chunk's lengths of the three steps behind (straight, towards the
+// lower and the higher line), and the strip's two outer lines (a0 - 1, a0 + 32) one step behind
+// each step of the chunk. Two warps per block keep it within 48 KB of static shared memory.
 struct StripTiles {
     float tile_f[STRIP_WARPS][STRIP][STRIP + 1];
     float tile_b[STRIP_WARPS][STRIP][STRIP + 1];
+    float tile_len[STRIP_WARPS][3][STRIP][STRIP + 1];
     float halo_f[STRIP_WARPS][2][STRIP];
     float halo_b[STRIP_WARPS][2][STRIP];
 };
 
 // The sweep of prior_strips along axis AXIS (see there), for the warp's strip.
 template <unsigned AXIS>
-__device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shift, unsigned ch,
+__device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shift, unsigned seg,
+                                            unsigned ch,
                                             const unsigned char *bytes, const float *floats,
                                             const float *dist2, float colour,
                                             const float *lens, float *d_fg, float *d_bg,
@@ -123,9 +127,13 @@ __device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shi
     const size_t stride[3] = {1, (size_t)g.w, (size_t)g.w * g.h};
     const unsigned len = dims[AXIS], na = dims[A], nb = dims[B];
     const unsigned strips_a = (na + shift + STRIP - 1) / STRIP;
-    const unsigned strip = blockIdx.x * STRIP_WARPS + warp;
+    // The warp's strip and its segment of the axis, steps [i_begin, i_end).
+    const unsigned nseg = (len + seg - 1) / seg;
+    const unsigned strip = (blockIdx.x * STRIP_WARPS + warp) / nseg;
+    const unsigned part = (blockIdx.x * STRIP_WARPS + warp) % nseg;
     // The whole warp leaves together: nothing below waits on another warp.
     if (strip >= strips_a * nb) return;
+    const unsigned i_begin = part * seg, i_end = min(len, i_begin + seg);
     // The line coordinate along A of lane 0 (signed: the first strip of a shifted partition
     // starts before the grid), of this lane, and the strip's coordinate along B.
     const long long a0 = (long long)(strip % strips_a) * STRIP - (long long)shift;
@@ -152,12 +160,20 @@ __device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shi
     auto ci_of = [&](unsigned i) -> size_t { return sign > 0 ? i : len - 1 - i; };
     float(*tf)[STRIP + 1] = sh.tile_f[warp];
     float(*tb)[STRIP + 1] = sh.tile_b[warp];
+    float(*tl)[STRIP][STRIP + 1] = sh.tile_len[warp];
     float(*hf)[STRIP] = sh.halo_f[warp];
     float(*hb)[STRIP] = sh.halo_b[warp];
     // Other warps' lines are read through volatile pointers: each read is a fresh load.
     const volatile float *vf = d_fg, *vb = d_bg;
-    // This lane's values one step behind (infinite before the first step).
+    // This lane's values one step behind: infinite before the first step; before a later
+    // segment's first step, the value stored there now (an upper bound, possibly older than
+    // what the segment's warp is writing).
     float prev_f = INF, prev_b = INF;
+    if (i_begin > 0 && live) {
+        const size_t v = ci_of(i_begin - 1) * stride[AXIS] + (size_t)ca * stride[A] + cb * stride[B];
+        prev_f = vf[v];
+        prev_b = vb[v];
+    }
     // With precomputed step lengths (2D, lens): the directions one step behind, straight and
     // towards the lower and the higher neighbouring line (-1 where the connectivity has none).
     int k_st = -1, k_lo = -1, k_hi = -1;
@@ -170,7 +186,7 @@ __device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shi
             else k_hi = (int)k;
         }
     }
-    for (unsigned i0 = 0; i0 < len; i0 += STRIP) {
+    for (unsigned i0 = i_begin; i0 < i_end; i0 += STRIP) {
         // The chunk's tile, entry [line][step]: along x a lane loads a step (a line's
         // consecutive pixels), along y or z a line, so each of the warp's loads is contiguous.
 #pragma unroll 8
@@ -179,11 +195,19 @@ __device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shi
             const long long la = a0 + line;
             const unsigned i = i0 + step;
             float f = INF, bg = INF;
-            if (la >= 0 && la < (long long)na && i < len) {
+            if (la >= 0 && la < (long long)na && i < i_end) {
                 const unsigned ci = sign > 0 ? i : len - 1 - i;
                 const size_t v = ci * stride[AXIS] + (size_t)la * stride[A] + cb * stride[B];
                 f = d_fg[v];
                 bg = d_bg[v];
+                // The step lengths ride on the same loads: the chain below then waits on
+                // shared memory, not on a global load per step.
+                if (lens) {
+                    const size_t n = g.n;
+                    tl[0][line][step] = lens[(size_t)k_st * n + v];
+                    tl[1][line][step] = k_lo >= 0 ? lens[(size_t)k_lo * n + v] : INF;
+                    tl[2][line][step] = k_hi >= 0 ? lens[(size_t)k_hi * n + v] : INF;
+                }
             }
             tf[line][step] = f;
             tb[line][step] = bg;
@@ -205,7 +229,7 @@ __device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shi
         }
         __syncwarp();
         bool dirty = false;
-        const unsigned steps = min(STRIP, len - i0);
+        const unsigned steps = min(STRIP, i_end - i0);
         for (unsigned j = 0; j < steps; ++j) {
             const unsigned i = i0 + j;
             // Lines t - 1 and t + 1 one step behind, from their lanes (every lane shuffles).
@@ -218,11 +242,7 @@ __device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shi
                 // The same minimum as the loop below (a neighbour that cannot improve gives a
                 // candidate no lower than the value: min is exact, so the order and the skips
                 // do not matter); a missing neighbour's step or distance is infinite.
-                const size_t v = ci_of(i) * stride[AXIS] + (size_t)ca * stride[A] + cb * stride[B];
-                const size_t n = g.n;
-                const float s_st = lens[(size_t)k_st * n + v];
-                const float s_lo = k_lo >= 0 ? lens[(size_t)k_lo * n + v] : INF;
-                const float s_hi = k_hi >= 0 ? lens[(size_t)k_hi * n + v] : INF;
+                const float s_st = tl[0][lane][j], s_lo = tl[1][lane][j], s_hi = tl[2][lane][j];
                 const float lo_f = lane > 0 ? up_f : hf[0][j], lo_b = lane > 0 ? up_b : hb[0][j];
                 const float hi_f = lane < STRIP - 1 ? dn_f : hf[1][j];
                 const float hi_b = lane < STRIP - 1 ? dn_b : hb[1][j];
@@ -300,7 +320,7 @@ __device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shi
                 const unsigned line = AXIS == 0 ? r : lane, step = AXIS == 0 ? lane : r;
                 const long long la = a0 + line;
                 const unsigned i = i0 + step;
-                if (la >= 0 && la < (long long)na && i < len) {
+                if (la >= 0 && la < (long long)na && i < i_end) {
                     const unsigned ci = sign > 0 ? i : len - 1 - i;
                     const size_t v = ci * stride[AXIS] + (size_t)la * stride[A] + cb * stride[B];
                     d_fg[v] = tf[line][step];
@@ -326,6 +346,11 @@ __device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shi
 // the lanes' registers (shuffles), those of the strip's outer lines from global memory read at
 // the start of the chunk, and in 3D those of the lines at B -+ 1 from global memory when used.
 // The tile goes back to global memory at the end of the chunk if a lane lowered something.
+// Long axes are cut into segments of `seg` steps (a multiple of 32), a warp per strip and
+// segment, so that more warps share the work of a sweep: a segment's warp starts from the values
+// stored one step before its segment (upper bounds, possibly not yet lowered by the warp before
+// it), so a path crosses a segment boundary in a later pass at worst; the fixed point and its
+// bits are the same (the header's argument), only the passes it takes change.
 //
 // Passes (every axis, both directions) are launched in batches without a host round trip:
 // flags[pass] is set when the pass lowered a distance, and every sweep of a pass whose
@@ -334,7 +359,7 @@ __device__ __forceinline__ void strip_sweep(const Grid g, int sign, unsigned shi
 // write them (see the file's header). safe: d_fg[v], d_bg[v] for v on the strip's lines; the
 // warp's tiles and halos (ordered by __syncwarp).
 extern "C" __global__ void prior_strips(const Grid g, unsigned axis, int sign, unsigned shift,
-                                        unsigned pass, unsigned ch, const unsigned char *bytes,
+                                        unsigned seg, unsigned pass, unsigned ch, const unsigned char *bytes,
                                         const float *floats, const float *dist2, float colour,
                                         const float *steps, float *d_fg, float *d_bg,
                                         unsigned *flags) {
@@ -344,15 +369,15 @@ extern "C" __global__ void prior_strips(const Grid g, unsigned axis, int sign, u
     bool lowered = false;
     switch (axis) {
     case 0:
-        strip_sweep<0>(g, sign, shift, ch, bytes, floats, dist2, colour, steps, d_fg, d_bg, sh,
+        strip_sweep<0>(g, sign, shift, seg, ch, bytes, floats, dist2, colour, steps, d_fg, d_bg, sh,
                        lowered);
         break;
     case 1:
-        strip_sweep<1>(g, sign, shift, ch, bytes, floats, dist2, colour, steps, d_fg, d_bg, sh,
+        strip_sweep<1>(g, sign, shift, seg, ch, bytes, floats, dist2, colour, steps, d_fg, d_bg, sh,
                        lowered);
         break;
     default:
-        strip_sweep<2>(g, sign, shift, ch, bytes, floats, dist2, colour, steps, d_fg, d_bg, sh,
+        strip_sweep<2>(g, sign, shift, seg, ch, bytes, floats, dist2, colour, steps, d_fg, d_bg, sh,
                        lowered);
         break;
     }

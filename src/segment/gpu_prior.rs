@@ -45,6 +45,31 @@ pub const MAX_DEVICE_PASSES: usize = 512;
 /// Passes launched before the first read of the flags; each later batch is twice the last.
 const FIRST_BATCH: usize = 4;
 
+/// Warps a sweep aims to give the GPU: a sweep is a chain of dependent steps per warp, and a
+/// small image has too few strips of 32 lines to keep even one warp per SM busy.
+const SWEEP_WARPS: usize = 512;
+
+/// The shortest segment a sweep cuts an axis into, in steps: a path crosses at most one
+/// segment boundary per pass, so short segments would cost passes.
+const MIN_SEGMENT: usize = 128;
+
+/// Steps per segment of a sweep along `axis` (a multiple of the strip width): as many segments
+/// as bring the sweep to [`SWEEP_WARPS`] warps, none shorter than [`MIN_SEGMENT`] steps.
+fn segment_steps(dims: [usize; 3], axis: u32) -> u32 {
+    let len = dims[axis as usize].max(1);
+    let (a, b) = match axis {
+        0 => (1, 2),
+        1 => (0, 2),
+        _ => (0, 1),
+    };
+    let strips = dims[a].div_ceil(STRIP as usize).max(1) * dims[b].max(1);
+    let segments = SWEEP_WARPS
+        .div_ceil(strips)
+        .clamp(1, len.div_ceil(MIN_SEGMENT).max(1));
+    let seg = len.div_ceil(segments).next_multiple_of(STRIP as usize);
+    seg.min(u32::MAX as usize) as u32
+}
+
 /// The largest relative difference between device and host distances (and, times `γ`, between
 /// their prior costs) on float-valued images: one unit of the colour factor in `f32`. On
 /// integer-valued images the two are equal.
@@ -223,6 +248,7 @@ impl GpuEnergy {
                 // Odd passes shift the strips by half a strip: an edge becomes a middle.
                 let shift = if pass % 2 == 1 { STRIP / 2 } else { 0 };
                 for &axis in axes {
+                    let seg = segment_steps(image.dims, axis);
                     for sign in [1, -1] {
                         // SAFETY: one of bytes / floats with n·ch entries, dist2 deg entries,
                         // d_fg and d_bg n, flags MAX_DEVICE_PASSES > pass; axis < 3, and < 2
@@ -234,6 +260,7 @@ impl GpuEnergy {
                                 axis,
                                 sign,
                                 shift,
+                                seg,
                                 pass as u32,
                                 ch,
                                 bytes,
@@ -264,5 +291,35 @@ impl GpuEnergy {
         unsafe { k.costs(s, nn, &d_fg, &d_bg, prior.weight as f32, soft, &mut costs)? };
         cuda::sync(s)?;
         Ok((costs, passes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_cover_the_axis_in_strip_multiples() {
+        for dims in [
+            [481, 321, 1],
+            [321, 481, 1],
+            [3840, 2563, 1],
+            [1, 1, 1],
+            [40, 7, 1],
+            [200, 200, 150],
+        ] {
+            for axis in 0..if dims[2] > 1 { 3 } else { 2 } {
+                let len = dims[axis as usize];
+                let seg = segment_steps(dims, axis) as usize;
+                assert_eq!(seg % STRIP as usize, 0, "{dims:?} axis {axis}");
+                assert!(seg >= MIN_SEGMENT.min(len.next_multiple_of(32)), "{dims:?} {axis}");
+                let segments = len.div_ceil(seg);
+                // No empty segment: the last one starts inside the axis.
+                assert!((segments - 1) * seg < len, "{dims:?} axis {axis}: {seg}");
+            }
+        }
+        // A small photo's sweeps are cut; a 4K one's long axis into several segments.
+        assert!(segment_steps([481, 321, 1], 0) < 481);
+        assert!(3840usize.div_ceil(segment_steps([3840, 2563, 1], 0) as usize) >= 4);
     }
 }

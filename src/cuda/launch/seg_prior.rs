@@ -13,18 +13,20 @@ use crate::Result;
 
 /// Warps per block of `prior_strips` (`STRIP_WARPS` in `kernels/seg_prior.cu`, which sizes its
 /// shared tiles by it).
-pub(crate) const STRIP_WARPS: u32 = 4;
+pub(crate) const STRIP_WARPS: u32 = 2;
 
 /// Lines per strip: a warp's lanes (`STRIP` in the kernel file).
 pub(crate) const STRIP: u32 = 32;
 
-/// The strips of a sweep along `axis` whose partition starts `shift` lines before the grid: a
-/// warp each, [`STRIP_WARPS`] to a block.
-fn strips(g: GridShape, axis: u32, shift: u32) -> LaunchConfig {
+/// The strips of a sweep along `axis` whose partition starts `shift` lines before the grid, cut
+/// into segments of `seg` steps along the axis: a warp per strip and segment, [`STRIP_WARPS`]
+/// to a block.
+fn strips(g: GridShape, axis: u32, shift: u32, seg: u32) -> LaunchConfig {
     let dims = [g.w, g.h, g.d];
     let a = if axis == 0 { 1 } else { 0 };
     let b = if axis == 2 { 1 } else { 2 };
-    let count = (dims[a] + shift).div_ceil(STRIP) * dims[b];
+    let segments = dims[axis as usize].div_ceil(seg.max(1));
+    let count = (dims[a] + shift).div_ceil(STRIP) * dims[b] * segments;
     LaunchConfig {
         grid_dim: (count.div_ceil(STRIP_WARPS).max(1), 1, 1),
         block_dim: (STRIP_WARPS * STRIP, 1, 1),
@@ -60,19 +62,21 @@ kernel_file! {
         ) => strided(n as u64);
 
         /// One sweep along `axis` (0, 1, or 2 on a 3D grid) in direction `sign` (±1), a warp per
-        /// strip of 32 lines (the partition shifted by `shift` < 32 lines), as pass `pass` of
+        /// strip of 32 lines (the partition shifted by `shift` < 32 lines) and segment of `seg`
+        /// steps along the axis (a positive multiple of 32), as pass `pass` of
         /// a batch: it sets `flags[pass]` when it lowers a distance, and does nothing when
         /// `flags[pass - 1]` is 0.
         ///
         /// # Safety
         /// Exactly one of `bytes`, `floats` is given, with `g.n·ch` entries; `dist2` has `g.deg`
         /// entries, `d_fg`, `d_bg` `g.n`, `flags` more than `pass`; `axis < 3`, and `axis < 2`
-        /// on a 2D grid; `shift < 32`.
+        /// on a 2D grid; `shift < 32`; `seg` a positive multiple of 32.
         fn strips = "prior_strips"(
             g: GridShape,
             axis: u32,
             sign: i32,
             shift: u32,
+            seg: u32,
             pass: u32,
             ch: u32,
             bytes: Option<&CudaSlice<u8>>,
@@ -83,7 +87,7 @@ kernel_file! {
             d_fg: &mut CudaSlice<f32>,
             d_bg: &mut CudaSlice<f32>,
             flags: &mut CudaSlice<u32>,
-        ) => strips(g, axis, shift);
+        ) => strips(g, axis, shift, seg);
 
         /// The step lengths of a 2D grid (`steps[k·n + v]`, infinity without a neighbour),
         /// computed once for the sweeps.
