@@ -144,10 +144,23 @@ impl Seeds {
 
     /// How many pixels carry each label: `[unknown, fg, bg, probably fg, probably bg]`.
     pub fn counts(&self) -> [usize; 5] {
-        let mut c = [0; 5];
-        for &l in &self.labels {
-            c[l as usize] += 1;
-        }
-        c
+        use rayon::prelude::*;
+        // In chunks on every core: a 4K photo's seeds are 10 M labels.
+        self.labels
+            .par_chunks(1 << 16)
+            .map(|chunk| {
+                let mut c = [0; 5];
+                for &l in chunk {
+                    c[l as usize] += 1;
+                }
+                c
+            })
+            .reduce(
+                || [0; 5],
+                |mut a, b| {
+                    a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                    a
+                },
+            )
     }
 }

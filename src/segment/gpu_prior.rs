@@ -312,7 +312,10 @@ mod tests {
                 let len = dims[axis as usize];
                 let seg = segment_steps(dims, axis) as usize;
                 assert_eq!(seg % STRIP as usize, 0, "{dims:?} axis {axis}");
-                assert!(seg >= MIN_SEGMENT.min(len.next_multiple_of(32)), "{dims:?} {axis}");
+                assert!(
+                    seg >= MIN_SEGMENT.min(len.next_multiple_of(32)),
+                    "{dims:?} {axis}"
+                );
                 let segments = len.div_ceil(seg);
                 // No empty segment: the last one starts inside the axis.
                 assert!((segments - 1) * seg < len, "{dims:?} axis {axis}: {seg}");

@@ -865,13 +865,20 @@ pub(crate) fn segment_in(
 /// Sets `mask` to the source side of a cut; returns how many labels changed and how many
 /// pixels are foreground.
 fn apply_cut(mask: &mut [bool], sink_side: &[bool]) -> (usize, usize) {
-    let (mut changed, mut foreground) = (0, 0);
-    for (m, &s) in mask.iter_mut().zip(sink_side) {
-        changed += (*m == s) as usize; // the new label is !s
-        *m = !s;
-        foreground += *m as usize;
-    }
-    (changed, foreground)
+    // In chunks on every core: on a 4K photo one pass over 10 M labels is ~10 ms per round.
+    const CHUNK: usize = 1 << 16;
+    mask.par_chunks_mut(CHUNK)
+        .zip(sink_side.par_chunks(CHUNK))
+        .map(|(mask, sink_side)| {
+            let (mut changed, mut foreground) = (0, 0);
+            for (m, &s) in mask.iter_mut().zip(sink_side) {
+                changed += (*m == s) as usize; // the new label is !s
+                *m = !s;
+                foreground += *m as usize;
+            }
+            (changed, foreground)
+        })
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
 }
 
 impl<'a> Rounds<'a> {
@@ -1203,5 +1210,25 @@ impl<'a> Rounds<'a> {
                 (stats, graph)
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::apply_cut;
+    use crate::rng::Rng;
+
+    #[test]
+    fn apply_cut_counts_across_chunks() {
+        let mut rng = Rng::new(7);
+        for n in [0, 1, 65_535, 65_536, 200_001] {
+            let mut mask: Vec<bool> = (0..n).map(|_| rng.below(2) == 1).collect();
+            let sink: Vec<bool> = (0..n).map(|_| rng.below(3) == 0).collect();
+            let changed = mask.iter().zip(&sink).filter(|(m, s)| **m == **s).count();
+            let (c, f) = apply_cut(&mut mask, &sink);
+            assert_eq!(c, changed, "n {n}");
+            assert_eq!(f, sink.iter().filter(|s| !**s).count(), "n {n}");
+            assert!(mask.iter().zip(&sink).all(|(m, s)| *m != *s), "n {n}");
+        }
     }
 }
