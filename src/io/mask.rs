@@ -132,6 +132,12 @@ pub fn encode_mask(
             ));
         }
     }
+    if kind == Out::Png {
+        // Straight from the labels: the float image below would cost a 4K mask 40 MB and
+        // more time than the encoding itself.
+        let bytes: Vec<u8> = mask.iter().map(|&m| if m { 255 } else { 0 }).collect();
+        return encode_png_grey8(path, dims, &bytes);
+    }
     let (on, off) = if kind == Out::Nifti {
         (1.0, 0.0)
     } else {
@@ -156,11 +162,7 @@ pub fn encode_mask(
             },
         ),
         Out::Tiff => encode_tiff(path, &img, meta.and_then(|m| m.unit.as_deref())),
-        Out::Png => {
-            let bytes: Vec<u8> = mask.iter().map(|&m| if m { 255 } else { 0 }).collect();
-            encode_png_grey8(path, dims, &bytes)
-        }
-        Out::Other(_) => encode_2d(path, kind, &img),
+        Out::Png | Out::Other(_) => encode_2d(path, kind, &img),
     }
 }
 
