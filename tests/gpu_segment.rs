@@ -633,7 +633,11 @@ fn masks_agree_on_the_dev_photos() {
 fn adaptive_prior_masks_agree_on_the_dev_photos() {
     let base = SegmentOptions::default().prior;
     let priors: Vec<SpatialPrior> = [0.3, base.explained]
-        .map(|explained| SpatialPrior { explained, ..base })
+        .map(|explained| SpatialPrior {
+            explained,
+            enclosure: 0.0,
+            ..base
+        })
         .into();
     adapted_priors_agree(&priors);
 }

@@ -1140,7 +1140,10 @@ fn enclosure_is_the_border_share_the_background_reaches_first() {
 fn enclosure_scales_the_prior_and_silences_it_for_strokes_beside_the_object() {
     use segcut::segment::prior::{enclosure, scale_by_enclosure};
     let (image, bar) = strokes_around_or_beside(false);
-    let base = SegmentOptions::default().prior;
+    let base = SpatialPrior {
+        enclosure: 0.0,
+        ..SegmentOptions::default().prior
+    };
     let delta = prior_costs(&image, &bar, &base).unwrap().unwrap();
     let e = enclosure(&delta, image.dims).unwrap();
     // k = 0: nothing changes.
@@ -1177,6 +1180,10 @@ fn pipeline_reports_the_enclosure_and_keeps_the_prior_for_enclosing_strokes() {
         solver: segcut::maxflow::SolverKind::Bk,
         gpu_build: false,
         iterations: 2,
+        prior: SpatialPrior {
+            enclosure: 0.0,
+            ..SegmentOptions::default().prior
+        },
         ..SegmentOptions::default()
     };
     let with_k = |k: f64| SegmentOptions {

@@ -113,13 +113,14 @@ impl Default for SegmentOptions {
             keep_graph: false,
             gpu_build: true,
             // Chosen by 5-fold cross-validation over the 39 dev photos and both scribble sets
-            // (docs/segmentation.md, "Choosing the defaults").
+            // (docs/segmentation.md); γ and the enclosure exponent by nested cross-validation
+            // (issue 25, "A prior that follows the strokes' enclosure").
             prior: SpatialPrior {
-                weight: 10.0,
+                weight: 15.0,
                 contrast: 3.0,
                 softness: 0.15,
                 explained: 1.0,
-                enclosure: 0.0,
+                enclosure: 8.0,
             },
             outlier: 0.0,
             post: PostProcess {
