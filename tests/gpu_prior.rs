@@ -25,18 +25,21 @@ const PRIORS: [SpatialPrior; 3] = [
         contrast: 3.0,
         softness: 0.15,
         explained: 1.0,
+        enclosure: 0.0,
     },
     SpatialPrior {
         weight: 2.0,
         contrast: 0.0,
         softness: 0.0,
         explained: 1.0,
+        enclosure: 0.0,
     },
     SpatialPrior {
         weight: 1.0,
         contrast: 20.0,
         softness: 0.0,
         explained: 1.0,
+        enclosure: 0.0,
     },
 ];
 
@@ -257,6 +260,7 @@ fn a_spiral_corridor_matches_the_host() {
         contrast: 500.0,
         softness: 0.0,
         explained: 1.0,
+        enclosure: 0.0,
     };
     for (size, ch) in [(31, 1), (63, 3), (241, 1)] {
         let passes = {
@@ -347,6 +351,7 @@ fn mazes_match_the_host() {
         contrast: 500.0,
         softness: 0.0,
         explained: 1.0,
+        enclosure: 0.0,
     };
     for (cells, seed) in [([20, 17], 7), ([50, 9], 8), ([8, 60], 9)] {
         let (img, seeds) = maze(cells, seed);
@@ -402,6 +407,7 @@ fn a_volume_maze_of_slices_matches_the_host() {
         contrast: 500.0,
         softness: 0.0,
         explained: 1.0,
+        enclosure: 0.0,
     };
     compare("volume maze", &img, &seeds, &steep, ColorSpace::AsIs);
 }

@@ -430,6 +430,7 @@ fn gpu_capacities_equal_the_cpu_ones_on_synthetic_images() {
         contrast: 3.0,
         softness: 0.0,
         explained: 1.0,
+        enclosure: 0.0,
     };
     for (name, image, blend) in [
         (
@@ -630,6 +631,40 @@ fn masks_agree_on_the_dev_photos() {
 /// first graph (equal flow) and give the same masks as the CPU build, on both scribble sets.
 #[test]
 fn adaptive_prior_masks_agree_on_the_dev_photos() {
+    let base = SegmentOptions::default().prior;
+    let priors: Vec<SpatialPrior> = [0.3, base.explained]
+        .map(|explained| SpatialPrior {
+            explained,
+            enclosure: 0.0,
+            ..base
+        })
+        .into();
+    adapted_priors_agree(&priors);
+}
+
+/// The stroke prior scaled by the strokes' enclosure (issue 25; alone and with the explained
+/// share): the device's prior is downloaded, scaled on the host and uploaded again, so both
+/// builds must see the same enclosure (bit for bit), cut the same first graph and give the same
+/// masks.
+#[test]
+fn enclosure_prior_masks_agree_on_the_dev_photos() {
+    let base = SegmentOptions::default().prior;
+    let priors = [
+        SpatialPrior {
+            enclosure: 4.0,
+            explained: 1.0,
+            ..base
+        },
+        SpatialPrior {
+            enclosure: 8.0,
+            explained: 0.3,
+            ..base
+        },
+    ];
+    adapted_priors_agree(&priors);
+}
+
+fn adapted_priors_agree(priors: &[SpatialPrior]) {
     if !gpu_or_skip() {
         return;
     }
@@ -644,7 +679,8 @@ fn adaptive_prior_masks_agree_on_the_dev_photos() {
     ids.sort();
     assert!(!ids.is_empty());
     let (mut differ, mut pixels) = (0, 0);
-    for share in [0.3, SegmentOptions::default().prior.explained] {
+    for prior in priors {
+        let what = format!("share {}, enclosure {}", prior.explained, prior.enclosure);
         for set in ["scribbles-1", "scribbles-2"] {
             for id in &ids {
                 let image = load_image(&dir.join(format!("images/{id}.jpg"))).unwrap();
@@ -656,10 +692,7 @@ fn adaptive_prior_masks_agree_on_the_dev_photos() {
                 .unwrap();
                 let gpu_opts = SegmentOptions {
                     solver: SolverKind::CudaGrid,
-                    prior: SpatialPrior {
-                        explained: share,
-                        ..SegmentOptions::default().prior
-                    },
+                    prior: *prior,
                     ..SegmentOptions::default()
                 };
                 let g = segment(&image, &seeds, &gpu_opts).unwrap();
@@ -671,18 +704,28 @@ fn adaptive_prior_masks_agree_on_the_dev_photos() {
                 assert!(g.stats.gpu.is_some(), "{id}: not built on the GPU");
                 assert!(g.verified && c.verified);
                 assert_eq!(
+                    g.stats.prior_enclosure.map(f64::to_bits),
+                    c.stats.prior_enclosure.map(f64::to_bits),
+                    "{id} {set} {what}: the enclosures differ"
+                );
+                assert_eq!(
+                    g.stats.prior_enclosure.is_some(),
+                    prior.enclosure > 0.0,
+                    "{id} {set} {what}"
+                );
+                assert_eq!(
                     g.stats.iterations[0].flow, c.stats.iterations[0].flow,
-                    "{id} {set} share {share}: the first round's graphs differ"
+                    "{id} {set} {what}: the first round's graphs differ"
                 );
                 let d = g.mask.iter().zip(&c.mask).filter(|(a, b)| a != b).count();
-                eprintln!("{id} {set} share {share}: {d} pixels differ");
+                eprintln!("{id} {set} {what}: {d} pixels differ");
                 differ += d;
                 pixels += g.mask.len();
                 assert!(d * 200 <= g.mask.len(), "{id} {set}: {d} pixels differ");
             }
         }
     }
-    eprintln!("adaptive prior: {differ} of {pixels} pixels differ");
+    eprintln!("adapted priors: {differ} of {pixels} pixels differ");
 }
 
 #[test]

@@ -655,6 +655,7 @@ fn prior_is_the_normalised_geodesic_difference() {
             contrast: kappa,
             softness,
             explained: 1.0,
+            enclosure: 0.0,
         };
         let soft = softness * 50.0; // L = s · the 40×30 image's diagonal
         let delta = prior_costs(&image, &seeds, &p).unwrap().unwrap();
@@ -723,6 +724,7 @@ fn prior_distances_are_exact_where_paths_wind_many_times() {
         contrast: kappa,
         softness: 0.0,
         explained: 1.0,
+        enclosure: 0.0,
     };
     let delta = prior_costs(&image, &seeds, &p).unwrap().unwrap();
     let df = dijkstra(&image, &seeds, Seed::Foreground, kappa);
@@ -754,6 +756,7 @@ fn prior_steps_back_on_colours_the_strokes_explain() {
         contrast: 3.0,
         softness: 0.15,
         explained: 1.0,
+        enclosure: 0.0,
     };
     let half = SpatialPrior {
         explained: 0.5,
@@ -821,6 +824,7 @@ fn prior_is_off_without_weight_or_hard_seeds_and_checks_values() {
         contrast: 1.0,
         softness: 0.0,
         explained: 1.0,
+        enclosure: 0.0,
     };
     assert!(prior_costs(&image, &seeds, &off).unwrap().is_none());
     let mut soft = seeds.clone();
@@ -834,6 +838,7 @@ fn prior_is_off_without_weight_or_hard_seeds_and_checks_values() {
         contrast: 1.0,
         softness: 0.0,
         explained: 1.0,
+        enclosure: 0.0,
     };
     assert!(prior_costs(&image, &soft, &on).unwrap().is_none());
     let bad = SpatialPrior {
@@ -841,6 +846,7 @@ fn prior_is_off_without_weight_or_hard_seeds_and_checks_values() {
         contrast: 1.0,
         softness: 0.0,
         explained: 1.0,
+        enclosure: 0.0,
     };
     assert!(matches!(
         prior_costs(&image, &seeds, &bad),
@@ -866,6 +872,7 @@ fn prior_and_outlier_decide_colours_no_stroke_covers() {
             contrast: 0.0,
             softness: 0.0,
             explained: 1.0,
+            enclosure: 0.0,
         },
         outlier: 0.0,
         post: PostProcess::default(),
@@ -880,6 +887,7 @@ fn prior_and_outlier_decide_colours_no_stroke_covers() {
             contrast: 3.0,
             softness: 0.0,
             explained: 1.0,
+            enclosure: 0.0,
         },
         outlier: 0.1,
         post: PostProcess::default(),
@@ -1047,4 +1055,170 @@ fn folds_keep_a_photo_together_and_are_stable() {
         .iter()
         .enumerate()
         .all(|(i, h)| (h.error_rate > 0.0) == (f[i] == 0)));
+}
+
+/// A flat 40×30 grey image with a foreground stroke in the middle and a background stroke
+/// either drawn all around it (a ring) or beside it (a short bar to its right).
+fn strokes_around_or_beside(around: bool) -> (Image, Seeds) {
+    let (w, h) = (40usize, 30usize);
+    let image = grey(w, h, 1, |x, y, _| 100.0 + ((x * 3 + y * 5) % 7) as f32);
+    let mut seeds = Seeds::unknown(image.dims);
+    for x in 18..22 {
+        seeds.labels[x + w * 15] = Seed::Foreground;
+    }
+    for y in 0..h {
+        for x in 0..w {
+            let (dx, dy) = (x as f32 - 20.0, y as f32 - 15.0);
+            let ring = (dx * dx + dy * dy).sqrt();
+            let stroke = if around {
+                (10.0..11.5).contains(&ring)
+            } else {
+                x == 30 && (12..18).contains(&y)
+            };
+            if stroke {
+                seeds.labels[x + w * y] = Seed::Background;
+            }
+        }
+    }
+    (image, seeds)
+}
+
+#[test]
+fn enclosure_is_the_border_share_the_background_reaches_first() {
+    use segcut::segment::prior::enclosure;
+    let prior = SegmentOptions::default().prior;
+    let (image, ring) = strokes_around_or_beside(true);
+    let delta = prior_costs(&image, &ring, &prior).unwrap().unwrap();
+    assert_eq!(enclosure(&delta, image.dims), Some(1.0));
+    let (_, bar) = strokes_around_or_beside(false);
+    let delta = prior_costs(&image, &bar, &prior).unwrap().unwrap();
+    let e = enclosure(&delta, image.dims).unwrap();
+    // The bar is nearer the right edge; the left edge and most of the top and bottom are nearer
+    // the foreground stroke.
+    assert!(e > 0.1 && e < 0.5, "E {e}");
+    // By hand: the border pixels with δ > 0, plus half those with δ = 0.
+    let [w, h, _] = image.dims;
+    let (mut n, mut pos) = (0.0, 0.0);
+    for y in 0..h {
+        for x in 0..w {
+            if x == 0 || y == 0 || x + 1 == w || y + 1 == h {
+                let v = delta[x + w * y];
+                n += 1.0;
+                pos += if v > 0.0 {
+                    1.0
+                } else if v == 0.0 {
+                    0.5
+                } else {
+                    0.0
+                };
+            }
+        }
+    }
+    assert_eq!(e, pos / n);
+    // Volumes: the six faces. A 4×4×4 block (56 face voxels of 64), all nearer the background.
+    let face =
+        |x: usize, y: usize, z: usize| x == 0 || y == 0 || z == 0 || x == 3 || y == 3 || z == 3;
+    let mut vol = vec![-1.0f32; 64];
+    for z in 0..4 {
+        for y in 0..4 {
+            for x in 0..4 {
+                if face(x, y, z) {
+                    vol[x + 4 * (y + 4 * z)] = 1.0;
+                }
+            }
+        }
+    }
+    assert_eq!(enclosure(&vol, [4, 4, 4]), Some(1.0));
+    vol[0] = 0.0; // a tie on a corner counts half
+    assert_eq!(enclosure(&vol, [4, 4, 4]), Some(55.5 / 56.0));
+    assert_eq!(enclosure(&[], [0, 0, 1]), None);
+    // A single column or row is all border.
+    assert_eq!(enclosure(&[1.0, -1.0, 1.0, 1.0], [1, 4, 1]), Some(0.75));
+}
+
+#[test]
+fn enclosure_scales_the_prior_and_silences_it_for_strokes_beside_the_object() {
+    use segcut::segment::prior::{enclosure, scale_by_enclosure};
+    let (image, bar) = strokes_around_or_beside(false);
+    let base = SpatialPrior {
+        enclosure: 0.0,
+        ..SegmentOptions::default().prior
+    };
+    let delta = prior_costs(&image, &bar, &base).unwrap().unwrap();
+    let e = enclosure(&delta, image.dims).unwrap();
+    // k = 0: nothing changes.
+    let mut same = delta.clone();
+    assert_eq!(scale_by_enclosure(&mut same, image.dims, &base), None);
+    assert_eq!(same, delta);
+    // k = 3: every value times fl(E³), in f32.
+    let k3 = SpatialPrior {
+        enclosure: 3.0,
+        ..base
+    };
+    let mut scaled = delta.clone();
+    assert_eq!(scale_by_enclosure(&mut scaled, image.dims, &k3), Some(e));
+    let g = e.powf(3.0) as f32;
+    assert!(g > 0.0 && g < 0.2);
+    for (s, d) in scaled.iter().zip(&delta) {
+        assert_eq!(s.to_bits(), (d * g).to_bits());
+    }
+    // Bad exponents are refused.
+    for bad in [-1.0, f64::NAN, f64::INFINITY] {
+        let p = SpatialPrior {
+            enclosure: bad,
+            ..base
+        };
+        assert!(prior_costs(&image, &bar, &p).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn pipeline_reports_the_enclosure_and_keeps_the_prior_for_enclosing_strokes() {
+    // Strokes around the object (E = 1): the scaled prior is the prior, so is the mask. Strokes
+    // beside it with a huge exponent: the prior is 0 everywhere, the mask the no-prior one.
+    let base = SegmentOptions {
+        solver: segcut::maxflow::SolverKind::Bk,
+        gpu_build: false,
+        iterations: 2,
+        prior: SpatialPrior {
+            enclosure: 0.0,
+            ..SegmentOptions::default().prior
+        },
+        ..SegmentOptions::default()
+    };
+    let with_k = |k: f64| SegmentOptions {
+        prior: SpatialPrior {
+            enclosure: k,
+            ..base.prior
+        },
+        ..base.clone()
+    };
+    let (image, ring) = strokes_around_or_beside(true);
+    let fixed = segment(&image, &ring, &base).unwrap();
+    let scaled = segment(&image, &ring, &with_k(8.0)).unwrap();
+    assert_eq!(fixed.stats.prior_enclosure, None);
+    assert_eq!(scaled.stats.prior_enclosure, Some(1.0));
+    assert_eq!(fixed.mask, scaled.mask);
+    assert_eq!(fixed.flow, scaled.flow);
+    let (image, bar) = strokes_around_or_beside(false);
+    let silenced = segment(&image, &bar, &with_k(2000.0)).unwrap();
+    let e = silenced.stats.prior_enclosure.unwrap();
+    assert!(e < 0.5 && (e.powf(2000.0) as f32) == 0.0, "E {e}");
+    let none = segment(
+        &image,
+        &bar,
+        &SegmentOptions {
+            prior: SpatialPrior {
+                weight: 0.0,
+                ..base.prior
+            },
+            ..base.clone()
+        },
+    )
+    .unwrap();
+    let full = segment(&image, &bar, &base).unwrap();
+    assert_eq!(silenced.mask, none.mask);
+    assert_eq!(silenced.flow, none.flow);
+    // The test means something only if the full prior changes this cut.
+    assert_ne!(full.flow, none.flow);
 }

@@ -27,8 +27,13 @@ fn picture(w: usize, h: usize, seed: u64) -> (Image, Seeds) {
     }
     let image = Image::new([w, h, 1], 3, data);
     let mut seeds = Seeds::unknown(image.dims);
-    seeds.labels[cx + w * cy] = Seed::Foreground;
-    seeds.labels[cx + 1 + w * cy] = Seed::Foreground;
+    // A 5×5 foreground stroke: two seed pixels fit the foreground model too poorly for the
+    // stroke prior's defaults to grow anything from them (every mask was the seeds alone).
+    for y in cy - 2..=cy + 2 {
+        for x in cx - 2..=cx + 2 {
+            seeds.labels[x + w * y] = Seed::Foreground;
+        }
+    }
     for x in 0..w {
         seeds.labels[x] = Seed::Background;
         seeds.labels[x + w * (h - 1)] = Seed::Background;

@@ -267,6 +267,18 @@ pub static SEGMENT: &[Spec] = &[
         colour_models_only: true,
     },
     Spec {
+        name: "prior-enclosure",
+        short: None,
+        value_name: "K",
+        example: "4",
+        kind: Kind::Float(Range::NON_NEGATIVE),
+        default: DefaultValue::Of(|| d().prior.enclosure.to_string()),
+        help: "How strongly the prior follows how well the background strokes enclose the \
+               foreground ones: the prior is scaled by E^K, E the share of the image border the \
+               background strokes reach first (0: the same prior whatever the strokes' layout).",
+        colour_models_only: true,
+    },
+    Spec {
         name: "outlier",
         short: None,
         value_name: "EPS",
@@ -452,6 +464,9 @@ impl Values {
         }
         if let Some(x) = self.float("prior-explained") {
             o.prior.explained = x;
+        }
+        if let Some(x) = self.float("prior-enclosure") {
+            o.prior.enclosure = x;
         }
         if let Some(x) = self.float("outlier") {
             o.outlier = x;

@@ -25,7 +25,9 @@ use super::gpu_model::FitLabels;
 use super::gpu_prior::PriorRun;
 use super::model::{Blend, ColorModel, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
 use super::post::{post_process, PostProcess};
-use super::prior::{adapt_to_colours, explained_threshold, prior_costs, SpatialPrior};
+use super::prior::{
+    adapt_to_colours, explained_threshold, prior_costs, scale_by_enclosure, SpatialPrior,
+};
 use crate::cuda::Device;
 use crate::graph::{Connectivity, GridGraph};
 use crate::io::{Image, Seed, Seeds};
@@ -111,12 +113,14 @@ impl Default for SegmentOptions {
             keep_graph: false,
             gpu_build: true,
             // Chosen by 5-fold cross-validation over the 39 dev photos and both scribble sets
-            // (docs/segmentation.md, "Choosing the defaults").
+            // (docs/segmentation.md); γ and the enclosure exponent by nested cross-validation
+            // (issue 25, "A prior that follows the strokes' enclosure").
             prior: SpatialPrior {
-                weight: 10.0,
+                weight: 15.0,
                 contrast: 3.0,
                 softness: 0.15,
                 explained: 1.0,
+                enclosure: 8.0,
             },
             outlier: 0.0,
             post: PostProcess {
@@ -220,6 +224,9 @@ pub struct SegmentStats {
     pub prior_run: PriorRun,
     /// Computing the prior (and the nearest-stroke geometry), part of [`SegmentStats::prepare`].
     pub prior_time: Duration,
+    /// The strokes' enclosure `E` the prior was scaled by ([`super::prior::enclosure`]); `None`
+    /// when the prior does not follow it ([`SpatialPrior::enclosure`] 0, or no prior).
+    pub prior_enclosure: Option<f64>,
     /// Why the graph was built on the CPU although the GPU solver runs (the GPU build declined
     /// the input), if it was.
     pub gpu_build_declined: Option<String>,
@@ -776,6 +783,7 @@ pub(crate) fn segment_in(
     let mut mask = vec![false; n];
     let mut rounds = Vec::new();
     let mut seed_models: Option<(Model, Model)> = None;
+    let mut prior_enclosure = None;
     let (mut flow, mut value, mut ran) = (0, 0.0, r.choice.clone());
     for round in 0..opts.iterations {
         let t0 = Instant::now();
@@ -791,7 +799,7 @@ pub(crate) fn segment_in(
                 };
                 let (sf, sb) = seed_models.as_ref().expect("set in round 0");
                 if round == 0 {
-                    r.adapt_prior(sf, sb)?;
+                    prior_enclosure = r.adapt_prior(sf, sb)?;
                 }
                 let w = if round > 0 { opts.seed_weight } else { 0.0 };
                 let (fg, bg) = (
@@ -845,6 +853,7 @@ pub(crate) fn segment_in(
         gpu: gpu_times,
         prior_run,
         prior_time,
+        prior_enclosure,
         gpu_build_declined,
         solver: ran,
         iterations: rounds,
@@ -1000,15 +1009,24 @@ impl<'a> Rounds<'a> {
         }
     }
 
-    /// Lets the prior step back on the colours the strokes explain
-    /// ([`super::prior::adapt_to_colours`]), judged by the seeds' models `fg`, `bg`, and hands
-    /// the result to the GPU graph when there is one.
-    fn adapt_prior(&mut self, fg: &Model, bg: &Model) -> Result<()> {
+    /// Adapts the prior to the strokes: scales it by their enclosure
+    /// ([`super::prior::scale_by_enclosure`]), then lets it step back on the colours the strokes
+    /// explain ([`super::prior::adapt_to_colours`]), judged by the seeds' models `fg`, `bg`;
+    /// hands the result to the GPU graph when there is one. Returns the enclosure when the
+    /// prior followed it.
+    fn adapt_prior(&mut self, fg: &Model, bg: &Model) -> Result<Option<f64>> {
         let Some(delta) = self.prior.as_mut() else {
-            return Ok(());
+            return Ok(None);
         };
         if !self.opts.prior.adapts() {
-            return Ok(());
+            return Ok(None);
+        }
+        let enclosure = scale_by_enclosure(delta, self.image.dims, &self.opts.prior);
+        if self.opts.prior.explained >= 1.0 {
+            if let Some(Graph::Device(d)) = self.graph.as_mut() {
+                d.set_prior(Some(delta))?;
+            }
+            return Ok(enclosure);
         }
         let (work, kind, labels) = (&self.work, self.opts.model, &self.seeds.labels);
         let ch = work.image().channels;
@@ -1034,7 +1052,7 @@ impl<'a> Rounds<'a> {
         if let Some(Graph::Device(d)) = self.graph.as_mut() {
             d.set_prior(Some(delta))?;
         }
-        Ok(())
+        Ok(enclosure)
     }
 
     /// The first round's models when [`SegmentOptions::initial`] asks for more than the seeds.

@@ -46,6 +46,13 @@
 //! pipeline applies it after the first fit. The full definition, as a device port must reproduce
 //! it, is in docs/segmentation.md ("The adaptive prior, precisely").
 //!
+//! **Stepping back where the strokes do not enclose the object** (issue 25). The prior's guess
+//! holds for strokes drawn *around* the object, not for strokes dropped anywhere inside each
+//! region. [`scale_by_enclosure`] scales the whole prior by `E^k` ([`SpatialPrior::enclosure`]),
+//! `E` ([`enclosure`]) the share of the image's border that the background strokes reach first
+//! (geodesically, by the prior's own distances). It too is applied after the first fit, before
+//! the explained share.
+//!
 //! Seeds without a hard label ([`Seed::ProbablyForeground`], [`Seed::ProbablyBackground`]) are
 //! not strokes. Without hard seeds of both classes (a GrabCut rectangle, say) there is no prior.
 //!
@@ -57,7 +64,7 @@
 //! let mut seeds = Seeds::unknown(image.dims);
 //! seeds.labels[0] = Seed::Foreground;
 //! seeds.labels[8] = Seed::Background;
-//! let prior = SpatialPrior { weight: 2.0, contrast: 0.0, softness: 0.0, explained: 1.0 };
+//! let prior = SpatialPrior { weight: 2.0, contrast: 0.0, softness: 0.0, explained: 1.0, enclosure: 0.0 };
 //! let delta = prior_costs(&image, &seeds, &prior).unwrap().unwrap();
 //! assert!(delta[1] < 0.0 && delta[7] > 0.0); // foreground cheaper on the left, dearer on the right
 //! assert_eq!(delta[4], 0.0); // half way: no preference
@@ -87,6 +94,10 @@ pub struct SpatialPrior {
     /// ([`adapt_to_colours`]; 1: the same prior everywhere, 0: the prior only on colours no
     /// stroke sampled).
     pub explained: f64,
+    /// `k`: how strongly the prior follows how well the background strokes enclose the
+    /// foreground strokes; the whole prior is scaled by `E^k`, `E` the [`enclosure`] (0: the
+    /// same prior whatever the strokes' layout).
+    pub enclosure: f64,
 }
 
 impl SpatialPrior {
@@ -97,6 +108,7 @@ impl SpatialPrior {
             ("contrast", self.contrast),
             ("softness", self.softness),
             ("explained share", self.explained),
+            ("enclosure exponent", self.enclosure),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(Error::Input {
@@ -117,10 +129,11 @@ impl SpatialPrior {
         Ok(())
     }
 
-    /// Whether [`adapt_to_colours`] changes anything: the prior is on and its share on explained
-    /// colours is below 1.
+    /// Whether the prior is adapted to the strokes after the distances: the prior is on and
+    /// either its share on explained colours is below 1 ([`adapt_to_colours`]) or it follows
+    /// the strokes' enclosure ([`scale_by_enclosure`]).
     pub fn adapts(&self) -> bool {
-        self.weight > 0.0 && self.explained < 1.0
+        self.weight > 0.0 && (self.explained < 1.0 || self.enclosure > 0.0)
     }
 }
 
@@ -155,7 +168,7 @@ pub fn explained_threshold<M: ColorModel>(
 ///
 /// ```
 /// use segcut::segment::prior::{adapt_to_colours, SpatialPrior};
-/// let prior = SpatialPrior { weight: 10.0, contrast: 3.0, softness: 0.15, explained: 0.25 };
+/// let prior = SpatialPrior { weight: 10.0, contrast: 3.0, softness: 0.15, explained: 0.25, enclosure: 0.0 };
 /// let mut delta = vec![4.0f32, -8.0, 2.0];
 /// adapt_to_colours(&mut delta, &prior, |p| p != 1); // pixel 1's colour is in no stroke
 /// assert_eq!(delta, vec![1.0, -8.0, 0.5]);
@@ -172,6 +185,75 @@ pub fn adapt_to_colours(
         .enumerate()
         .filter(|(p, _)| explained(*p))
         .for_each(|(_, d)| *d *= a);
+}
+
+/// How well the background strokes enclose the foreground strokes, from the prior's own
+/// geodesic distances: the share of the image's border pixels (the outermost rows and columns,
+/// the six faces of a volume) that the background strokes reach first, `δ > 0` (a tie, `δ = 0`,
+/// counts half). In `[0, 1]`; `None` for an empty image.
+///
+/// Strokes drawn *around* an object leave every path from the object to the border crossing a
+/// background stroke (`E` near 1), and there "nearer a foreground stroke" is a good guess for
+/// the pixels no colour decides. Strokes dropped anywhere inside each region leave much of the
+/// border nearer a foreground stroke (`E` about ½ for one stroke per class), and there the same
+/// guess claims background for the foreground.
+///
+/// ```
+/// use segcut::segment::prior::enclosure;
+/// // A 3×3 image: 8 border pixels, 6 nearer the background, one tie, one nearer the foreground.
+/// let delta = [1.0f32, 2.0, 1.0, 0.0, -5.0, 3.0, 1.0, -1.0, 1.0];
+/// assert_eq!(enclosure(&delta, [3, 3, 1]), Some(6.5 / 8.0));
+/// ```
+pub fn enclosure(delta: &[f32], dims: [usize; 3]) -> Option<f64> {
+    let [w, h, d] = dims;
+    // Counted in halves, integers: the same value whatever the order.
+    let (mut halves, mut border) = (0u64, 0u64);
+    let mut count = |v: f32| {
+        halves += if v > 0.0 { 2 } else { u64::from(v == 0.0) };
+        border += 1;
+    };
+    for z in 0..d {
+        for y in 0..h {
+            let row = &delta[w * (y + h * z)..][..w];
+            let outer = y == 0 || y + 1 == h || (d > 1 && (z == 0 || z + 1 == d));
+            if outer || w <= 2 {
+                row.iter().for_each(|&v| count(v));
+            } else {
+                // An inner row meets the border only at its two ends.
+                count(row[0]);
+                count(row[w - 1]);
+            }
+        }
+    }
+    (border > 0).then(|| halves as f64 / (2 * border) as f64)
+}
+
+/// Scales the whole prior `δ` by `g = E^k` ([`enclosure`] `E`, `k` =
+/// [`SpatialPrior::enclosure`]), `g` computed in `f64` and rounded to `f32`, the product taken
+/// in `f32`, as every device must. Returns `E` (`None`: `k` is 0 or the image is empty, and
+/// nothing changed).
+///
+/// ```
+/// use segcut::segment::prior::{scale_by_enclosure, SpatialPrior};
+/// let prior = SpatialPrior { weight: 10.0, contrast: 3.0, softness: 0.15, explained: 1.0, enclosure: 2.0 };
+/// // A 2×2 image is all border: two pixels nearer the background, two nearer the foreground.
+/// let mut delta = vec![4.0f32, 2.0, -8.0, -2.0];
+/// assert_eq!(scale_by_enclosure(&mut delta, [2, 2, 1], &prior), Some(0.5));
+/// assert_eq!(delta, vec![1.0, 0.5, -2.0, -0.5]); // g = 0.5² = 0.25
+/// ```
+pub fn scale_by_enclosure(
+    delta: &mut [f32],
+    dims: [usize; 3],
+    prior: &SpatialPrior,
+) -> Option<f64> {
+    use rayon::prelude::*;
+    if prior.enclosure == 0.0 {
+        return None;
+    }
+    let e = enclosure(delta, dims)?;
+    let g = e.powf(prior.enclosure) as f32;
+    delta.par_iter_mut().for_each(|d| *d *= g);
+    Some(e)
 }
 
 /// Per pixel, the prior's cost of foreground minus its cost of background, `δ = −ℓ` in nats

@@ -129,10 +129,13 @@ pub struct PriorReport {
     pub fallback: Option<String>,
     /// Its time, part of `phases_ms.prepare`.
     pub ms: f64,
+    /// The strokes' enclosure the prior was scaled by (only when it follows it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enclosure: Option<f64>,
 }
 
 impl PriorReport {
-    fn new(run: &PriorRun, time: Duration) -> Self {
+    fn new(run: &PriorRun, time: Duration, enclosure: Option<f64>) -> Self {
         PriorReport {
             on: run.name(),
             passes: match run {
@@ -144,6 +147,7 @@ impl PriorReport {
                 _ => None,
             },
             ms: ms(time),
+            enclosure,
         }
     }
 }
@@ -400,7 +404,7 @@ impl Report {
             foreground_pixels: fg,
             foreground_fraction: fg as f64 / n as f64,
             graph_build,
-            prior: PriorReport::new(&st.prior_run, st.prior_time),
+            prior: PriorReport::new(&st.prior_run, st.prior_time, st.prior_enclosure),
             iterations: st.iterations.iter().map(RoundReport::from).collect(),
             phases_ms: Phases {
                 checks: ms(st.checks),
