@@ -238,6 +238,14 @@ impl FlowNetwork for CsrGraph {
     }
 }
 
+/// The new parts of a [`CsrBuilder`]'s pair arrays (see `CsrBuilder::append_pairs`).
+pub(crate) struct PairParts<'a> {
+    pub tail: &'a mut [u32],
+    pub head: &'a mut [u32],
+    pub cap: &'a mut [Cap],
+    pub rev: &'a mut [Cap],
+}
+
 /// Collects arcs and terminal capacities, then sorts them into a [`CsrGraph`].
 ///
 /// Every addition is checked: node indices in range, capacities non-negative, a pair's two
@@ -424,6 +432,60 @@ impl CsrBuilder {
             (_, Vertex::Source) | (Vertex::Sink, _) => self.dropped += 1,
         }
         Ok(())
+    }
+
+    /// Room for `extra` more pairs at the end of the four arrays, zeroed on every core, for a
+    /// reader that fills them on many threads (each its own part, in pair order): the new parts
+    /// of tails, heads, capacities and reverse capacities. Refused (nothing added) past the
+    /// 32-bit arc index or where the memory cannot be had; the caller then adds the pairs one by
+    /// one with [`add_edge`](Self::add_edge), which says which.
+    pub(crate) fn append_pairs(&mut self, extra: usize) -> Option<PairParts<'_>> {
+        use rayon::prelude::*;
+        let len = self.head.len();
+        let total = len.checked_add(extra)?;
+        if total > 0 && 2 * total > (u32::MAX - 16) as usize {
+            return None;
+        }
+        self.tail.try_reserve(extra).ok()?;
+        self.head.try_reserve(extra).ok()?;
+        self.cap.try_reserve(extra).ok()?;
+        self.rev.try_reserve(extra).ok()?;
+        self.tail.par_extend(rayon::iter::repeat_n(0, extra));
+        self.head.par_extend(rayon::iter::repeat_n(0, extra));
+        self.cap.par_extend(rayon::iter::repeat_n(0, extra));
+        self.rev.par_extend(rayon::iter::repeat_n(0, extra));
+        Some(PairParts {
+            tail: &mut self.tail[len..],
+            head: &mut self.head[len..],
+            cap: &mut self.cap[len..],
+            rev: &mut self.rev[len..],
+        })
+    }
+
+    /// The summed source and sink capacities of every node, allocated if they are not yet
+    /// (`None` where the memory cannot be had), for a reader that adds to them on many threads.
+    /// The sums must stay within `Cap::MAX`, as [`add_arc`](Self::add_arc) checks.
+    pub(crate) fn terminal_sums_mut(&mut self) -> Option<(&mut [i64], &mut [i64])> {
+        for t in [&mut self.source, &mut self.sink] {
+            if t.is_empty() {
+                *t = crate::io::try_vec(self.n, 0, "the graph's terminal capacities").ok()?;
+            }
+        }
+        Some((&mut self.source, &mut self.sink))
+    }
+
+    /// Adds to the constant flow and the dropped arcs what a reader found on its own (see
+    /// [`append_pairs`](Self::append_pairs)); false, with nothing changed, if the constant
+    /// would pass `i64`.
+    pub(crate) fn add_counts(&mut self, constant: Flow, dropped: u64) -> bool {
+        match self.constant.checked_add(constant) {
+            Some(c) => {
+                self.constant = c;
+                self.dropped += dropped;
+                true
+            }
+            None => false,
+        }
     }
 
     /// The arc pairs added so far, in order: tails, heads, capacities and reverse capacities.
