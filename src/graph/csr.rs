@@ -90,10 +90,15 @@ impl CsrGraph {
         if p.sink.len() != n || p.first.len() != n + 1 || p.sister.len() != m || p.cap.len() != m {
             return bad("array lengths disagree".into());
         }
-        if p.first[0] != 0 || p.first[n] as usize != m || p.first.windows(2).any(|w| w[0] > w[1]) {
+        // Every pass on every core: a loaded graph is checked at the speed it is read.
+        use rayon::prelude::*;
+        if p.first[0] != 0
+            || p.first[n] as usize != m
+            || p.first.par_windows(2).any(|w| w[0] > w[1])
+        {
             return bad("arc offsets do not rise from 0 to the arc count".into());
         }
-        if p.constant < 0 || p.source.iter().chain(&p.sink).any(|&c| c < 0) {
+        if p.constant < 0 || p.source.par_iter().chain(&p.sink).any(|&c| c < 0) {
             return bad("negative terminal capacity".into());
         }
         let check = |v: usize| -> std::result::Result<(), String> {
@@ -116,7 +121,6 @@ impl CsrGraph {
         };
         // Nodes checked on every core; the first bad node in order is reported, as a serial
         // check would.
-        use rayon::prelude::*;
         let first_bad = (0..n)
             .into_par_iter()
             .with_min_len(1 << 12)

@@ -1324,14 +1324,20 @@ fn parse_max_in_batches<R: Read>(
         let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(1);
         let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<u8>>();
         let parser = scope.spawn(move || {
-            let mut parser = BatchParser::new(name, stream, grid, adapt);
-            parser.parallel_apply = parallel_apply;
-            for msg in rx {
-                if let Some(buf) = parser.handle(msg)? {
-                    let _ = back_tx.send(buf);
+            let work = move || {
+                let mut parser = BatchParser::new(name, stream, grid, adapt);
+                parser.parallel_apply = parallel_apply;
+                for msg in rx {
+                    if let Some(buf) = parser.handle(msg)? {
+                        let _ = back_tx.send(buf);
+                    }
                 }
+                parser.p.finish()
+            };
+            match parse_pool(stream) {
+                Some(pool) => pool.install(work),
+                None => work(),
             }
-            parser.p.finish()
         });
         read_batches(
             src,
@@ -1344,6 +1350,22 @@ fn parse_max_in_batches<R: Read>(
             .join()
             .unwrap_or_else(|e| std::panic::resume_unwind(e))
     })
+}
+
+/// For compressed input, a pool two threads smaller than rayon's for the parse, so that the
+/// decompressing thread and the parser's own keep a core each: one inflate thread is what a
+/// `.max.gz` load waits for, and parse workers crowding it out slow the whole load. `None`
+/// (parse on rayon's pool) for plain text, on small machines, or where no pool can be made.
+fn parse_pool(stream: &str) -> Option<rayon::ThreadPool> {
+    let threads = rayon::current_num_threads();
+    if stream == "input" || threads < 6 {
+        return None;
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads - 2)
+        .thread_name(|k| format!("segcut-parse-{k}"))
+        .build()
+        .ok()
 }
 
 /// Reads `src` into batches of whole lines and sends them until the end, an error, or the
