@@ -78,6 +78,8 @@ fn status_bytes(field: &str) -> Option<u64> {
 /// Runs `f` and returns what it gives with how far the resident size rose above where it
 /// stood (the peak mark reset first, which Linux allows a process for itself).
 fn with_peak<T>(f: impl FnOnce() -> T) -> (T, Option<u64>) {
+    // What earlier loads freed would otherwise be reused unseen, hiding this load's peak.
+    crate::io::release_freed_memory();
     let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
     let before = status_bytes("VmRSS");
     let out = f();

@@ -43,6 +43,55 @@ pub(super) fn infer_grid(
     }
 }
 
+/// Whether [`infer_grid`], given the whole file as a CSR graph, would give `g`: a 2D grid whose
+/// arcs were placed by a width guessed from the first arcs ([`super::reader`] places such
+/// files straight into the grid and asks for a general read where this says no). The
+/// inference takes the smallest id offset `W0` above 1 of an arc with capacity, tries widths
+/// `W0` and `W0 + 1` (whole rows, at least two), and gives the grid only when exactly one
+/// holds every arc; `g` holds them at its own width, so it is the answer when that width is a
+/// candidate and the other candidate does not hold them too.
+pub(super) fn inference_agrees(g: &GridGraph) -> bool {
+    use rayon::prelude::*;
+    let [w, h, d] = g.dims();
+    let conn = g.connectivity();
+    if d != 1 || conn.is_3d() {
+        return false;
+    }
+    let n = w * h;
+    let used: Vec<usize> = (0..conn.degree())
+        .filter(|&k| g.caps(k).par_iter().any(|&c| c > 0))
+        .collect();
+    let offset = |k: usize| {
+        let [dx, dy, _] = conn.offsets()[k];
+        (i64::from(dx) + i64::from(dy) * w as i64).unsigned_abs() as usize
+    };
+    let Some(w0) = used.iter().map(|&k| offset(k)).filter(|&o| o > 1).min() else {
+        return false;
+    };
+    let widths: Vec<usize> = [w0, w0 + 1]
+        .into_iter()
+        .filter(|&x| x >= 2 && n.is_multiple_of(x) && n / x >= 2)
+        .collect();
+    if !widths.contains(&w) {
+        return false;
+    }
+    // The other candidate must not hold every arc (that would be ambiguous: general).
+    widths.iter().filter(|&&x| x != w).all(|&other| {
+        !used.iter().all(|&k| {
+            g.caps(k).par_iter().enumerate().all(|(v, &c)| {
+                if c == 0 {
+                    return true;
+                }
+                let Some(u) = g.neighbor(v, k) else {
+                    return false;
+                };
+                let (xv, yv, xu, yu) = (v % other, v / other, u % other, u / other);
+                xv.abs_diff(xu) <= 1 && yv.abs_diff(yu) <= 1
+            })
+        })
+    })
+}
+
 /// The grid and its dimensions, or why there is none.
 fn infer(
     csr: &CsrGraph,

@@ -261,7 +261,20 @@ struct MaxParser<'a> {
     paired: u64,
     /// Whether arcs go straight into a grid (see [`super::place`]).
     grid: GridMode,
+    /// The grid the arcs are placed into, and whether its size was inferred from the arc
+    /// offsets (no hint) rather than read off the hint.
+    placed: Option<([usize; 3], bool, bool)>,
+    /// Without a hint: the builder's pairs looked at so far for the row width, and the
+    /// smallest id offset above 1 among them (see [`MaxParser::guess_grid`]).
+    width_scan: usize,
+    width_seen: Option<usize>,
+    width_count: usize,
 }
+
+/// Arc pairs with an offset above 1 to see before a grid is guessed from them (a file that
+/// lists its arcs row by row shows its width in the first rows; a guess that turns out wrong
+/// costs a second read).
+const GUESS_AFTER: usize = if cfg!(test) { 1 } else { 4096 };
 
 /// How a parser stores arcs.
 enum GridMode {
@@ -817,47 +830,97 @@ impl<'a> MaxParser<'a> {
 
     /// Moves to the grid placement once the file is known to be a grid in segcut's layout
     /// (the hint, `N` = pixels + 2, source 1, sink 2), carrying over the arcs read so far;
-    /// gives it up for good where the file cannot be one.
+    /// gives it up for good where the file cannot be one. Without a hint, the grid is guessed
+    /// from the arcs read so far ([`Self::guess_grid`]) and checked at the end against what
+    /// the inference from the whole file would find.
     fn try_grid(&mut self) {
         if !matches!(self.grid, GridMode::Maybe) {
             return;
         }
-        let (Some(p), Some((source, _)), Some((sink, _)), Some((dims, is_3d))) =
-            (self.problem, self.source, self.sink, self.hint)
+        let (Some(p), Some((source, _)), Some((sink, _))) = (self.problem, self.source, self.sink)
         else {
             return; // not known yet
         };
+        let (candidates, is_3d, inferred) = match self.hint {
+            Some((dims, is_3d)) => (vec![dims], is_3d, false),
+            None => match self.guess_grid(p.nodes) {
+                Some(c) if c.is_empty() => {
+                    self.grid = GridMode::Off;
+                    return;
+                }
+                Some(c) => (c, false, true),
+                None => return, // not enough arcs yet
+            },
+        };
+        // Past this many arc lines the builder could refuse the pair count: leave it to it.
+        let arcs_fit = p.arcs < u64::from(u32::MAX - 16) / 2 - 1;
+        let layout_fits = arcs_fit && (source, sink) == (1, 2) && self.early.is_empty();
         let builder = self
             .builder
             .as_ref()
             .expect("builder exists after the p line");
-        let pixels_fit = dims
-            .iter()
-            .try_fold(1u64, |n, &x| n.checked_mul(x as u64))
-            .and_then(|n| n.checked_add(2))
-            == Some(p.nodes);
-        // Past this many arc lines the builder could refuse the pair count: leave it to it.
-        let arcs_fit = p.arcs < u64::from(u32::MAX - 16) / 2 - 1;
-        let place = (pixels_fit && arcs_fit && (source, sink) == (1, 2) && self.early.is_empty())
-            .then(|| GridPlace::new(dims, is_3d, p.nodes))
-            .flatten();
-        let Some(mut place) = place else {
-            self.grid = GridMode::Off;
-            return;
-        };
         let held = self.held.map(|h| Link {
             u: h.u,
             v: h.v,
             cap: h.cap,
         });
-        if !place.add_builder(builder) || held.is_some_and(|l| !place.add_link(l)) {
-            self.grid = GridMode::Off;
+        for dims in candidates {
+            let pixels_fit = dims
+                .iter()
+                .try_fold(1u64, |n, &x| n.checked_mul(x as u64))
+                .and_then(|n| n.checked_add(2))
+                == Some(p.nodes);
+            let place = (pixels_fit && layout_fits)
+                .then(|| GridPlace::new(dims, is_3d, p.nodes))
+                .flatten();
+            let Some(mut place) = place else {
+                continue;
+            };
+            if !place.add_builder(builder) || held.is_some_and(|l| !place.add_link(l)) {
+                continue;
+            }
+            let dropped = builder.dropped();
+            self.held = None;
+            self.builder = None;
+            self.placed = Some((dims, is_3d, inferred));
+            self.grid = GridMode::On(Box::new(place), held, dropped);
             return;
         }
-        let dropped = builder.dropped();
-        self.held = None;
-        self.builder = None;
-        self.grid = GridMode::On(Box::new(place), held, dropped);
+        self.grid = GridMode::Off;
+    }
+
+    /// The 2D grids a file without a hint may be, from the pairs the builder holds: widths `W`
+    /// and `W + 1` for the smallest id offset `W` above 1 (as [`super::infer`] reads them off
+    /// the whole file), those that make whole rows. `None` until enough pairs are seen; empty
+    /// where the file cannot be placed (terminals elsewhere than ids 1 and 2, whose grids the
+    /// inference finds in other id layouts).
+    fn guess_grid(&mut self, nodes: u64) -> Option<Vec<[usize; 3]>> {
+        if (self.source.map(|x| x.0), self.sink.map(|x| x.0)) != (Some(1), Some(2)) {
+            return Some(Vec::new());
+        }
+        let b = self.builder.as_ref()?;
+        let (tails, heads, caps, revs) = b.pairs();
+        // Only the pairs added since the last look.
+        for i in self.width_scan.min(tails.len())..tails.len() {
+            let off = tails[i].abs_diff(heads[i]) as usize;
+            if off > 1 && (caps[i] > 0 || revs[i] > 0) {
+                self.width_count += 1;
+                self.width_seen = Some(self.width_seen.map_or(off, |w| w.min(off)));
+            }
+        }
+        self.width_scan = tails.len();
+        if self.width_count < GUESS_AFTER {
+            return None;
+        }
+        let w0 = self.width_seen?;
+        let n = usize::try_from(nodes - 2).ok()?;
+        Some(
+            [w0, w0 + 1]
+                .into_iter()
+                .filter(|&w| w >= 2 && n.is_multiple_of(w) && n / w >= 2)
+                .map(|w| [w, n / w, 1])
+                .collect(),
+        )
     }
 
     /// Applies pre-parsed pieces to the grid: checked on every core, paired in file order,
@@ -943,14 +1006,17 @@ impl<'a> MaxParser<'a> {
         }
         if let GridMode::On(place, _, dropped) = std::mem::replace(&mut self.grid, GridMode::Off) {
             let grid = place.finish().ok_or(Fail::Reread)?;
-            let (dims, _) = self.hint.expect("the grid placement starts from the hint");
+            let (dims, _, inferred) = self.placed.expect("the placement knows its grid");
+            if inferred && !infer::inference_agrees(&grid) {
+                return Err(Fail::Reread);
+            }
             return Ok(MaxInstance {
                 name: self.file.to_string(),
                 member: None,
                 layout: Layout::Grid {
                     dims,
                     connectivity: grid.connectivity(),
-                    from_hint: true,
+                    from_hint: !inferred,
                 },
                 network: Network::Grid(grid),
                 source_id,
@@ -958,7 +1024,7 @@ impl<'a> MaxParser<'a> {
                 declared_nodes: p.nodes,
                 declared_arcs: p.arcs,
                 expected_flow: None,
-                grid_hint: Some(dims),
+                grid_hint: self.hint.map(|(d, _)| d),
                 dropped_arcs: dropped,
                 paired_arcs: self.paired,
             });
@@ -1465,6 +1531,10 @@ impl<'a> BatchParser<'a> {
                 hint: None,
                 paired: 0,
                 grid: if grid { GridMode::Maybe } else { GridMode::Off },
+                placed: None,
+                width_scan: 0,
+                width_seen: None,
+                width_count: 0,
             },
             stream,
             parts: 4 * rayon::current_num_threads().max(1),
@@ -1989,6 +2059,10 @@ mod tests {
                 }
             }
         }
+        if rng.below(2) == 0 {
+            // Without the hint: grids are then guessed from the first arcs and inferred.
+            lines.retain(|l| !l.starts_with(b"c regulargrid"));
+        }
         let mut t = lines.join(&b'\n');
         if rng.below(2) == 0 {
             while t.last() == Some(&b'\n') {
@@ -2009,7 +2083,7 @@ mod tests {
             "sparse:40:d4:s5",
         ];
         let (mut ok, mut errors) = (0, 0);
-        let (mut placed_ok, mut rereads) = (0, 0);
+        let (mut placed_ok, mut rereads, mut inferred_ok) = (0, 0, 0);
         for case in 0..120 {
             let t = text(&mut rng, specs[case % specs.len()]);
             let whole = parse_serial(&t, BATCH);
@@ -2030,6 +2104,9 @@ mod tests {
                     rereads += 1;
                 } else if whole.as_ref().is_ok_and(|m| m.contains("Grid {")) {
                     placed_ok += 1;
+                    if whole.as_ref().is_ok_and(|m| m.contains("from_hint: false")) {
+                        inferred_ok += 1;
+                    }
                 }
             }
             // As files are read: batches sized from the problem line, grids placed, and the
@@ -2055,8 +2132,8 @@ mod tests {
         // Both kinds of input were exercised, and grids were placed as well as reread.
         assert!(ok > 5 && errors > 5, "{ok} read, {errors} refused");
         assert!(
-            placed_ok > 50 && rereads > 50,
-            "{placed_ok} placed, {rereads} reread"
+            placed_ok > 50 && rereads > 50 && inferred_ok > 20,
+            "{placed_ok} placed ({inferred_ok} without a hint), {rereads} reread"
         );
     }
 }
