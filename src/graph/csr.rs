@@ -263,8 +263,10 @@ pub struct CsrBuilder {
     head: Vec<u32>,
     cap: Vec<Cap>,
     rev: Vec<Cap>,
-    source: Vec<i64>,
-    sink: Vec<i64>,
+    /// Summed terminal capacities, each kept within `Cap::MAX` as it grows (so they are the
+    /// graph's arrays as they are: 4 bytes a node, handed on without a copy).
+    source: Vec<Cap>,
+    sink: Vec<Cap>,
     constant: Flow,
     dropped: u64,
 }
@@ -405,13 +407,14 @@ impl CsrBuilder {
                     self.source = crate::io::try_vec(self.n, 0, "the graph's source capacities")?;
                 }
                 let s = &mut self.source[v as usize];
-                *s += cap as i64;
-                if *s > Cap::MAX as i64 {
+                let sum = i64::from(*s) + i64::from(cap);
+                if sum > Cap::MAX as i64 {
                     return Err(Error::Overflow(format!(
-                        "node {v}: total source capacity {s} exceeds {}",
+                        "node {v}: total source capacity {sum} exceeds {}",
                         Cap::MAX
                     )));
                 }
+                *s = sum as Cap;
             }
             (Vertex::Node(u), Vertex::Sink) => {
                 self.check_node(u)?;
@@ -419,13 +422,14 @@ impl CsrBuilder {
                     self.sink = crate::io::try_vec(self.n, 0, "the graph's sink capacities")?;
                 }
                 let t = &mut self.sink[u as usize];
-                *t += cap as i64;
-                if *t > Cap::MAX as i64 {
+                let sum = i64::from(*t) + i64::from(cap);
+                if sum > Cap::MAX as i64 {
                     return Err(Error::Overflow(format!(
-                        "node {u}: total sink capacity {t} exceeds {}",
+                        "node {u}: total sink capacity {sum} exceeds {}",
                         Cap::MAX
                     )));
                 }
+                *t = sum as Cap;
             }
             (Vertex::Source, Vertex::Sink) => {
                 self.constant = self.constant.checked_add(cap as i64).ok_or_else(|| {
@@ -469,7 +473,7 @@ impl CsrBuilder {
     /// The summed source and sink capacities of every node, allocated if they are not yet
     /// (`None` where the memory cannot be had), for a reader that adds to them on many threads.
     /// The sums must stay within `Cap::MAX`, as [`add_arc`](Self::add_arc) checks.
-    pub(crate) fn terminal_sums_mut(&mut self) -> Option<(&mut [i64], &mut [i64])> {
+    pub(crate) fn terminal_sums_mut(&mut self) -> Option<(&mut [Cap], &mut [Cap])> {
         for t in [&mut self.source, &mut self.sink] {
             if t.is_empty() {
                 *t = crate::io::try_vec(self.n, 0, "the graph's terminal capacities").ok()?;
@@ -497,10 +501,13 @@ impl CsrBuilder {
         (&self.tail, &self.head, &self.cap, &self.rev)
     }
 
-    /// Node `v`'s summed source and sink capacities so far.
-    pub(crate) fn terminal_sums(&self, v: usize) -> (i64, i64) {
-        let get = |t: &[i64]| t.get(v).copied().unwrap_or(0);
-        (get(&self.source), get(&self.sink))
+    /// The summed source and sink capacities so far, taken out of the builder (empty where no
+    /// terminal arc came): for a reader that moves the arcs into a grid.
+    pub(crate) fn take_terminal_sums(&mut self) -> (Vec<Cap>, Vec<Cap>) {
+        (
+            std::mem::take(&mut self.source),
+            std::mem::take(&mut self.sink),
+        )
     }
 
     /// The summed capacity of source → sink arcs so far.
@@ -634,15 +641,14 @@ impl CsrBuilder {
             }
         });
         drop((side_a, side_b));
-        // Each total was checked against `Cap::MAX` as it grew.
-        let narrow = |t: Vec<i64>| -> Result<Vec<Cap>> {
+        // Each total was kept within `Cap::MAX` as it grew: the sums are the graph's arrays.
+        let narrow = |t: Vec<Cap>| -> Result<Vec<Cap>> {
+            if !t.is_empty() {
+                return Ok(t);
+            }
             let mut out = Vec::new();
             out.try_reserve_exact(n).map_err(|_| oom(n, 4))?;
-            if t.is_empty() {
-                out.resize(n, 0);
-            } else {
-                out.par_extend(t.par_iter().map(|&x| x as Cap));
-            }
+            out.par_extend(rayon::iter::repeat_n(0, n));
             Ok(out)
         };
         let source = narrow(source_sums)?;
@@ -686,7 +692,7 @@ impl CsrBuilder {
             cap[b as usize] = self.rev[i];
             sister[b as usize] = a;
         }
-        let term = |t: &[i64]| (0..n).map(|v| t.get(v).map_or(0, |&x| x as Cap)).collect();
+        let term = |t: &[Cap]| (0..n).map(|v| t.get(v).copied().unwrap_or(0)).collect();
         Ok(CsrGraph {
             first,
             head,
