@@ -78,6 +78,8 @@ fn status_bytes(field: &str) -> Option<u64> {
 /// Runs `f` and returns what it gives with how far the resident size rose above where it
 /// stood (the peak mark reset first, which Linux allows a process for itself).
 fn with_peak<T>(f: impl FnOnce() -> T) -> (T, Option<u64>) {
+    // What earlier loads freed would otherwise be reused unseen, hiding this load's peak.
+    crate::io::release_freed_memory();
     let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
     let before = status_bytes("VmRSS");
     let out = f();
@@ -98,6 +100,8 @@ pub enum LoadEvent<'a> {
     Timing(&'a str, &'a str),
     /// A row is done.
     Done(&'a LoadRecord),
+    /// A row could not be timed here (instance, why): a baseline program that is missing.
+    Missing(&'a str, &'a str),
 }
 
 /// Whether two networks are the same graph, of the same kind.
@@ -134,8 +138,14 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// The files of one instance, written into `dir` by segcut itself.
-fn write_files(net: &Network, dir: &Path, on: &mut impl FnMut(LoadEvent)) -> Result<[PathBuf; 5]> {
+/// The files of one instance, written into `dir` by segcut itself, and for a grid the same
+/// `.max` without its `c regulargrid` hint (written from the grid's CSR: the reader must
+/// infer the grid from the arc offsets, as for Waterloo's files).
+fn write_files(
+    net: &Network,
+    dir: &Path,
+    on: &mut impl FnMut(LoadEvent),
+) -> Result<([PathBuf; 5], Option<PathBuf>)> {
     let io = |p: &Path| {
         let p = p.to_path_buf();
         move |e: std::io::Error| Error::io(&p, e)
@@ -174,7 +184,53 @@ fn write_files(net: &Network, dir: &Path, on: &mut impl FnMut(LoadEvent)) -> Res
     let mut f = crate::io::AtomicFile::create(&sgb)?;
     write_sgb(&mut f, &inst).map_err(io(&sgb))?;
     f.commit()?;
-    Ok([max, gz, bz, tbz, sgb])
+    drop(inst);
+    let nohint = match net {
+        Network::Grid(g) => {
+            let path = dir.join("g-nohint.max");
+            on(LoadEvent::Writing(&path));
+            let csr = Network::Csr(g.to_csr()?);
+            write_max_file(
+                &path,
+                &csr,
+                &["segcut bench --suite load: a grid without its hint"],
+            )?;
+            Some(path)
+        }
+        Network::Csr(_) => None,
+    };
+    Ok(([max, gz, bz, tbz, sgb], nohint))
+}
+
+/// Whether the `bzip2` program can be run here.
+fn bzip2_installed() -> bool {
+    use std::process::{Command, Stdio};
+    Command::new("bzip2")
+        .arg("--help")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// Runs the `bzip2` program on `path` into nothing; `Ok(false)` where it is not installed.
+fn bzip2_program(path: &Path) -> Result<bool> {
+    use std::process::{Command, Stdio};
+    let status = Command::new("bzip2")
+        .arg("-dc")
+        .arg(path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    match status {
+        Ok(s) if s.success() => Ok(true),
+        Ok(s) => Err(Error::Input {
+            file: path.display().to_string(),
+            msg: format!("bzip2 -dc failed ({s})"),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io(path, e)),
+    }
 }
 
 /// Writes each instance's files into `dir` (replacing earlier ones) and times loading them,
@@ -196,7 +252,7 @@ pub fn run(
         };
         let name = inst.to_string();
         let net = crate::gen::generate(spec)?;
-        let [max, gz, bz, tbz, sgb] = write_files(&net, dir, &mut on)?;
+        let ([max, gz, bz, tbz, sgb], nohint) = write_files(&net, dir, &mut on)?;
         drop(net);
         let size = |p: &Path| {
             std::fs::metadata(p)
@@ -250,13 +306,17 @@ pub fn run(
             drain(open(&max)?).map_err(io(&max))?;
             Ok((true, 0))
         })?;
-        for (what, path) in [
+        let mut formats = vec![
             (".max", &max),
             (".max.gz", &gz),
             (".max.bz2", &bz),
             (".tbz2", &tbz),
             (".sgb", &sgb),
-        ] {
+        ];
+        if let Some(p) = &nohint {
+            formats.insert(1, (".max without the grid hint", p));
+        }
+        for (what, path) in formats {
             row(what, path, runs, &mut || {
                 let net = load(path)?.network;
                 Ok((same(&net, &reference), network_bytes(&net)))
@@ -271,10 +331,29 @@ pub fn run(
             drain(bzip2::bufread::MultiBzDecoder::new(r)).map_err(io(&bz))?;
             Ok((true, 0))
         })?;
+        // The program itself, where it is installed (a missing one is said, not an error).
+        let bzip2_here = bzip2_installed();
+        if bzip2_here {
+            row(
+                "bzip2 -dc program, 1 thread (baseline)",
+                &bz,
+                1,
+                &mut || {
+                    bzip2_program(&bz)?;
+                    Ok((true, 0))
+                },
+            )?;
+        }
         row("read .sgb (baseline)", &sgb, runs, &mut || {
             drain(open(&sgb)?).map_err(io(&sgb))?;
             Ok((true, 0))
         })?;
+        if !bzip2_here {
+            on(LoadEvent::Missing(
+                &name,
+                "bzip2 -dc program (baseline): bzip2 is not installed here",
+            ));
+        }
     }
     Ok(records)
 }

@@ -514,6 +514,7 @@ fn run_load(args: &Args) -> Result<ExitCode> {
     let result = load::run(&instances, &dir, args.runs, |ev| match ev {
         LoadEvent::Writing(p) => pb.set_message(format!("writing {}", p.display())),
         LoadEvent::Timing(i, what) => pb.set_message(format!("{what} of {i}")),
+        LoadEvent::Missing(i, what) => pb.suspend(|| println!("| {i} | {what} | | | | | | | | |")),
         LoadEvent::Done(r) => pb.suspend(|| {
             println!(
                 "| {} | {} | {:.0} | {:.0} | {:.3} | {:.0} | {:.0} | {} | {} | {} |",

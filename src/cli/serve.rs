@@ -229,16 +229,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
 /// Hands the pages freed by evicted sessions back to the system: glibc keeps freed memory in
 /// its arenas otherwise, and a server's resident size would stay at its busiest.
 fn give_back_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        extern "C" {
-            fn malloc_trim(pad: usize) -> std::ffi::c_int;
-        }
-        // SAFETY: malloc_trim only releases free memory of the allocator's own arenas.
-        unsafe {
-            malloc_trim(0);
-        }
-    }
+    segcut::io::release_freed_memory();
 }
 
 /// Checks the bearer token on /api requests when the server has one (the page itself is

@@ -90,10 +90,15 @@ impl CsrGraph {
         if p.sink.len() != n || p.first.len() != n + 1 || p.sister.len() != m || p.cap.len() != m {
             return bad("array lengths disagree".into());
         }
-        if p.first[0] != 0 || p.first[n] as usize != m || p.first.windows(2).any(|w| w[0] > w[1]) {
+        // Every pass on every core: a loaded graph is checked at the speed it is read.
+        use rayon::prelude::*;
+        if p.first[0] != 0
+            || p.first[n] as usize != m
+            || p.first.par_windows(2).any(|w| w[0] > w[1])
+        {
             return bad("arc offsets do not rise from 0 to the arc count".into());
         }
-        if p.constant < 0 || p.source.iter().chain(&p.sink).any(|&c| c < 0) {
+        if p.constant < 0 || p.source.par_iter().chain(&p.sink).any(|&c| c < 0) {
             return bad("negative terminal capacity".into());
         }
         let check = |v: usize| -> std::result::Result<(), String> {
@@ -116,7 +121,6 @@ impl CsrGraph {
         };
         // Nodes checked on every core; the first bad node in order is reported, as a serial
         // check would.
-        use rayon::prelude::*;
         let first_bad = (0..n)
             .into_par_iter()
             .with_min_len(1 << 12)
@@ -238,6 +242,14 @@ impl FlowNetwork for CsrGraph {
     }
 }
 
+/// The new parts of a [`CsrBuilder`]'s pair arrays (see `CsrBuilder::append_pairs`).
+pub(crate) struct PairParts<'a> {
+    pub tail: &'a mut [u32],
+    pub head: &'a mut [u32],
+    pub cap: &'a mut [Cap],
+    pub rev: &'a mut [Cap],
+}
+
 /// Collects arcs and terminal capacities, then sorts them into a [`CsrGraph`].
 ///
 /// Every addition is checked: node indices in range, capacities non-negative, a pair's two
@@ -251,8 +263,10 @@ pub struct CsrBuilder {
     head: Vec<u32>,
     cap: Vec<Cap>,
     rev: Vec<Cap>,
-    source: Vec<i64>,
-    sink: Vec<i64>,
+    /// Summed terminal capacities, each kept within `Cap::MAX` as it grows (so they are the
+    /// graph's arrays as they are: 4 bytes a node, handed on without a copy).
+    source: Vec<Cap>,
+    sink: Vec<Cap>,
     constant: Flow,
     dropped: u64,
 }
@@ -393,13 +407,14 @@ impl CsrBuilder {
                     self.source = crate::io::try_vec(self.n, 0, "the graph's source capacities")?;
                 }
                 let s = &mut self.source[v as usize];
-                *s += cap as i64;
-                if *s > Cap::MAX as i64 {
+                let sum = i64::from(*s) + i64::from(cap);
+                if sum > Cap::MAX as i64 {
                     return Err(Error::Overflow(format!(
-                        "node {v}: total source capacity {s} exceeds {}",
+                        "node {v}: total source capacity {sum} exceeds {}",
                         Cap::MAX
                     )));
                 }
+                *s = sum as Cap;
             }
             (Vertex::Node(u), Vertex::Sink) => {
                 self.check_node(u)?;
@@ -407,13 +422,14 @@ impl CsrBuilder {
                     self.sink = crate::io::try_vec(self.n, 0, "the graph's sink capacities")?;
                 }
                 let t = &mut self.sink[u as usize];
-                *t += cap as i64;
-                if *t > Cap::MAX as i64 {
+                let sum = i64::from(*t) + i64::from(cap);
+                if sum > Cap::MAX as i64 {
                     return Err(Error::Overflow(format!(
-                        "node {u}: total sink capacity {t} exceeds {}",
+                        "node {u}: total sink capacity {sum} exceeds {}",
                         Cap::MAX
                     )));
                 }
+                *t = sum as Cap;
             }
             (Vertex::Source, Vertex::Sink) => {
                 self.constant = self.constant.checked_add(cap as i64).ok_or_else(|| {
@@ -426,15 +442,72 @@ impl CsrBuilder {
         Ok(())
     }
 
+    /// Room for `extra` more pairs at the end of the four arrays, zeroed on every core, for a
+    /// reader that fills them on many threads (each its own part, in pair order): the new parts
+    /// of tails, heads, capacities and reverse capacities. Refused (nothing added) past the
+    /// 32-bit arc index or where the memory cannot be had; the caller then adds the pairs one by
+    /// one with [`add_edge`](Self::add_edge), which says which.
+    pub(crate) fn append_pairs(&mut self, extra: usize) -> Option<PairParts<'_>> {
+        use rayon::prelude::*;
+        let len = self.head.len();
+        let total = len.checked_add(extra)?;
+        if total > 0 && 2 * total > (u32::MAX - 16) as usize {
+            return None;
+        }
+        self.tail.try_reserve(extra).ok()?;
+        self.head.try_reserve(extra).ok()?;
+        self.cap.try_reserve(extra).ok()?;
+        self.rev.try_reserve(extra).ok()?;
+        self.tail.par_extend(rayon::iter::repeat_n(0, extra));
+        self.head.par_extend(rayon::iter::repeat_n(0, extra));
+        self.cap.par_extend(rayon::iter::repeat_n(0, extra));
+        self.rev.par_extend(rayon::iter::repeat_n(0, extra));
+        Some(PairParts {
+            tail: &mut self.tail[len..],
+            head: &mut self.head[len..],
+            cap: &mut self.cap[len..],
+            rev: &mut self.rev[len..],
+        })
+    }
+
+    /// The summed source and sink capacities of every node, allocated if they are not yet
+    /// (`None` where the memory cannot be had), for a reader that adds to them on many threads.
+    /// The sums must stay within `Cap::MAX`, as [`add_arc`](Self::add_arc) checks.
+    pub(crate) fn terminal_sums_mut(&mut self) -> Option<(&mut [Cap], &mut [Cap])> {
+        for t in [&mut self.source, &mut self.sink] {
+            if t.is_empty() {
+                *t = crate::io::try_vec(self.n, 0, "the graph's terminal capacities").ok()?;
+            }
+        }
+        Some((&mut self.source, &mut self.sink))
+    }
+
+    /// Adds to the constant flow and the dropped arcs what a reader found on its own (see
+    /// [`append_pairs`](Self::append_pairs)); false, with nothing changed, if the constant
+    /// would pass `i64`.
+    pub(crate) fn add_counts(&mut self, constant: Flow, dropped: u64) -> bool {
+        match self.constant.checked_add(constant) {
+            Some(c) => {
+                self.constant = c;
+                self.dropped += dropped;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The arc pairs added so far, in order: tails, heads, capacities and reverse capacities.
     pub(crate) fn pairs(&self) -> (&[u32], &[u32], &[Cap], &[Cap]) {
         (&self.tail, &self.head, &self.cap, &self.rev)
     }
 
-    /// Node `v`'s summed source and sink capacities so far.
-    pub(crate) fn terminal_sums(&self, v: usize) -> (i64, i64) {
-        let get = |t: &[i64]| t.get(v).copied().unwrap_or(0);
-        (get(&self.source), get(&self.sink))
+    /// The summed source and sink capacities so far, taken out of the builder (empty where no
+    /// terminal arc came): for a reader that moves the arcs into a grid.
+    pub(crate) fn take_terminal_sums(&mut self) -> (Vec<Cap>, Vec<Cap>) {
+        (
+            std::mem::take(&mut self.source),
+            std::mem::take(&mut self.sink),
+        )
     }
 
     /// The summed capacity of source → sink arcs so far.
@@ -568,15 +641,14 @@ impl CsrBuilder {
             }
         });
         drop((side_a, side_b));
-        // Each total was checked against `Cap::MAX` as it grew.
-        let narrow = |t: Vec<i64>| -> Result<Vec<Cap>> {
+        // Each total was kept within `Cap::MAX` as it grew: the sums are the graph's arrays.
+        let narrow = |t: Vec<Cap>| -> Result<Vec<Cap>> {
+            if !t.is_empty() {
+                return Ok(t);
+            }
             let mut out = Vec::new();
             out.try_reserve_exact(n).map_err(|_| oom(n, 4))?;
-            if t.is_empty() {
-                out.resize(n, 0);
-            } else {
-                out.par_extend(t.par_iter().map(|&x| x as Cap));
-            }
+            out.par_extend(rayon::iter::repeat_n(0, n));
             Ok(out)
         };
         let source = narrow(source_sums)?;
@@ -620,7 +692,7 @@ impl CsrBuilder {
             cap[b as usize] = self.rev[i];
             sister[b as usize] = a;
         }
-        let term = |t: &[i64]| (0..n).map(|v| t.get(v).map_or(0, |&x| x as Cap)).collect();
+        let term = |t: &[Cap]| (0..n).map(|v| t.get(v).copied().unwrap_or(0)).collect();
         Ok(CsrGraph {
             first,
             head,

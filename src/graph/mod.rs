@@ -7,6 +7,7 @@
 mod csr;
 mod grid;
 
+pub(crate) use csr::PairParts;
 pub use csr::{CsrBuilder, CsrGraph, CsrParts, Vertex};
 pub use grid::{offset_step, valid_box, Connectivity, GridGraph};
 

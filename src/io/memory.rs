@@ -196,3 +196,20 @@ pub fn try_vec<T: Clone>(n: usize, value: T, what: &str) -> crate::Result<Vec<T>
     v.resize(n, value);
     Ok(v)
 }
+
+/// Hands the pages of freed memory back to the system. glibc keeps freed memory in its arenas,
+/// so a process's resident size stays at its busiest: a server after evicting sessions, or a
+/// benchmark measuring each load's peak from where the resident size stands before it. Does
+/// nothing elsewhere than Linux with glibc.
+pub fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        }
+        // SAFETY: malloc_trim only releases free memory of the allocator's own arenas.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}

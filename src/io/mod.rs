@@ -67,7 +67,9 @@ use crate::graph::Connectivity;
 use crate::{Error, Result};
 pub use image::{Image, ImageFormat, ImageMeta, Seed, Seeds};
 use memory::bytes_text;
-pub use memory::{budget_from, check_budget, memory_budget, try_reserve, try_vec, Budget};
+pub use memory::{
+    budget_from, check_budget, memory_budget, release_freed_memory, try_reserve, try_vec, Budget,
+};
 pub use output::{
     commit_all, output_format, stage, write_all_atomic, write_atomic, AtomicFile, Format,
     OutputPlan,

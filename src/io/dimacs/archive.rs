@@ -238,10 +238,17 @@ pub fn read_instances(
     let comp = compression_of_magic(raw.head()).unwrap_or_else(|| compression_of_name(&name));
     let data = Peeked::new(comp.decode(raw), 512);
     if is_tar_header(data.head()) || (has_ext(&name, TAR_EXT) && !looks_like_text(data.head())) {
-        return read_tar(&name, Box::new(data), comp, f);
+        return read_tar(path, &name, Box::new(data), comp, f);
     }
     let mut inst = if data.head().starts_with(SGB_MAGIC) {
-        read_sgb(data, &name)?
+        if cfg!(unix) && comp == Compression::None {
+            // Read again by position, on every core, into the final arrays.
+            drop(data);
+            let file = File::open(path).map_err(|e| Error::io(path, e))?;
+            read_sgb_at(&file, &name, opts)?
+        } else {
+            read_sgb(data, &name)?
+        }
     } else {
         // A file can be opened again, should the grid placement need a general reread.
         let reopen = || -> Result<Box<dyn Read>> {
@@ -264,6 +271,17 @@ pub fn read_instances(
     Ok(sols)
 }
 
+/// An uncompressed `.sgb` file read with positioned reads on every core.
+#[cfg(unix)]
+fn read_sgb_at(file: &File, name: &str, opts: &ReadOptions) -> Result<MaxInstance> {
+    super::binary::read_sgb_file(file, name, opts.progress.as_ref())
+}
+
+#[cfg(not(unix))]
+fn read_sgb_at(file: &File, name: &str, _: &ReadOptions) -> Result<MaxInstance> {
+    read_sgb(io::BufReader::new(file), name)
+}
+
 /// Whether the first bytes look like a DIMACS text file (printable ASCII and whitespace only),
 /// so that a `.max` misnamed `.tar` is still read as what it is.
 fn looks_like_text(head: &[u8]) -> bool {
@@ -275,6 +293,7 @@ fn looks_like_text(head: &[u8]) -> bool {
 
 /// The members of a tar stream, in order.
 fn read_tar(
+    path: &Path,
     name: &str,
     data: Box<dyn Read + '_>,
     outer: Compression,
@@ -314,6 +333,7 @@ fn read_tar(
             continue;
         }
         let size = entry.size();
+        let at = entry.raw_file_position();
         let exact = Exact {
             inner: entry,
             left: size,
@@ -338,7 +358,26 @@ fn read_tar(
                     ),
                 });
             }
-            let mut inst = parse_max(inner.decode(exact), &member_name, desc, None)?;
+            // The member can be had again (the archive opened anew, its data skipped up to the
+            // member's), should the grid placement need a general reread.
+            let reopen = || -> Result<Box<dyn Read>> {
+                let file = File::open(path).map_err(|e| Error::io(path, e))?;
+                let mut data = outer.decode(file);
+                let skipped = io::copy(&mut (&mut data).take(at), &mut io::sink())
+                    .map_err(|e| Error::io(path, e))?;
+                if skipped < at {
+                    return Err(Error::Input {
+                        file: name.to_string(),
+                        msg: "the archive changed while it was read".into(),
+                    });
+                }
+                let exact = Exact {
+                    inner: data.take(size),
+                    left: size,
+                };
+                Ok(inner.decode(exact))
+            };
+            let mut inst = parse_max(inner.decode(exact), &member_name, desc, Some(&reopen))?;
             inst.expected_flow = sols.get(&key).copied();
             inst.member = Some(member.clone());
             f(inst)?;

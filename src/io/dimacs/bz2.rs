@@ -54,14 +54,25 @@ impl Bits {
             self.push_bit(bit_at(src, p));
             p += 1;
         }
-        // Now byte aligned on our side: take 8 bits at a time from any offset of the source.
+        // Now byte aligned on our side: take 8 bits at a time from any offset of the source,
+        // in one pass the compiler can vectorise (this runs over every compressed byte).
         let shift = (p % 8) as u32;
-        while p + 8 <= to {
+        let whole = (to - p) / 8;
+        if whole > 0 {
             let i = (p / 8) as usize;
-            let hi = u16::from(src[i]) << 8 | u16::from(src.get(i + 1).copied().unwrap_or(0));
-            self.bytes.push((hi >> (8 - shift)) as u8);
-            self.len += 8;
-            p += 8;
+            let n = whole as usize;
+            // Byte `k` takes the low bits of `src[i + k]` and the high bits of the next one
+            // (which may lie past `src`'s end only when no bit of it is used).
+            let last = src.get(i + n).copied().unwrap_or(0);
+            self.bytes.reserve(n);
+            self.bytes.extend(
+                src[i..i + n]
+                    .iter()
+                    .zip(src[i + 1..i + n].iter().chain(std::iter::once(&last)))
+                    .map(|(&a, &b)| ((u16::from(a) << 8 | u16::from(b)) >> (8 - shift)) as u8),
+            );
+            self.len += 8 * whole;
+            p += 8 * whole;
         }
         while p < to {
             self.push_bit(bit_at(src, p));
@@ -93,6 +104,28 @@ fn bits_at(src: &[u8], p: u64, n: u32) -> Option<u64> {
     Some(v >> (64 - n))
 }
 
+/// A bit per 16-bit value: whether bytes 1 and 2 of a 64-bit word starting with a magic at bit
+/// offset 0..8 can be that value ([`find_magic`]'s quick test).
+static MAGIC_PROBES: [u8; 8192] = magic_probes();
+
+const fn magic_probes() -> [u8; 8192] {
+    let mut t = [0u8; 8192];
+    let magics = [BLOCK_MAGIC, END_MAGIC];
+    let mut m = 0;
+    while m < 2 {
+        let mut s = 0;
+        while s < 8 {
+            // The magic at bits [16 - s, 64 - s) of the word; bytes 1 and 2 are bits 40..56.
+            let w = magics[m] << (16 - s);
+            let v = ((w >> 40) & 0xffff) as usize;
+            t[v >> 3] |= 1 << (v & 7);
+            s += 1;
+        }
+        m += 1;
+    }
+    t
+}
+
 /// The first bit offset `>= from` where either magic starts, with which one; `None` if there is
 /// none in `src` (the last 47 bits may still start one once more bytes come).
 fn find_magic(src: &[u8], from: u64) -> Option<(u64, bool)> {
@@ -108,6 +141,13 @@ fn find_magic(src: &[u8], from: u64) -> Option<(u64, bool)> {
     }
     let mut i = (p / 8) as usize;
     while i + 8 <= src.len() {
+        // Bytes 1 and 2 of the word lie inside the magic whatever its bit offset: a magic can
+        // start in byte `i` only where they are one of 16 values (two magics, eight offsets).
+        let probe = u16::from_be_bytes([src[i + 1], src[i + 2]]);
+        if MAGIC_PROBES[usize::from(probe >> 3)] & (1 << (probe & 7)) == 0 {
+            i += 1;
+            continue;
+        }
         let w = u64::from_be_bytes(src[i..i + 8].try_into().expect("8 bytes"));
         for s in 0..8u32 {
             let v = (w >> (16 - s)) & MASK48;

@@ -43,6 +43,55 @@ pub(super) fn infer_grid(
     }
 }
 
+/// Whether [`infer_grid`], given the whole file as a CSR graph, would give `g`: a 2D grid whose
+/// arcs were placed by a width guessed from the first arcs ([`super::reader`] places such
+/// files straight into the grid and asks for a general read where this says no). The
+/// inference takes the smallest id offset `W0` above 1 of an arc with capacity, tries widths
+/// `W0` and `W0 + 1` (whole rows, at least two), and gives the grid only when exactly one
+/// holds every arc; `g` holds them at its own width, so it is the answer when that width is a
+/// candidate and the other candidate does not hold them too.
+pub(super) fn inference_agrees(g: &GridGraph) -> bool {
+    use rayon::prelude::*;
+    let [w, h, d] = g.dims();
+    let conn = g.connectivity();
+    if d != 1 || conn.is_3d() {
+        return false;
+    }
+    let n = w * h;
+    let used: Vec<usize> = (0..conn.degree())
+        .filter(|&k| g.caps(k).par_iter().any(|&c| c > 0))
+        .collect();
+    let offset = |k: usize| {
+        let [dx, dy, _] = conn.offsets()[k];
+        (i64::from(dx) + i64::from(dy) * w as i64).unsigned_abs() as usize
+    };
+    let Some(w0) = used.iter().map(|&k| offset(k)).filter(|&o| o > 1).min() else {
+        return false;
+    };
+    let widths: Vec<usize> = [w0, w0 + 1]
+        .into_iter()
+        .filter(|&x| x >= 2 && n.is_multiple_of(x) && n / x >= 2)
+        .collect();
+    if !widths.contains(&w) {
+        return false;
+    }
+    // The other candidate must not hold every arc (that would be ambiguous: general).
+    widths.iter().filter(|&&x| x != w).all(|&other| {
+        !used.iter().all(|&k| {
+            g.caps(k).par_iter().enumerate().all(|(v, &c)| {
+                if c == 0 {
+                    return true;
+                }
+                let Some(u) = g.neighbor(v, k) else {
+                    return false;
+                };
+                let (xv, yv, xu, yu) = (v % other, v / other, u % other, u / other);
+                xv.abs_diff(xu) <= 1 && yv.abs_diff(yu) <= 1
+            })
+        })
+    })
+}
+
 /// The grid and its dimensions, or why there is none.
 fn infer(
     csr: &CsrGraph,
@@ -63,11 +112,12 @@ fn infer(
         return Err("a direct source -> sink arc has no grid form".into());
     }
     let n = csr.num_nodes();
-    let total = arcs_with_capacity(csr);
+    let counts = Offsets::count(csr);
+    let total = counts.total;
     if total == 0 {
         return Err("no grid structure (no arcs between nodes)".into());
     }
-    let Some(w0) = min_offset_above(csr, 1) else {
+    let Some(w0) = counts.min_above(1) else {
         return Err("no grid structure (every arc joins consecutive ids: no row width)".into());
     };
     // W itself (N4, or N8 with no up-right diagonal) or W - 1 (N8's up-right diagonal).
@@ -77,7 +127,7 @@ fn infer(
         .filter(|&&w| n.is_multiple_of(w) && n / w >= 2)
         .map(|&w| [w, n / w, 1])
         .collect();
-    let fits = fitting(csr, &flat, false);
+    let fits = fitting(csr, &counts, &flat, false);
     if let [(dims, _), (other, _)] = &fits[..] {
         return Err(format!(
             "no grid structure (widths {} and {} both hold the arcs: ambiguous)",
@@ -87,10 +137,10 @@ fn infer(
     if let Some((dims, g)) = fits.into_iter().next() {
         return Ok((g, dims));
     }
-    let volumes = volume_candidates(csr, &widths, n);
-    let mut fits = fitting(csr, &volumes, true);
+    let volumes = volume_candidates(&counts, &widths, n);
+    let mut fits = fitting(csr, &counts, &volumes, true);
     match fits.len() {
-        0 => Err(describe_misfit(csr, w0, &volumes, total)),
+        0 => Err(describe_misfit(csr, &counts, w0, &volumes)),
         1 => {
             let (dims, g) = fits.remove(0);
             dense_enough(g, dims, total)
@@ -128,9 +178,19 @@ fn dense_enough(
 }
 
 /// The candidates (at most two are needed to call it ambiguous) whose grid holds every arc.
-fn fitting(csr: &CsrGraph, candidates: &[[usize; 3]], is_3d: bool) -> Vec<([usize; 3], GridGraph)> {
+/// A candidate whose neighbour offsets do not cover every arc cannot hold them and is passed
+/// over without building its grid (a random sparse graph is refused in one counting pass).
+fn fitting(
+    csr: &CsrGraph,
+    counts: &Offsets,
+    candidates: &[[usize; 3]],
+    is_3d: bool,
+) -> Vec<([usize; 3], GridGraph)> {
     let mut fits = Vec::new();
     for &dims in candidates {
+        if counts.at_most_grid_arcs(dims) < counts.total {
+            continue;
+        }
         if let Some(g) = grid_of(csr, dims, is_3d) {
             fits.push((dims, g));
             if fits.len() == 2 {
@@ -144,10 +204,10 @@ fn fitting(csr: &CsrGraph, candidates: &[[usize; 3]], is_3d: bool) -> Vec<([usiz
 /// `W × H × D` volumes (`H, D ≥ 2`) that the offsets suggest for each candidate width: the
 /// smallest offset beyond the 2D neighbourhood is `W·H + dy·W + dx` for some `dx, dy ∈ {-1,
 /// 0, 1}` (only `W·H` itself when 6-connected).
-fn volume_candidates(csr: &CsrGraph, widths: &[usize], n: usize) -> Vec<[usize; 3]> {
+fn volume_candidates(counts: &Offsets, widths: &[usize], n: usize) -> Vec<[usize; 3]> {
     let mut out: Vec<[usize; 3]> = Vec::new();
     for &w in widths {
-        if let Some(p0) = min_offset_above(csr, w + 1) {
+        if let Some(p0) = counts.min_above(w + 1) {
             for dims in planes_around(p0, w, n) {
                 if !out.contains(&dims) {
                     out.push(dims);
@@ -182,60 +242,121 @@ fn planes_around(offset: usize, w: usize, n: usize) -> Vec<[usize; 3]> {
     out
 }
 
-/// How many arcs with capacity have each id offset `|u - v|`.
-fn offset_counts(csr: &CsrGraph) -> std::collections::HashMap<usize, u64> {
-    let (heads, caps) = (csr.heads(), csr.caps());
-    let mut counts = std::collections::HashMap::new();
-    for v in 0..csr.num_nodes() {
-        for a in csr.arcs_of(v) {
-            if caps[a] > 0 {
-                *counts.entry((heads[a] as usize).abs_diff(v)).or_insert(0) += 1;
-            }
-        }
-    }
-    counts
+/// How many arcs with capacity have each id offset `|u - v|` (offsets run below the node
+/// count, so one dense array of counts, 4 bytes a node, filled on every core), and their total.
+/// Every question the inference asks of the offsets is answered from it rather than by another
+/// pass over the arcs.
+struct Offsets {
+    counts: Vec<u32>,
+    total: u64,
 }
 
-/// Arcs with capacity between non-terminal nodes.
-fn arcs_with_capacity(csr: &CsrGraph) -> u64 {
-    csr.caps().iter().filter(|&&c| c > 0).count() as u64
-}
+/// Nodes per task of the passes over the arcs.
+const CHUNK: usize = 1 << 14;
 
-/// The smallest id offset `|u - v|` above `k` of an arc with capacity.
-fn min_offset_above(csr: &CsrGraph, k: usize) -> Option<usize> {
-    let (heads, caps) = (csr.heads(), csr.caps());
-    let mut best: Option<usize> = None;
-    for v in 0..csr.num_nodes() {
-        for a in csr.arcs_of(v) {
-            let off = (heads[a] as usize).abs_diff(v);
-            if caps[a] > 0 && off > k && best.is_none_or(|m| off < m) {
-                best = Some(off);
+impl Offsets {
+    fn count(csr: &CsrGraph) -> Self {
+        use rayon::prelude::*;
+        use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+        let n = csr.num_nodes();
+        let (heads, caps) = (csr.heads(), csr.caps());
+        let cells: Vec<AtomicU32> = (0..n.max(1))
+            .into_par_iter()
+            .map(|_| AtomicU32::new(0))
+            .collect();
+        let total = (0..n.div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|c| {
+                let mut total = 0u64;
+                for v in c * CHUNK..((c + 1) * CHUNK).min(n) {
+                    for a in csr.arcs_of(v) {
+                        if caps[a] > 0 {
+                            cells[(heads[a] as usize).abs_diff(v)].fetch_add(1, Relaxed);
+                            total += 1;
+                        }
+                    }
+                }
+                total
+            })
+            .sum();
+        let counts = cells.into_par_iter().map(AtomicU32::into_inner).collect();
+        Offsets { counts, total }
+    }
+
+    /// The smallest offset above `k` of an arc with capacity.
+    fn min_above(&self, k: usize) -> Option<usize> {
+        use rayon::prelude::*;
+        let from = (k + 1).min(self.counts.len());
+        self.counts[from..]
+            .par_iter()
+            .position_first(|&c| c > 0)
+            .map(|i| from + i)
+    }
+
+    /// The most frequent offset above `k` (the smallest of those tied).
+    fn mode_above(&self, k: usize) -> Option<usize> {
+        use rayon::prelude::*;
+        let from = (k + 1).min(self.counts.len());
+        self.counts[from..]
+            .par_iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(i, &c)| (c, std::cmp::Reverse(from + i)))
+            .max()
+            .map(|(_, std::cmp::Reverse(off))| off)
+    }
+
+    /// An upper bound on [`grid_arcs`] for `dims`: the arcs whose offset is one a grid
+    /// neighbour of that size can have (`|dx + dy·W + dz·W·H|`, each step in `-1..=1`).
+    fn at_most_grid_arcs(&self, [w, h, _]: [usize; 3]) -> u64 {
+        let plane = w.saturating_mul(h) as i128;
+        let mut offs: Vec<usize> = Vec::with_capacity(27);
+        for dz in -1i128..=1 {
+            for dy in -1i128..=1 {
+                for dx in -1i128..=1 {
+                    let off = (dx + dy * w as i128 + dz * plane).unsigned_abs();
+                    if let Ok(off) = usize::try_from(off) {
+                        offs.push(off);
+                    }
+                }
             }
         }
+        offs.sort_unstable();
+        offs.dedup();
+        offs.iter()
+            .filter_map(|&o| self.counts.get(o))
+            .map(|&c| u64::from(c))
+            .sum()
     }
-    best
 }
 
 /// How many arcs with capacity join nodes within one step on every axis of a `dims` grid
 /// (rows may be incomplete: the last is then partial).
 fn grid_arcs(csr: &CsrGraph, [w, h, _]: [usize; 3]) -> u64 {
+    use rayon::prelude::*;
     let (heads, caps) = (csr.heads(), csr.caps());
     let plane = w.saturating_mul(h);
     let coords = |v: usize| [v % w, (v / w) % h, v / plane];
-    let mut fit = 0;
-    for v in 0..csr.num_nodes() {
-        let p = coords(v);
-        for a in csr.arcs_of(v) {
-            if caps[a] == 0 {
-                continue;
+    let n = csr.num_nodes();
+    (0..n.div_ceil(CHUNK))
+        .into_par_iter()
+        .map(|c| {
+            let mut fit = 0;
+            for v in c * CHUNK..((c + 1) * CHUNK).min(n) {
+                let p = coords(v);
+                for a in csr.arcs_of(v) {
+                    if caps[a] == 0 {
+                        continue;
+                    }
+                    let q = coords(heads[a] as usize);
+                    if p.iter().zip(&q).all(|(a, b)| a.abs_diff(*b) <= 1) {
+                        fit += 1;
+                    }
+                }
             }
-            let q = coords(heads[a] as usize);
-            if p.iter().zip(&q).all(|(a, b)| a.abs_diff(*b) <= 1) {
-                fit += 1;
-            }
-        }
-    }
-    fit
+            fit
+        })
+        .sum()
 }
 
 fn size_text([w, h, d]: [usize; 3], is_3d: bool) -> String {
@@ -250,21 +371,15 @@ fn size_text([w, h, d]: [usize; 3], is_3d: bool) -> String {
 /// how many it misses. Candidates: the width `w` read off the smallest offset, the `volumes`
 /// tried, and, because one stray short arc spoils the smallest offset, the sizes suggested by
 /// the most frequent offsets.
-fn describe_misfit(csr: &CsrGraph, w: usize, volumes: &[[usize; 3]], total: u64) -> String {
+fn describe_misfit(csr: &CsrGraph, counts: &Offsets, w: usize, volumes: &[[usize; 3]]) -> String {
     let n = csr.num_nodes();
+    let total = counts.total;
     // The candidates detection tried first; the ones from frequent offsets may win only when
     // they miss an arc: one that holds every arc is a shape detection does not try (e.g. a
     // tiny graph that fits some 8-connected grid), and naming it would contradict the answer.
     let mut cands: Vec<([usize; 3], bool, bool)> = vec![([w, n.div_ceil(w), 1], false, true)];
     cands.extend(volumes.iter().map(|&d| (d, true, true)));
-    let counts = offset_counts(csr);
-    let mode_above = |k: usize| {
-        counts
-            .iter()
-            .filter(|(&off, _)| off > k)
-            .max_by_key(|(&off, &c)| (c, std::cmp::Reverse(off)))
-            .map(|(&off, _)| off)
-    };
+    let mode_above = |k: usize| counts.mode_above(k);
     if let Some(wm) = mode_above(1) {
         // The most frequent offset is W, or W ± 1 for 8-connected grids.
         for cand in [wm - 1, wm, wm + 1] {
@@ -282,6 +397,12 @@ fn describe_misfit(csr: &CsrGraph, w: usize, volumes: &[[usize; 3]], total: u64)
     }
     let mut best: (u64, usize, Option<[usize; 3]>) = (0, w, None);
     for (dims, is_3d, tried) in cands {
+        // A candidate that cannot reach half the arcs never decides the answer (below half it
+        // is "no grid structure", and any candidate at half or more beats it): skip its pass.
+        let bound = counts.at_most_grid_arcs(dims);
+        if 2 * bound < total || bound <= best.0 {
+            continue;
+        }
         let fit = grid_arcs(csr, dims);
         if fit > best.0 && (tried || fit < total) {
             best = (fit, dims[0], is_3d.then_some(dims));

@@ -83,8 +83,11 @@ pub(super) struct GridPlace {
     /// Direction index in `large` of each slot `(dx+1) + 3(dy+1) + 9(dz+1)` of the 3×3×3 cube.
     dir_of_slot: [u8; 27],
     caps: Vec<Vec<AtomicI32>>,
+    /// Empty until [`GridPlace::adopt_terminals`].
     source: Vec<AtomicI32>,
     sink: Vec<AtomicI32>,
+    /// Pixels.
+    n: usize,
 }
 
 /// `n` zeroed cells, written on every core, or `None` where the memory cannot be had.
@@ -136,8 +139,9 @@ impl GridPlace {
             large,
             dir_of_slot,
             caps,
-            source: zeros(n)?,
-            sink: zeros(n)?,
+            source: Vec::new(),
+            sink: Vec::new(),
+            n,
         })
     }
 
@@ -236,7 +240,7 @@ impl GridPlace {
 
     /// Allocates the diagonal directions in `dirs` not yet held; false where memory runs out.
     pub fn ensure(&mut self, dirs: u32) -> bool {
-        let n = self.source.len();
+        let n = self.n;
         for d in 0..self.large.degree() {
             if dirs & (1 << d) != 0 && self.caps[d].is_empty() {
                 match zeros(n) {
@@ -263,8 +267,8 @@ impl GridPlace {
         })
     }
 
-    /// Adds what a builder holds (the arcs read before the grid was set up): false where the
-    /// grid cannot hold them.
+    /// Adds the arc pairs a builder holds (the arcs read before the grid was set up): false
+    /// where the grid cannot hold them. Its terminal sums come by [`Self::adopt_terminals`].
     pub fn add_builder(&mut self, b: &CsrBuilder) -> bool {
         if b.constant() != 0 {
             return false;
@@ -283,11 +287,29 @@ impl GridPlace {
                 }
             }
         }
-        (0..self.source.len()).all(|v| {
-            let (s, t) = b.terminal_sums(v);
-            // Each sum was checked against `Cap::MAX` by the builder.
-            add(&self.source[v], s as Cap) && add(&self.sink[v], t as Cap)
-        })
+        true
+    }
+
+    /// Takes a builder's summed terminal capacities (each within `Cap::MAX`) as the grid's own,
+    /// converted in place; empty ones become zeros. False only where zeros cannot be had (and
+    /// then nothing was given).
+    pub fn adopt_terminals(&mut self, (source, sink): (Vec<Cap>, Vec<Cap>)) -> bool {
+        let n = self.n;
+        let own = |t: Vec<Cap>| -> Option<Vec<AtomicI32>> {
+            if t.len() == n {
+                // In place: an atomic has the layout of its integer.
+                Some(t.into_iter().map(AtomicI32::new).collect())
+            } else {
+                zeros(n)
+            }
+        };
+        match (own(source), own(sink)) {
+            (Some(s), Some(t)) => {
+                (self.source, self.sink) = (s, t);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Adds one node-to-node arc held back for its reverse when the grid was set up.
@@ -308,7 +330,7 @@ impl GridPlace {
             .iter()
             .any(|c| !c.is_empty());
         let conn = if diagonal { self.large } else { self.small };
-        let n = self.source.len();
+        let n = self.n;
         // In place: an atomic has the layout of its integer.
         let plain =
             |c: Vec<AtomicI32>| -> Vec<Cap> { c.into_iter().map(AtomicI32::into_inner).collect() };

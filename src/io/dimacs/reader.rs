@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use super::grid::grid_of;
 use super::place::{FastArc, GridPlace, Link};
 use super::{infer, Layout, MaxInstance, ReadOptions};
-use crate::graph::{Cap, CsrBuilder, Network, Vertex, MAX_NODES};
+use crate::graph::{Cap, CsrBuilder, Network, PairParts, Vertex, MAX_NODES};
 use crate::io::escape_text;
 use crate::io::memory::bytes_text;
 use crate::progress::ReadProgress;
@@ -261,7 +261,20 @@ struct MaxParser<'a> {
     paired: u64,
     /// Whether arcs go straight into a grid (see [`super::place`]).
     grid: GridMode,
+    /// The grid the arcs are placed into, and whether its size was inferred from the arc
+    /// offsets (no hint) rather than read off the hint.
+    placed: Option<([usize; 3], bool, bool)>,
+    /// Without a hint: the builder's pairs looked at so far for the row width, and the
+    /// smallest id offset above 1 among them (see [`MaxParser::guess_grid`]).
+    width_scan: usize,
+    width_seen: Option<usize>,
+    width_count: usize,
 }
+
+/// Arc pairs with an offset above 1 to see before a grid is guessed from them (a file that
+/// lists its arcs row by row shows its width in the first rows; a guess that turns out wrong
+/// costs a second read).
+const GUESS_AFTER: usize = if cfg!(test) { 1 } else { 4096 };
 
 /// How a parser stores arcs.
 enum GridMode {
@@ -617,16 +630,8 @@ impl<'a> MaxParser<'a> {
             .expect("builder exists after the p line");
         b.add_arc(from, to, cap).map_err(|e| {
             let msg = match (from, e) {
-                (Vertex::Source, Error::Overflow(_)) => format!(
-                    "the source arcs into node {v_id} add up to more than {}, the largest \
-                     supported capacity",
-                    Cap::MAX
-                ),
-                (_, Error::Overflow(_)) => format!(
-                    "the sink arcs out of node {u_id} add up to more than {}, the largest \
-                     supported capacity",
-                    Cap::MAX
-                ),
+                (Vertex::Source, Error::Overflow(_)) => terminal_overflow(true, v_id),
+                (_, Error::Overflow(_)) => terminal_overflow(false, u_id),
                 (_, e) => e.to_string(),
             };
             self.err_at(line, msg)
@@ -657,49 +662,269 @@ impl<'a> MaxParser<'a> {
             .map_err(|e| self.err_at(line, e.to_string()))
     }
 
+    /// Applies a run of pieces of plain arc lines to the builder on every core: each piece is
+    /// scanned on its own (ids in range, the reverse-arc pairing from both ways its first arc can
+    /// go, terminal arcs), the pairing is stitched in file order, and the pairs are written into
+    /// the builder's arrays at their places in file order, so the builder ends as the serial
+    /// apply leaves it. False, with nothing changed, where the run needs the serial apply (not
+    /// ready yet, an id out of range, a pair that overflows, too many arc lines, no memory):
+    /// that gives the error with its line. A terminal sum past `Cap::MAX` is the one error found
+    /// here, at the first line where a sum passes it, as the serial apply would find it.
+    fn apply_general(&mut self, pieces: &[Piece]) -> Result<bool> {
+        use rayon::prelude::*;
+        let (Some(p), Some((s, _)), Some((t, _)), Some(builder)) =
+            (self.problem, self.source, self.sink, self.builder.as_ref())
+        else {
+            return Ok(false);
+        };
+        if !self.early.is_empty() || matches!(self.grid, GridMode::On(..)) {
+            return Ok(false);
+        }
+        let arcs: u64 = pieces.iter().map(|pc| pc.arcs.len() as u64).sum();
+        if arcs == 0 || self.arcs_seen + arcs > p.arcs {
+            return Ok(false);
+        }
+        let map = VertexMap::new(s, t);
+        let scans: Vec<GeneralScan> = pieces
+            .par_iter()
+            .map(|pc| GeneralScan::of(&pc.arcs, p.nodes, map))
+            .collect();
+        if scans.iter().any(|sc| !sc.in_range) {
+            return Ok(false);
+        }
+        // The pairing stitched in file order: where each piece's pairs go, and what it starts
+        // with (the arc held before it, and whether its first arc is that arc's reverse).
+        struct Plan {
+            len: usize,
+            held: Option<Link>,
+            skip_first: bool,
+        }
+        let mut plans = Vec::with_capacity(pieces.len());
+        let mut held = self.held;
+        let (mut at, mut paired) = (builder.num_pairs(), 0u64);
+        let mut base = self.line;
+        for (pc, sc) in pieces.iter().zip(&scans) {
+            let line0 = base;
+            base += pc.lines;
+            let incoming = held.map(|h| Link {
+                u: h.u,
+                v: h.v,
+                cap: h.cap,
+            });
+            if pc.arcs.is_empty() {
+                plans.push(Plan {
+                    len: 0,
+                    held: None,
+                    skip_first: false,
+                });
+                continue; // what is held waits across blank and comment lines
+            }
+            let skip_first = match (incoming, sc.first) {
+                (Some(h), Some(l)) if l.pairs_with(h) => {
+                    if !l.pair_fits(h) {
+                        return Ok(false);
+                    }
+                    true
+                }
+                _ => false,
+            };
+            let chain = if skip_first {
+                &sc.skip_first
+            } else {
+                &sc.fresh
+            };
+            if !chain.fits {
+                return Ok(false);
+            }
+            let len = usize::from(incoming.is_some()) + chain.pairs;
+            plans.push(Plan {
+                len,
+                held: incoming,
+                skip_first,
+            });
+            at += len;
+            paired += chain.paired + u64::from(skip_first);
+            held = chain.held.map(|i| {
+                let a = pc.arcs[i];
+                let (Vertex::Node(u), Vertex::Node(v)) = (map.of(a.u), map.of(a.v)) else {
+                    unreachable!("only arcs between nodes are held")
+                };
+                Held {
+                    u,
+                    v,
+                    cap: a.cap,
+                    u_id: u64::from(a.u),
+                    v_id: u64::from(a.v),
+                    line: line0 + u64::from(a.line) + 1,
+                }
+            });
+        }
+        let (constant, dropped) = scans
+            .iter()
+            .fold((0i64, 0u64), |(c, d), sc| (c + sc.constant, d + sc.dropped));
+        let terminals = scans.iter().any(|sc| !sc.terminals.is_empty());
+        if builder.constant().checked_add(constant).is_none() {
+            return Ok(false); // past i64 only after 2^32 full arcs: the serial apply says so
+        }
+        // Nothing has changed so far; from here on the builder is written.
+        let builder = self.builder.as_mut().expect("checked above");
+        if terminals && builder.terminal_sums_mut().is_none() {
+            return Ok(false);
+        }
+        let first_pair = builder.num_pairs();
+        let Some(parts) = builder.append_pairs(at - first_pair) else {
+            return Ok(false);
+        };
+        let mut jobs = Vec::with_capacity(pieces.len());
+        let PairParts {
+            mut tail,
+            mut head,
+            mut cap,
+            mut rev,
+        } = parts;
+        for (pc, plan) in pieces.iter().zip(&plans) {
+            let (t0, t1) = std::mem::take(&mut tail).split_at_mut(plan.len);
+            let (h0, h1) = std::mem::take(&mut head).split_at_mut(plan.len);
+            let (c0, c1) = std::mem::take(&mut cap).split_at_mut(plan.len);
+            let (r0, r1) = std::mem::take(&mut rev).split_at_mut(plan.len);
+            (tail, head, cap, rev) = (t1, h1, c1, r1);
+            jobs.push((pc, plan, t0, h0, c0, r0));
+        }
+        jobs.into_par_iter().for_each(|(pc, plan, t, h, c, r)| {
+            let mut k = 0;
+            let mut put = |l: Link, rev_cap: Cap| {
+                (t[k], h[k], c[k], r[k]) = (l.u, l.v, l.cap, rev_cap);
+                k += 1;
+            };
+            let from = match (plan.held, plan.skip_first) {
+                (Some(l), true) => {
+                    put(l, pc.arcs[0].cap);
+                    1
+                }
+                (Some(l), false) => {
+                    put(l, 0);
+                    0
+                }
+                (None, _) => 0,
+            };
+            if plan.len > 0 {
+                pair_chain(&pc.arcs[from..], map, &mut put);
+            }
+            debug_assert_eq!(k, plan.len, "the write follows the scan");
+        });
+        if terminals {
+            let (source, sink) = builder.terminal_sums_mut().expect("allocated above");
+            let first_bad = add_terminals(source, sink, pieces, &scans, self.line);
+            if let Some((line, is_source, id)) = first_bad {
+                return Err(self.err_at(line, terminal_overflow(is_source, id)));
+            }
+        }
+        let added = builder.add_counts(constant, dropped);
+        debug_assert!(added && builder.num_pairs() == at, "checked above");
+        self.paired += paired;
+        self.held = held;
+        self.arcs_seen += arcs;
+        self.line = base;
+        Ok(true)
+    }
+
     /// Moves to the grid placement once the file is known to be a grid in segcut's layout
     /// (the hint, `N` = pixels + 2, source 1, sink 2), carrying over the arcs read so far;
-    /// gives it up for good where the file cannot be one.
+    /// gives it up for good where the file cannot be one. Without a hint, the grid is guessed
+    /// from the arcs read so far ([`Self::guess_grid`]) and checked at the end against what
+    /// the inference from the whole file would find.
     fn try_grid(&mut self) {
         if !matches!(self.grid, GridMode::Maybe) {
             return;
         }
-        let (Some(p), Some((source, _)), Some((sink, _)), Some((dims, is_3d))) =
-            (self.problem, self.source, self.sink, self.hint)
+        let (Some(p), Some((source, _)), Some((sink, _))) = (self.problem, self.source, self.sink)
         else {
             return; // not known yet
         };
-        let builder = self
-            .builder
-            .as_ref()
-            .expect("builder exists after the p line");
-        let pixels_fit = dims
-            .iter()
-            .try_fold(1u64, |n, &x| n.checked_mul(x as u64))
-            .and_then(|n| n.checked_add(2))
-            == Some(p.nodes);
+        let (candidates, is_3d, inferred) = match self.hint {
+            Some((dims, is_3d)) => (vec![dims], is_3d, false),
+            None => match self.guess_grid(p.nodes) {
+                Some(c) if c.is_empty() => {
+                    self.grid = GridMode::Off;
+                    return;
+                }
+                Some(c) => (c, false, true),
+                None => return, // not enough arcs yet
+            },
+        };
         // Past this many arc lines the builder could refuse the pair count: leave it to it.
         let arcs_fit = p.arcs < u64::from(u32::MAX - 16) / 2 - 1;
-        let place = (pixels_fit && arcs_fit && (source, sink) == (1, 2) && self.early.is_empty())
-            .then(|| GridPlace::new(dims, is_3d, p.nodes))
-            .flatten();
-        let Some(mut place) = place else {
-            self.grid = GridMode::Off;
-            return;
-        };
+        let layout_fits = arcs_fit && (source, sink) == (1, 2) && self.early.is_empty();
         let held = self.held.map(|h| Link {
             u: h.u,
             v: h.v,
             cap: h.cap,
         });
-        if !place.add_builder(builder) || held.is_some_and(|l| !place.add_link(l)) {
-            self.grid = GridMode::Off;
+        for dims in candidates {
+            let builder = self
+                .builder
+                .as_mut()
+                .expect("builder exists after the p line");
+            let pixels_fit = dims
+                .iter()
+                .try_fold(1u64, |n, &x| n.checked_mul(x as u64))
+                .and_then(|n| n.checked_add(2))
+                == Some(p.nodes);
+            let place = (pixels_fit && layout_fits)
+                .then(|| GridPlace::new(dims, is_3d, p.nodes))
+                .flatten();
+            let Some(mut place) = place else {
+                continue;
+            };
+            if !place.add_builder(builder) || held.is_some_and(|l| !place.add_link(l)) {
+                continue;
+            }
+            // The terminal sums move into the grid as they are (no second copy held).
+            if !place.adopt_terminals(builder.take_terminal_sums()) {
+                continue; // none were held: nothing is lost
+            }
+            let dropped = builder.dropped();
+            self.held = None;
+            self.builder = None;
+            self.placed = Some((dims, is_3d, inferred));
+            self.grid = GridMode::On(Box::new(place), held, dropped);
             return;
         }
-        let dropped = builder.dropped();
-        self.held = None;
-        self.builder = None;
-        self.grid = GridMode::On(Box::new(place), held, dropped);
+        self.grid = GridMode::Off;
+    }
+
+    /// The 2D grids a file without a hint may be, from the pairs the builder holds: widths `W`
+    /// and `W + 1` for the smallest id offset `W` above 1 (as [`super::infer`] reads them off
+    /// the whole file), those that make whole rows. `None` until enough pairs are seen; empty
+    /// where the file cannot be placed (terminals elsewhere than ids 1 and 2, whose grids the
+    /// inference finds in other id layouts).
+    fn guess_grid(&mut self, nodes: u64) -> Option<Vec<[usize; 3]>> {
+        if (self.source.map(|x| x.0), self.sink.map(|x| x.0)) != (Some(1), Some(2)) {
+            return Some(Vec::new());
+        }
+        let b = self.builder.as_ref()?;
+        let (tails, heads, caps, revs) = b.pairs();
+        // Only the pairs added since the last look.
+        for i in self.width_scan.min(tails.len())..tails.len() {
+            let off = tails[i].abs_diff(heads[i]) as usize;
+            if off > 1 && (caps[i] > 0 || revs[i] > 0) {
+                self.width_count += 1;
+                self.width_seen = Some(self.width_seen.map_or(off, |w| w.min(off)));
+            }
+        }
+        self.width_scan = tails.len();
+        if self.width_count < GUESS_AFTER {
+            return None;
+        }
+        let w0 = self.width_seen?;
+        let n = usize::try_from(nodes - 2).ok()?;
+        Some(
+            [w0, w0 + 1]
+                .into_iter()
+                .filter(|&w| w >= 2 && n.is_multiple_of(w) && n / w >= 2)
+                .map(|w| [w, n / w, 1])
+                .collect(),
+        )
     }
 
     /// Applies pre-parsed pieces to the grid: checked on every core, paired in file order,
@@ -785,14 +1010,17 @@ impl<'a> MaxParser<'a> {
         }
         if let GridMode::On(place, _, dropped) = std::mem::replace(&mut self.grid, GridMode::Off) {
             let grid = place.finish().ok_or(Fail::Reread)?;
-            let (dims, _) = self.hint.expect("the grid placement starts from the hint");
+            let (dims, _, inferred) = self.placed.expect("the placement knows its grid");
+            if inferred && !infer::inference_agrees(&grid) {
+                return Err(Fail::Reread);
+            }
             return Ok(MaxInstance {
                 name: self.file.to_string(),
                 member: None,
                 layout: Layout::Grid {
                     dims,
                     connectivity: grid.connectivity(),
-                    from_hint: true,
+                    from_hint: !inferred,
                 },
                 network: Network::Grid(grid),
                 source_id,
@@ -800,7 +1028,7 @@ impl<'a> MaxParser<'a> {
                 declared_nodes: p.nodes,
                 declared_arcs: p.arcs,
                 expected_flow: None,
-                grid_hint: Some(dims),
+                grid_hint: self.hint.map(|(d, _)| d),
                 dropped_arcs: dropped,
                 paired_arcs: self.paired,
             });
@@ -891,13 +1119,16 @@ const BATCH: usize = 32 << 20;
 const FIRST_BATCH: usize = 4 << 20;
 
 /// The batch size for a problem of `nodes` and `arcs`: about 1/64 of what its graph takes in
-/// memory at the least (12 bytes a node, 8 an arc line), within 1 to 32 MiB, so that the three
-/// batches in flight and their pre-parsed arcs stay a small part of the peak.
+/// memory at the least (12 bytes a node, 8 an arc line), within 4 to 32 MiB, so that the three
+/// batches in flight and their pre-parsed arcs stay a small part of the peak of a large graph.
+/// Not below 4 MiB: each batch costs a few rounds of work handed to every core, and at 1 MiB
+/// (a 90 MB file of a 25 MB graph) those rounds held a 16-core load near 1.5 GB/s where the
+/// 6 MiB batches of a 4K graph reached 2.7 GB/s.
 fn batch_for(nodes: u64, arcs: u64) -> usize {
     let graph = nodes
         .saturating_mul(12)
         .saturating_add(arcs.saturating_mul(8));
-    (graph / 64).clamp(1 << 20, BATCH as u64) as usize
+    (graph / 64).clamp(FIRST_BATCH as u64, BATCH as u64) as usize
 }
 
 /// Bytes asked of the source per `read`, so that progress moves smoothly.
@@ -1098,12 +1329,12 @@ pub(super) fn parse_max<R: Read>(
     stream: &str,
     reopen: Option<&dyn Fn() -> Result<Box<dyn Read>>>,
 ) -> Result<MaxInstance> {
-    match parse_max_in_batches(src, name, stream, None, reopen.is_some()) {
+    match parse_max_in_batches(src, name, stream, None, reopen.is_some(), true) {
         Ok(inst) => Ok(inst),
         Err(Fail::Error(e)) => Err(e),
         Err(Fail::Reread) => {
             let again = reopen.expect("a reread is asked for only where it can be had")()?;
-            match parse_max_in_batches(again, name, stream, None, false) {
+            match parse_max_in_batches(again, name, stream, None, false, true) {
                 Ok(inst) => Ok(inst),
                 Err(Fail::Error(e)) => Err(e),
                 Err(Fail::Reread) => unreachable!("the general path never asks for a reread"),
@@ -1130,6 +1361,7 @@ fn parse_max_in_batches<R: Read>(
     stream: &str,
     batch: Option<usize>,
     grid: bool,
+    parallel_apply: bool,
 ) -> Result<MaxInstance, Fail> {
     let size = AtomicUsize::new(batch.unwrap_or(FIRST_BATCH).max(1));
     let adapt = batch.is_none().then_some(&size);
@@ -1138,6 +1370,7 @@ fn parse_max_in_batches<R: Read>(
         // every pool thread were such a caller, so read and parse in turn on this thread.
         let spare = std::cell::RefCell::new(None);
         let mut parser = BatchParser::new(name, stream, grid, adapt);
+        parser.parallel_apply = parallel_apply;
         let mut failed = None;
         read_batches(
             src,
@@ -1164,13 +1397,20 @@ fn parse_max_in_batches<R: Read>(
         let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(1);
         let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<u8>>();
         let parser = scope.spawn(move || {
-            let mut parser = BatchParser::new(name, stream, grid, adapt);
-            for msg in rx {
-                if let Some(buf) = parser.handle(msg)? {
-                    let _ = back_tx.send(buf);
+            let work = move || {
+                let mut parser = BatchParser::new(name, stream, grid, adapt);
+                parser.parallel_apply = parallel_apply;
+                for msg in rx {
+                    if let Some(buf) = parser.handle(msg)? {
+                        let _ = back_tx.send(buf);
+                    }
                 }
+                parser.p.finish()
+            };
+            match parse_pool(stream) {
+                Some(pool) => pool.install(work),
+                None => work(),
             }
-            parser.p.finish()
         });
         read_batches(
             src,
@@ -1183,6 +1423,22 @@ fn parse_max_in_batches<R: Read>(
             .join()
             .unwrap_or_else(|e| std::panic::resume_unwind(e))
     })
+}
+
+/// For compressed input, a pool two threads smaller than rayon's for the parse, so that the
+/// decompressing thread and the parser's own keep a core each: one inflate thread is what a
+/// `.max.gz` load waits for, and parse workers crowding it out slow the whole load. `None`
+/// (parse on rayon's pool) for plain text, on small machines, or where no pool can be made.
+fn parse_pool(stream: &str) -> Option<rayon::ThreadPool> {
+    let threads = rayon::current_num_threads();
+    if stream == "input" || threads < 6 {
+        return None;
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads - 2)
+        .thread_name(|k| format!("segcut-parse-{k}"))
+        .build()
+        .ok()
 }
 
 /// Reads `src` into batches of whole lines and sends them until the end, an error, or the
@@ -1261,6 +1517,9 @@ struct BatchParser<'a> {
     parts: usize,
     /// The reader's batch size, set from the problem line once it is known.
     adapt: Option<&'a AtomicUsize>,
+    /// Whether runs of plain arc lines are applied on every core (tests compare with the
+    /// serial apply).
+    parallel_apply: bool,
 }
 
 impl<'a> BatchParser<'a> {
@@ -1279,10 +1538,15 @@ impl<'a> BatchParser<'a> {
                 hint: None,
                 paired: 0,
                 grid: if grid { GridMode::Maybe } else { GridMode::Off },
+                placed: None,
+                width_scan: 0,
+                width_seen: None,
+                width_count: 0,
             },
             stream,
             parts: 4 * rayon::current_num_threads().max(1),
             adapt,
+            parallel_apply: true,
         }
     }
 
@@ -1297,13 +1561,24 @@ impl<'a> BatchParser<'a> {
                     .into_par_iter()
                     .map(|(a, b)| preparse(text, a, b))
                     .collect();
-                for (k, piece) in pieces.iter().enumerate() {
+                let mut k = 0;
+                while k < pieces.len() {
                     p.try_grid();
                     if matches!(p.grid, GridMode::On(..)) {
                         p.apply_grid(&pieces[k..])?;
                         break;
                     }
-                    p.apply_piece(text, piece, stream)?;
+                    // A run of pieces of plain arc lines is applied on every core.
+                    let run = pieces[k..]
+                        .iter()
+                        .take_while(|pc| pc.specials.is_empty() && pc.rest.is_none())
+                        .count();
+                    if run > 0 && self.parallel_apply && p.apply_general(&pieces[k..k + run])? {
+                        k += run;
+                        continue;
+                    }
+                    p.apply_piece(text, &pieces[k], stream)?;
+                    k += 1;
                 }
                 drop(pieces);
                 if let (Some(size), Some(problem)) = (self.adapt, p.problem) {
@@ -1371,6 +1646,230 @@ impl MaxParser<'_> {
         }
         self.line(raw)
     }
+}
+
+/// The message for a node whose summed source (or sink) capacity passes `Cap::MAX`.
+fn terminal_overflow(is_source: bool, id: u64) -> String {
+    if is_source {
+        format!(
+            "the source arcs into node {id} add up to more than {}, the largest supported \
+             capacity",
+            Cap::MAX
+        )
+    } else {
+        format!(
+            "the sink arcs out of node {id} add up to more than {}, the largest supported \
+             capacity",
+            Cap::MAX
+        )
+    }
+}
+
+/// File ids to the builder's vertices, both terminals known (as [`MaxParser::vertex`]).
+#[derive(Clone, Copy)]
+struct VertexMap {
+    source: u64,
+    sink: u64,
+}
+
+impl VertexMap {
+    fn new(source: u64, sink: u64) -> Self {
+        VertexMap { source, sink }
+    }
+
+    #[inline]
+    fn of(self, id: u32) -> Vertex {
+        let id = u64::from(id);
+        if id == self.source {
+            Vertex::Source
+        } else if id == self.sink {
+            Vertex::Sink
+        } else {
+            let k = id - 1 - u64::from(id > self.source) - u64::from(id > self.sink);
+            Vertex::Node(k as u32)
+        }
+    }
+}
+
+/// The reverse-arc pairing over a run of arcs with nothing held at its start, as the serial
+/// apply does it: `put` gets each pair in order (an arc and its reverse's capacity, or 0 when
+/// the next arc was not its reverse). Gives the pairing's outcome, the arc left held being an
+/// index into `arcs`.
+#[inline]
+fn pair_chain(arcs: &[FastArc], map: VertexMap, mut put: impl FnMut(Link, Cap)) -> GeneralChain {
+    let mut out = GeneralChain {
+        pairs: 0,
+        paired: 0,
+        held: None,
+        fits: true,
+    };
+    let mut held: Option<(usize, Link)> = None;
+    for (i, a) in arcs.iter().enumerate() {
+        if let (Vertex::Node(u), Vertex::Node(v)) = (map.of(a.u), map.of(a.v)) {
+            if u != v {
+                let link = Link { u, v, cap: a.cap };
+                if let Some((_, h)) = held.take() {
+                    out.pairs += 1;
+                    if link.pairs_with(h) {
+                        out.fits &= link.pair_fits(h);
+                        out.paired += 1;
+                        put(h, a.cap);
+                        continue;
+                    }
+                    put(h, 0);
+                }
+                held = Some((i, link));
+                continue;
+            }
+        }
+        if let Some((_, h)) = held.take() {
+            out.pairs += 1;
+            put(h, 0);
+        }
+    }
+    out.held = held.map(|(i, _)| i);
+    out
+}
+
+/// What [`pair_chain`] found over a piece from one start.
+struct GeneralChain {
+    /// Pairs written.
+    pairs: usize,
+    /// Of them, arcs paired with their reverse.
+    paired: u64,
+    /// The arc held at the end, by its index in the piece.
+    held: Option<usize>,
+    /// Every pair's two capacities fit one `Cap`.
+    fits: bool,
+}
+
+/// A terminal arc of a piece: `s → node` or `node → t`.
+struct TerminalArc {
+    node: u32,
+    cap: Cap,
+    to_sink: bool,
+    /// The other end's file id (for the message).
+    id: u32,
+    line: u32,
+}
+
+/// One piece of plain arc lines, scanned for [`MaxParser::apply_general`].
+struct GeneralScan {
+    in_range: bool,
+    fresh: GeneralChain,
+    skip_first: GeneralChain,
+    /// The first arc, when it joins two distinct nodes.
+    first: Option<Link>,
+    terminals: Vec<TerminalArc>,
+    constant: i64,
+    dropped: u64,
+}
+
+impl GeneralScan {
+    fn of(arcs: &[FastArc], nodes: u64, map: VertexMap) -> Self {
+        let in_range = arcs.iter().all(|a| {
+            (1..=nodes).contains(&u64::from(a.u)) && (1..=nodes).contains(&u64::from(a.v))
+        });
+        let mut scan = GeneralScan {
+            in_range,
+            fresh: pair_chain(&[], map, |_, _| {}),
+            skip_first: pair_chain(&[], map, |_, _| {}),
+            first: None,
+            terminals: Vec::new(),
+            constant: 0,
+            dropped: 0,
+        };
+        if !in_range {
+            return scan;
+        }
+        for a in arcs {
+            match (map.of(a.u), map.of(a.v)) {
+                (Vertex::Source, Vertex::Node(v)) => scan.terminals.push(TerminalArc {
+                    node: v,
+                    cap: a.cap,
+                    to_sink: false,
+                    id: a.v,
+                    line: a.line,
+                }),
+                (Vertex::Node(u), Vertex::Sink) => scan.terminals.push(TerminalArc {
+                    node: u,
+                    cap: a.cap,
+                    to_sink: true,
+                    id: a.u,
+                    line: a.line,
+                }),
+                (Vertex::Source, Vertex::Sink) => scan.constant += i64::from(a.cap),
+                (Vertex::Node(u), Vertex::Node(v)) if u != v => {}
+                _ => scan.dropped += 1, // self loops, into the source, out of the sink
+            }
+        }
+        scan.fresh = pair_chain(arcs, map, |_, _| {});
+        if let Some(a) = arcs.first() {
+            if let (Vertex::Node(u), Vertex::Node(v)) = (map.of(a.u), map.of(a.v)) {
+                if u != v {
+                    scan.first = Some(Link { u, v, cap: a.cap });
+                    scan.skip_first = pair_chain(&arcs[1..], map, |_, _| {});
+                    scan.skip_first.held = scan.skip_first.held.map(|i| i + 1);
+                }
+            }
+        }
+        scan
+    }
+}
+
+/// Adds the terminal arcs of `pieces` (first line `line0`) to the sums, on every core: each
+/// thread owns a range of nodes and adds, in file order, the arcs of its nodes. Gives the
+/// first line (and which sum, and the node's file id) where a sum passes `Cap::MAX`, as the
+/// serial apply would meet it.
+fn add_terminals(
+    source: &mut [Cap],
+    sink: &mut [Cap],
+    pieces: &[Piece],
+    scans: &[GeneralScan],
+    line0: u64,
+) -> Option<(u64, bool, u64)> {
+    use rayon::prelude::*;
+    let n = source.len();
+    let owners = rayon::current_num_threads().clamp(1, 64);
+    let step = n.div_ceil(owners).max(1);
+    let mut starts = Vec::with_capacity(pieces.len());
+    let mut line = line0;
+    for pc in pieces {
+        starts.push(line);
+        line += pc.lines;
+    }
+    source
+        .par_chunks_mut(step)
+        .zip(sink.par_chunks_mut(step))
+        .enumerate()
+        .filter_map(|(k, (src, snk))| {
+            let lo = k * step;
+            let hi = lo + src.len();
+            for (sc, &start) in scans.iter().zip(&starts) {
+                for ta in &sc.terminals {
+                    let v = ta.node as usize;
+                    if !(lo..hi).contains(&v) {
+                        continue;
+                    }
+                    let sum = if ta.to_sink {
+                        &mut snk[v - lo]
+                    } else {
+                        &mut src[v - lo]
+                    };
+                    let total = i64::from(*sum) + i64::from(ta.cap);
+                    if total > i64::from(Cap::MAX) {
+                        return Some((
+                            start + u64::from(ta.line) + 1,
+                            !ta.to_sink,
+                            u64::from(ta.id),
+                        ));
+                    }
+                    *sum = total as Cap;
+                }
+            }
+            None
+        })
+        .min_by_key(|&(line, _, _)| line)
 }
 
 /// The error for line `line` of `file`, which could not be read.
@@ -1489,6 +1988,16 @@ mod tests {
         parse_with(text, batch, false).0
     }
 
+    /// A read that applies every arc on the parser thread, in file order: what the parallel
+    /// apply must match.
+    fn parse_serial(text: &[u8], batch: usize) -> std::result::Result<String, String> {
+        match parse_max_in_batches(text, "t.max", "input", Some(batch), false, false) {
+            Ok(m) => Ok(format!("{:?}", m)),
+            Err(Fail::Error(e)) => Err(e.to_string()),
+            Err(Fail::Reread) => panic!("the general path asked for a reread"),
+        }
+    }
+
     /// A read with or without the grid placement, and whether it asked for a reread.
     fn parse_with(
         text: &[u8],
@@ -1497,15 +2006,16 @@ mod tests {
     ) -> (std::result::Result<String, String>, bool) {
         let show =
             |r: Result<MaxInstance>| r.map(|m| format!("{:?}", m)).map_err(|e| e.to_string());
-        match parse_max_in_batches(text, "t.max", "input", Some(batch), grid) {
+        match parse_max_in_batches(text, "t.max", "input", Some(batch), grid, true) {
             Ok(m) => (show(Ok(m)), false),
             Err(Fail::Error(e)) => (show(Err(e)), false),
             Err(Fail::Reread) => {
-                let again = match parse_max_in_batches(text, "t.max", "input", Some(batch), false) {
-                    Ok(m) => Ok(m),
-                    Err(Fail::Error(e)) => Err(e),
-                    Err(Fail::Reread) => panic!("the general path asked for a reread"),
-                };
+                let again =
+                    match parse_max_in_batches(text, "t.max", "input", Some(batch), false, true) {
+                        Ok(m) => Ok(m),
+                        Err(Fail::Error(e)) => Err(e),
+                        Err(Fail::Reread) => panic!("the general path asked for a reread"),
+                    };
                 (show(again), true)
             }
         }
@@ -1557,6 +2067,10 @@ mod tests {
                 }
             }
         }
+        if rng.below(2) == 0 {
+            // Without the hint: grids are then guessed from the first arcs and inferred.
+            lines.retain(|l| !l.starts_with(b"c regulargrid"));
+        }
         let mut t = lines.join(&b'\n');
         if rng.below(2) == 0 {
             while t.last() == Some(&b'\n') {
@@ -1574,12 +2088,13 @@ mod tests {
             "2d:5x4:n8:c100:s2",
             "rlg:3x4:s3",
             "3d:3x3x3:n6:c10:s4",
+            "sparse:40:d4:s5",
         ];
         let (mut ok, mut errors) = (0, 0);
-        let (mut placed_ok, mut rereads) = (0, 0);
+        let (mut placed_ok, mut rereads, mut inferred_ok) = (0, 0, 0);
         for case in 0..120 {
             let t = text(&mut rng, specs[case % specs.len()]);
-            let whole = parse(&t, BATCH);
+            let whole = parse_serial(&t, BATCH);
             match &whole {
                 Ok(_) => ok += 1,
                 Err(e) => {
@@ -1587,6 +2102,7 @@ mod tests {
                     assert!(e.contains("t.max"), "{e}");
                 }
             }
+            assert_eq!(parse(&t, BATCH), whole, "case {case}, parallel apply");
             for batch in [1, 2, 3, 5, 17, 64, 1000] {
                 assert_eq!(parse(&t, batch), whole, "case {case}, batch {batch}");
                 // Placed straight into the grid: the same graph or error, rereading if need be.
@@ -1596,6 +2112,9 @@ mod tests {
                     rereads += 1;
                 } else if whole.as_ref().is_ok_and(|m| m.contains("Grid {")) {
                     placed_ok += 1;
+                    if whole.as_ref().is_ok_and(|m| m.contains("from_hint: false")) {
+                        inferred_ok += 1;
+                    }
                 }
             }
             // As files are read: batches sized from the problem line, grids placed, and the
@@ -1621,8 +2140,8 @@ mod tests {
         // Both kinds of input were exercised, and grids were placed as well as reread.
         assert!(ok > 5 && errors > 5, "{ok} read, {errors} refused");
         assert!(
-            placed_ok > 50 && rereads > 50,
-            "{placed_ok} placed, {rereads} reread"
+            placed_ok > 50 && rereads > 50 && inferred_ok > 20,
+            "{placed_ok} placed ({inferred_ok} without a hint), {rereads} reread"
         );
     }
 }
