@@ -60,12 +60,25 @@ impl Server {
 
     /// POSTs `body` with a content type; returns the status, the content type and the body.
     pub fn post(&self, path: &str, content_type: &str, accept: &str, body: &[u8]) -> Reply {
+        self.try_post(path, content_type, accept, body)
+            .expect("request")
+    }
+
+    /// [`Self::post`], with the transport error when there is one: a server that refuses a
+    /// body by its declared size answers and closes before the client has sent it all, and
+    /// the client may then see its write fail (a broken pipe) instead of the answer.
+    pub fn try_post(
+        &self,
+        path: &str,
+        content_type: &str,
+        accept: &str,
+        body: &[u8],
+    ) -> Result<Reply, ureq::Error> {
         let req = Self::agent()
             .post(format!("{}{path}", self.base))
             .header("Content-Type", content_type)
             .header("Accept", accept);
-        let resp = self.auth(req).send(body).expect("request");
-        Reply::from(resp)
+        self.auth(req).send(body).map(Reply::from)
     }
 
     /// POSTs a multipart form of `(name, bytes)` fields.
