@@ -162,6 +162,7 @@ pub fn encode_mask(
             },
         ),
         Out::Tiff => encode_tiff(path, &img, meta.and_then(|m| m.unit.as_deref())),
+        // A PNG returned above; the arm keeps the match whole.
         Out::Png | Out::Other(_) => encode_2d(path, kind, &img),
     }
 }
