@@ -99,8 +99,8 @@ extern "C" __global__ void pr_round(const Grid g, int *rcap, int *sink_r, i64 *e
 // Tiled solver: the grid is cut into tiles (TX × TY × TZ nodes); a thread block loads one tile
 // into shared memory, runs many push/relabel sweeps there (region discharge), and writes back.
 // Only tiles on a worklist are launched. The global relabel is a breadth-first search computed as
-// tile-local fixed points (Bellman-Ford inside the tile, in shared memory) iterated over tiles
-// until no tile changes.
+// tile-local fixed points (Bellman-Ford inside the tile, in shared memory; on 2D grids a warp's
+// search by levels over bit masks, bfs_wtile) iterated over tiles until no tile changes.
 //
 // Inside a tile, nodes act by colour classes in which no two nodes are neighbours (2 classes by
 // parity for N4 and N6; 4 for N8 and 8 for N26 by the parities of each coordinate), with a
@@ -391,6 +391,199 @@ __device__ void bfs_tile(const Grid g, const int *rcap, unsigned *label, const u
         bfs_one_tile<DEG>(g, rcap, label, list[b], flags, lab);
         __syncthreads(); // the next tile reuses the shared arrays
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Warp-per-tile global relabel for 2D grids (N4 and N8, whose tiles are 32 nodes wide).
+//
+// ncu on the 4K photo graphs showed bfs_tile spending its time at block barriers: every sweep
+// of a tile's fixed point is NCOL colour classes with a barrier after each, and a tile needs
+// as many sweeps as its longest chain of label changes (2.6 % of DRAM bandwidth, 47 % of the
+// issue slots waiting at barriers, 340 us per pass at 4K on an H200). Here one warp computes a
+// tile's fixed point on its own as a breadth-first search by levels over bit masks: lane r holds
+// row r of the tile as a 32-bit word, and one level is a few shifts and ANDs per direction and
+// two shuffles. The residual arcs come packed as bits (res_bits, once per global relabel), so a
+// pass reads DEG words per tile row instead of DEG capacities per node.
+
+// sync: none
+// safe: bits[...] of the thread's own warp's row word (written by its lane 0)
+// Packs which arcs have residual capacity, for the global relabel that follows: word
+// bits[(d * h + y) * ww + x / 32], ww = ceil(w / 32), has bit x % 32 set when
+// rcap[d*n + v] > 0 for node v = (x, y) and v's neighbour in direction d lies in the grid. `i`
+// numbers the threads of the layout (y, word, lane); every lane of a warp calls (the ballot).
+template <int DEG>
+__device__ void res_bits_at(const Grid g, const int *rcap, unsigned *bits, size_t i) {
+    const unsigned ww = (g.w + 31) / 32;
+    const unsigned lane = (unsigned)(i & 31), word = (unsigned)((i >> 5) % ww);
+    const unsigned y = (unsigned)((i >> 5) / ww), x = word * 32 + lane;
+    const bool ok = y < g.h && x < g.w;
+    for (int d = 0; d < DEG; ++d) {
+        const int *o = OFFSETS_2D[d];
+        const bool r = ok && in_grid(g, (int)x + o[0], (int)y + o[1], 0) &&
+                       rcap[(size_t)d * g.n + gidx(g, x, y, 0)] > 0;
+        const unsigned m = __ballot_sync(0xffffffffu, r);
+        if (lane == 0 && y < g.h) bits[((size_t)d * g.h + y) * ww + word] = m;
+    }
+}
+
+// Threads of the res_bits layout: a warp per row word.
+__device__ __forceinline__ size_t res_bits_threads(const Grid g) {
+    return (size_t)g.h * ((g.w + 31) / 32) * 32;
+}
+
+template <int DEG> __device__ void res_bits(const Grid g, const int *rcap, unsigned *bits) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < res_bits_threads(g)) res_bits_at<DEG>(g, rcap, bits, i); // whole warps: 32 | total
+}
+
+// sync: label (halo reads, through L2, see old or new values of the tiles next to this one)
+// safe: label of the tile's own nodes (only this warp writes them), lv (this warp's own)
+// One tile's fixed point of label(v) = min over residual arcs v -> w of 1 + label(w), by one
+// warp, as a breadth-first search by levels from the tile's seeds: its distance-1 nodes (label
+// 1, set by bfs_seed where the sink residual is positive) and its border nodes at 1 + the label
+// of a halo node they have a residual arc to. The tile's other old labels are not seeds: in a
+// global relabel each came from the same seeds with halo labels at least as large (labels only
+// decrease, and halo and own labels are read through L2, never from a stale L1 line), so the
+// new fixed point is at most the old one everywhere and equals what bfs_one_tile's iteration
+// from the old labels reaches. (The local relabel of a warm start keeps labels that did not
+// come from these seeds: it uses bfs_tile.) Levels that hold no node are skipped: when the
+// frontier empties, the search jumps to the smallest seed not yet reached.
+// `lv` holds TY * 32 entries, this warp's own: the new labels by row.
+template <int DEG>
+__device__ void bfs_warp_tile(const Grid g, const unsigned *bits, unsigned *label,
+                              const unsigned tile, unsigned *flags, unsigned *lv) {
+    typedef TileGeom<DEG> G;
+    const unsigned FULL = 0xffffffffu, INF = g.n + 1, TOP = 0x80000000u;
+    const int TY = G::TY;
+    const int lane = threadIdx.x & 31;
+    const unsigned bit = 1u << lane;
+    const TilePos p = tile_pos<DEG>(g, tile);
+    const unsigned ww = (g.w + 31) / 32, word = p.ox / 32;
+    // Lane r holds row y = oy + r of the tile (r < TY) and column x = ox + r of the rows above
+    // and below it.
+    const unsigned ry = p.oy + lane, cx = p.ox + lane;
+    const bool row = lane < TY && ry < g.h, col = cx < g.w;
+    unsigned R[8];
+#pragma unroll
+    for (int d = 0; d < 8; ++d)
+        R[d] = d < DEG && row ? bits[((size_t)d * g.h + ry) * ww + word] : 0u;
+    // The halo: left and right of this lane's row, above and below this lane's column, corners.
+    const bool has_l = p.ox > 0, has_r = p.ox + 32 < g.w;
+    const bool has_t = p.oy > 0, has_b = p.oy + TY < g.h;
+    const unsigned hl = row && has_l ? load_label(label, gidx(g, p.ox - 1, ry, 0)) : INF;
+    const unsigned hr = row && has_r ? load_label(label, gidx(g, p.ox + 32, ry, 0)) : INF;
+    const unsigned ht = col && has_t ? load_label(label, gidx(g, cx, p.oy - 1, 0)) : INF;
+    const unsigned hb = col && has_b ? load_label(label, gidx(g, cx, p.oy + TY, 0)) : INF;
+    const unsigned tl = has_t && has_l ? load_label(label, gidx(g, p.ox - 1, p.oy - 1, 0)) : INF;
+    const unsigned tr = has_t && has_r ? load_label(label, gidx(g, p.ox + 32, p.oy - 1, 0)) : INF;
+    const unsigned bl = has_b && has_l ? load_label(label, gidx(g, p.ox - 1, p.oy + TY, 0)) : INF;
+    const unsigned br = has_b && has_r ? load_label(label, gidx(g, p.ox + 32, p.oy + TY, 0)) : INF;
+    // Neighbouring halo values by shuffles (every lane takes part; the ends take the corners).
+    unsigned hl_up = __shfl_up_sync(FULL, hl, 1), hl_dn = __shfl_down_sync(FULL, hl, 1);
+    unsigned hr_up = __shfl_up_sync(FULL, hr, 1), hr_dn = __shfl_down_sync(FULL, hr, 1);
+    unsigned ht_l = __shfl_up_sync(FULL, ht, 1), ht_r = __shfl_down_sync(FULL, ht, 1);
+    unsigned hb_l = __shfl_up_sync(FULL, hb, 1), hb_r = __shfl_down_sync(FULL, hb, 1);
+    if (lane == 0) { hl_up = tl; hr_up = tr; ht_l = tl; hb_l = bl; }
+    if (lane == TY - 1) { hl_dn = bl; hr_dn = br; }
+    if (lane == 31) { ht_r = tr; hb_r = br; }
+    // The rows next to the halo, for the column lanes.
+    const unsigned t0[3] = {__shfl_sync(FULL, R[3], 0), __shfl_sync(FULL, R[5], 0),
+                            __shfl_sync(FULL, R[6], 0)};
+    const unsigned b0[3] = {__shfl_sync(FULL, R[2], TY - 1), __shfl_sync(FULL, R[7], TY - 1),
+                            __shfl_sync(FULL, R[4], TY - 1)};
+    // Seeds through the halo (INF: none). Halo labels are at most INF, so 1 + h does not wrap.
+    unsigned cl = INF, cr = INF, ct = INF, cb = INF;
+    if (R[1] & 1u) cl = min(cl, hl + 1);      // (-1, 0)
+    if (R[0] & TOP) cr = min(cr, hr + 1);     // (+1, 0)
+    if (t0[0] & bit) ct = min(ct, ht + 1);    // (0, -1)
+    if (b0[0] & bit) cb = min(cb, hb + 1);    // (0, +1)
+    if (DEG == 8) {
+        if (R[5] & 1u) cl = min(cl, hl_up + 1);  // (-1, -1)
+        if (R[7] & 1u) cl = min(cl, hl_dn + 1);  // (-1, +1)
+        if (R[6] & TOP) cr = min(cr, hr_up + 1); // (+1, -1)
+        if (R[4] & TOP) cr = min(cr, hr_dn + 1); // (+1, +1)
+        if (t0[1] & bit) ct = min(ct, ht_l + 1); // (-1, -1)
+        if (t0[2] & bit) ct = min(ct, ht_r + 1); // (+1, -1)
+        if (b0[1] & bit) cb = min(cb, hb_l + 1); // (-1, +1)
+        if (b0[2] & bit) cb = min(cb, hb_r + 1); // (+1, +1)
+    }
+    // The distance-1 nodes, row by row (coalesced: lane = column).
+    unsigned front = 0;
+    for (int r = 0; r < TY; ++r) {
+        const unsigned y = p.oy + r;
+        const bool in = col && y < g.h;
+        const unsigned m = __ballot_sync(FULL, in && load_label(label, gidx(g, cx, y, 0)) == 1u);
+        if (lane == r) front = m;
+    }
+    // The search: `front` holds the nodes first reached at level L.
+    unsigned vis = 0, L = 1;
+    while (L < INF) {
+        const unsigned tb = __ballot_sync(FULL, ct == L), bb = __ballot_sync(FULL, cb == L);
+        if (lane == 0) front |= tb;
+        if (lane == TY - 1) front |= bb;
+        if (cl == L) front |= 1u;
+        if (cr == L) front |= TOP;
+        front &= ~vis;
+        if (!__any_sync(FULL, front != 0)) {
+            // Nothing at this level: on to the smallest seed above it not yet reached.
+            const unsigned v0 = __shfl_sync(FULL, vis, 0), vb = __shfl_sync(FULL, vis, TY - 1);
+            unsigned next = INF;
+            if (ct > L && !(v0 & bit)) next = min(next, ct);
+            if (cb > L && !(vb & bit)) next = min(next, cb);
+            if (cl > L && !(vis & 1u)) next = min(next, cl);
+            if (cr > L && !(vis & TOP)) next = min(next, cr);
+            for (int s = 16; s > 0; s >>= 1) next = min(next, __shfl_xor_sync(FULL, next, s));
+            if (next >= INF) break;
+            L = next;
+            continue;
+        }
+        vis |= front;
+        for (unsigned m = front; m; m &= m - 1) lv[lane * 32 + __ffs(m) - 1] = L;
+        // Next level: nodes with a residual arc into this one's frontier.
+        unsigned up = __shfl_up_sync(FULL, front, 1), dn = __shfl_down_sync(FULL, front, 1);
+        if (lane == 0) up = 0;
+        if (lane == 31) dn = 0;
+        unsigned e = (R[0] & (front >> 1)) | (R[1] & (front << 1)) | (R[2] & dn) | (R[3] & up);
+        if (DEG == 8)
+            e |= (R[4] & (dn >> 1)) | (R[5] & (up << 1)) | (R[6] & (up >> 1)) | (R[7] & (dn << 1));
+        front = e & ~vis;
+        ++L;
+    }
+    __syncwarp();
+    // Write back what fell (lane = column), flagging the tiles next to a changed border node.
+    for (int r = 0; r < TY; ++r) {
+        const unsigned y = p.oy + r;
+        if (y >= g.h) break;
+        const unsigned reached = __shfl_sync(FULL, vis, r) & bit;
+        if (!col || !reached) continue;
+        const size_t v = gidx(g, cx, y, 0);
+        const unsigned nw = lv[r * 32 + lane];
+        if (nw >= load_label(label, v)) continue;
+        label[v] = nw;
+        if (lane == 0 || lane == 31 || r == 0 || r == TY - 1) {
+            for (int d = 0; d < DEG; ++d) {
+                const int *o = OFFSETS_2D[d];
+                const int ax = (int)cx + o[0], ay = (int)y + o[1];
+                if (!G::inside(lane + o[0], r + o[1], 0) && in_grid(g, ax, ay, 0))
+                    flags[tile_of<DEG>(p, ax, ay, 0)] = 1;
+            }
+        }
+    }
+    __syncwarp(); // lv is reused by this warp's next tile
+}
+
+// Warps per block of the warp-per-tile relabel pass.
+#define WTILE_WARPS (BLOCK / 32)
+
+// The listed tiles, a warp each, warp-strided.
+template <int DEG>
+__device__ void bfs_wtile(const Grid g, const unsigned *bits, unsigned *label,
+                          const unsigned *list, const unsigned *count, unsigned *flags) {
+    __shared__ unsigned lv[WTILE_WARPS][TileGeom<DEG>::TY * 32];
+    if (TileGeom<DEG>::IS3D) return; // 2D only (the host launches it for N4 and N8)
+    const unsigned m = *count, w = threadIdx.x >> 5;
+    for (unsigned b = blockIdx.x * WTILE_WARPS + w; b < m; b += gridDim.x * WTILE_WARPS)
+        bfs_warp_tile<DEG>(g, bits, label, list[b], flags, lv[w]);
 }
 
 // sync: flags (set to 1), any (set to 1)
@@ -692,7 +885,8 @@ __device__ unsigned coop_list(unsigned &step, unsigned ntiles, unsigned *flags, 
     return *(volatile unsigned *)count;
 }
 
-// sync: as bfs_tile, mark_active and discharge (one at a time, separated by grid barriers);
+// sync: as bfs_tile (2D: res_bits, then bfs_wtile), mark_active and discharge (one at a time,
+//       separated by grid barriers);
 //       ctl (barrier words atomic; counters written by one thread between barriers)
 // safe: as those kernels
 // The whole of phase one from initialised terminals (init_terminals run, flags clear): returns
@@ -700,9 +894,13 @@ __device__ unsigned coop_list(unsigned &step, unsigned ntiles, unsigned *flags, 
 template <int DEG>
 __device__ void solve_coop(const Grid g, int *rcap, int *sink_r, i64 *excess, unsigned *label,
                            u64 *flow, unsigned *flags, unsigned *list, unsigned ntiles,
-                           unsigned *ctl, int iters, unsigned min_rounds, float ratio,
-                           unsigned max_rounds) {
-    __shared__ unsigned lab[TileGeom<DEG>::HN];
+                           unsigned *bits, unsigned *ctl, int iters, unsigned min_rounds,
+                           float ratio, unsigned max_rounds) {
+    typedef TileGeom<DEG> G;
+    // The halo labels of the block relabel and the discharge; in 2D also the warp relabel's
+    // label rows (HN >= TY * 32), for the block's first warp: the block already holds the
+    // discharge's shared arrays, and a second warp's rows would pass 48 KB for N4.
+    __shared__ unsigned lab[G::HN];
     const unsigned stride = gridDim.x * blockDim.x;
     const unsigned me = blockIdx.x * blockDim.x + threadIdx.x;
     const bool lead = blockIdx.x == 0 && threadIdx.x == 0;
@@ -712,14 +910,24 @@ __device__ void solve_coop(const Grid g, int *rcap, int *sink_r, i64 *excess, un
         // or here on the first pass: the labels are no longer read).
         grid_barrier(ctl);
         for (unsigned v = me; v < g.n; v += stride) bfs_seed_at<DEG>(g, sink_r, label, flags, v);
+        // 2D: the residual bits, written before the barrier in the first coop_list.
+        if (!G::IS3D)
+            for (size_t i = me; i < res_bits_threads(g); i += stride)
+                res_bits_at<DEG>(g, rcap, bits, i);
         unsigned passes = 0;
         for (;;) {
             const unsigned m = coop_list(step, ntiles, flags, list, ctl);
             if (m == 0) break;
             ++passes;
-            for (unsigned b = blockIdx.x; b < m; b += gridDim.x) {
-                bfs_one_tile<DEG>(g, rcap, label, list[b], flags, lab);
-                __syncthreads();
+            if (!G::IS3D) {
+                if (threadIdx.x < 32)
+                    for (unsigned b = blockIdx.x; b < m; b += gridDim.x)
+                        bfs_warp_tile<DEG>(g, bits, label, list[b], flags, lab);
+            } else {
+                for (unsigned b = blockIdx.x; b < m; b += gridDim.x) {
+                    bfs_one_tile<DEG>(g, rcap, label, list[b], flags, lab);
+                    __syncthreads();
+                }
             }
         }
         if (lead) {
@@ -801,6 +1009,15 @@ extern "C" __global__ void update_arcs(const Grid g, const int *old_caps, const 
         bfs_tile<DEG>(g, rcap, label, list, count, flags);                                         \
     }                                                                                              \
     extern "C" __global__ void __launch_bounds__(BLOCK)                                            \
+        res_bits_n##DEG(const Grid g, const int *rcap, unsigned *bits) {                           \
+        res_bits<DEG>(g, rcap, bits);                                                              \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(BLOCK)                                            \
+        bfs_wtile_n##DEG(const Grid g, const unsigned *bits, unsigned *label,                      \
+                         const unsigned *list, const unsigned *count, unsigned *flags) {           \
+        bfs_wtile<DEG>(g, bits, label, list, count, flags);                                        \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(BLOCK)                                            \
         mark_active_n##DEG(const Grid g, const i64 *excess, const unsigned *label,                 \
                            unsigned *flags, unsigned *any) {                                       \
         mark_active<DEG>(g, excess, label, flags, any);                                            \
@@ -818,10 +1035,10 @@ extern "C" __global__ void update_arcs(const Grid g, const int *old_caps, const 
     extern "C" __global__ void __launch_bounds__(BLOCK)                                            \
         solve_coop_n##DEG(const Grid g, int *rcap, int *sink_r, i64 *excess, unsigned *label,      \
                           u64 *flow, unsigned *flags, unsigned *list, unsigned ntiles,             \
-                          unsigned *ctl, int iters, unsigned min_rounds, float ratio,              \
-                          unsigned max_rounds) {                                                   \
-        solve_coop<DEG>(g, rcap, sink_r, excess, label, flow, flags, list, ntiles, ctl, iters,     \
-                        min_rounds, ratio, max_rounds);                                            \
+                          unsigned *bits, unsigned *ctl, int iters, unsigned min_rounds,           \
+                          float ratio, unsigned max_rounds) {                                      \
+        solve_coop<DEG>(g, rcap, sink_r, excess, label, flow, flags, list, ntiles, bits, ctl,      \
+                        iters, min_rounds, ratio, max_rounds);                                     \
     }
 
 TILE_KERNELS(4)

@@ -171,6 +171,8 @@ fn tunings() -> Vec<GridTuning> {
                 tile_blocks: blocks,
                 graphs,
                 persistent_max_nodes: 0,
+                // The block relabel pass stays covered where the warp one is the default.
+                warp_bfs: check != 13,
                 ..GridTuning::default()
             });
         }
@@ -440,6 +442,44 @@ fn vision_grids_2d_and_3d() {
         assert_eq!(cut.flow, bk.flow, "{spec:?}");
         assert!(cut.sink_side == bk.sink_side, "{spec:?}: canonical cut");
         verify(&g, &cut).unwrap();
+    }
+}
+
+/// The warp-per-tile relabel on grids past the persistent solve's size (the host loop), with
+/// widths and heights that leave partial tiles on both edges: the same cut as the block pass
+/// and as BK.
+#[test]
+fn warp_relabel_on_large_grids_with_partial_tiles() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let specs = [
+        GridSpec::new_2d(1000, 613, Connectivity::N8).with_scale(100),
+        GridSpec::new_2d(777, 1030, Connectivity::N4).with_scale(10),
+        GridSpec::new_2d(33, 9001, Connectivity::N8).with_scale(10),
+        GridSpec::new_2d(9001, 31, Connectivity::N4).with_scale(100),
+    ];
+    for spec in specs {
+        let g = vision_grid(&spec).unwrap();
+        let bk = Bk::default().solve_grid(&g).unwrap();
+        for warp_bfs in [true, false] {
+            let tuning = GridTuning {
+                warp_bfs,
+                ..GridTuning::default()
+            };
+            let mut solver = CudaGrid::new(segcut::cuda::Device::default(), tuning);
+            let cut = solver.solve_grid(&g).unwrap();
+            eprintln!(
+                "{spec:?} warp_bfs={warp_bfs}: {} global relabels, {} passes, {:.1} ms relabel",
+                solver.stats.global_relabels, solver.stats.bfs_levels, solver.stats.relabel_ms
+            );
+            assert_eq!(cut.flow, bk.flow, "{spec:?} warp_bfs={warp_bfs}");
+            assert!(
+                cut.sink_side == bk.sink_side,
+                "{spec:?} warp_bfs={warp_bfs}: canonical cut"
+            );
+            verify(&g, &cut).unwrap();
+        }
     }
 }
 

@@ -117,6 +117,36 @@ kernel_file! {
             flags: &mut CudaSlice<u32>,
         ) => blocks(grid_blocks);
 
+        /// 2D grids, before the passes of a global relabel: packs which arcs have residual
+        /// capacity into `bits`, word `(d·h + y)·ceil(w/32) + x/32`, bit `x % 32`.
+        ///
+        /// # Safety
+        /// `rcap` has `deg·g.n` entries, `bits` `deg·h·ceil(w/32)`; `h·ceil(w/32)·32` fits in
+        /// `u32`.
+        fn res_bits = "res_bits_n{deg}"(
+            g: GridShape,
+            rcap: &CudaSlice<i32>,
+            bits: &mut CudaSlice<u32>,
+        ) => per_item(g.h * g.w.div_ceil(32) * 32);
+
+        /// 2D grids: one pass of the global relabel over the listed tiles, a warp per tile
+        /// (a search by levels over the packed residual `bits` of [`GridPr::res_bits`]),
+        /// `grid_blocks` blocks of 8 warps taking listed tiles in turn. Seeds are the label-1
+        /// nodes and the halo: for global relabels (after `bfs_seed`), not the local one.
+        ///
+        /// # Safety
+        /// `bits` as [`GridPr::res_bits`] wrote it for the current residuals, `label` `g.n`
+        /// entries, `list` and `flags` one per tile; `count` holds the list's length and `list`
+        /// tile numbers.
+        fn bfs_wtile = "bfs_wtile_n{deg}" [grid_blocks: u32](
+            g: GridShape,
+            bits: &CudaSlice<u32>,
+            label: &mut CudaSlice<u32>,
+            list: &CudaSlice<u32>,
+            count: &CudaSlice<u32>,
+            flags: &mut CudaSlice<u32>,
+        ) => blocks(grid_blocks);
+
         /// After a global relabel: flags the tiles holding an active node, and sets `any`.
         ///
         /// # Safety
@@ -155,7 +185,8 @@ kernel_file! {
         /// connectivities (N4, N8, N6; N26 only when it is tiled).
         ///
         /// # Safety
-        /// As [`GridPr::discharge`]; `ctl` has 16 entries; `grid_blocks` is at most
+        /// As [`GridPr::discharge`]; `bits` as [`GridPr::res_bits`] sizes it for 2D grids (any
+        /// length for 3D ones, which do not use it); `ctl` has 16 entries; `grid_blocks` is at most
         /// [`GridPr::coop_resident_blocks`] and the device runs cooperative launches.
         fn solve_coop = "solve_coop_n{deg}" [grid_blocks: u32](
             g: GridShape,
@@ -167,6 +198,7 @@ kernel_file! {
             flags: &mut CudaSlice<u32>,
             list: &mut CudaSlice<u32>,
             ntiles: u32,
+            bits: &mut CudaSlice<u32>,
             ctl: &mut CudaSlice<u32>,
             iters: i32,
             min_rounds: u32,
@@ -226,6 +258,11 @@ impl GridPr {
     /// As [`GridPr::discharge_resident_blocks`], for the tiled relabel pass.
     pub(crate) fn bfs_tile_resident_blocks(&self, gpu: &Gpu) -> Result<u32> {
         resident(&self.bfs_tile, gpu)
+    }
+
+    /// As [`GridPr::discharge_resident_blocks`], for the warp-per-tile relabel pass.
+    pub(crate) fn bfs_wtile_resident_blocks(&self, gpu: &Gpu) -> Result<u32> {
+        resident(&self.bfs_wtile, gpu)
     }
 }
 

@@ -193,6 +193,13 @@ struct DeviceGraph {
     /// Blocks per launch of the tile kernels (see [`TileBlocks`]).
     discharge_blocks: u32,
     bfs_blocks: u32,
+    /// Blocks per launch of the warp-per-tile relabel pass (eight tiles at a time each).
+    wbfs_blocks: u32,
+    /// The residual arcs packed as bits for the warp-per-tile relabel (`res_bits`); one unused
+    /// word where that relabel does not run.
+    bits: CudaSlice<u32>,
+    /// Whether global relabels run the warp-per-tile pass (2D grids, [`GridTuning::warp_bfs`]).
+    warp_bfs: bool,
     /// The persistent solve's control words (`CTL_WORDS` in `kernels/grid_pr.cu`).
     ctl: CudaSlice<u32>,
     /// Blocks of the persistent solve's cooperative launch; 0 where the device has none.
@@ -302,14 +309,14 @@ impl Solver for CudaGrid {
 /// session kept from the last solve of this size when it has them.
 /// The caller has validated `g` (before opening the session, so that input errors come first).
 fn upload(session: &mut Session, g: &GridGraph) -> Result<DeviceGrid> {
-    GridShape::new(g.dims(), g.connectivity())?;
+    let shape = GridShape::new(g.dims(), g.connectivity())?;
     let n = g.num_nodes();
     let deg = g.connectivity().degree();
     // Kept buffers of another size only hold memory the new grid may need.
     if session.kept_len("grid caps") != Some(deg * n) {
         session.release();
     }
-    check_memory(session.gpu(), n, g.connectivity())?;
+    check_memory(session.gpu(), &shape, g.connectivity())?;
     let stream = session.stream().clone();
     let mut caps = session.take::<i32>("grid caps", deg * n)?;
     for d in 0..deg {
@@ -336,9 +343,24 @@ fn upload(session: &mut Session, g: &GridGraph) -> Result<DeviceGrid> {
     Ok(dg)
 }
 
+/// Words of the packed residual bits of a 2D grid's warp-per-tile relabel (`res_bits` in
+/// `kernels/grid_pr.cu`: `deg · h · ceil(w / 32)`), or `None` where that relabel does not apply:
+/// 3D grids, and grids so wide and tall that its thread count would pass `u32`.
+fn res_bits_words(shape: &GridShape) -> Option<usize> {
+    if shape.is3d != 0 {
+        return None;
+    }
+    let words_per_row = shape.w.div_ceil(32) as u64;
+    let threads = shape.h as u64 * words_per_row * 32;
+    (threads <= u32::MAX as u64)
+        .then(|| (shape.deg as u64 * shape.h as u64 * words_per_row) as usize)
+}
+
 /// An error when the grid does not fit in the GPU's free memory.
-fn check_memory(gpu: &Gpu, n: usize, conn: Connectivity) -> Result<()> {
-    let needed = (n as u64) * grid_bytes_per_node(conn) as u64 + 64;
+fn check_memory(gpu: &Gpu, shape: &GridShape, conn: Connectivity) -> Result<()> {
+    let n = shape.num_nodes();
+    let bits = 4 * res_bits_words(shape).unwrap_or(1) as u64;
+    let needed = (n as u64) * grid_bytes_per_node(conn) as u64 + bits + 64;
     let free = gpu.free_memory()?;
     if needed > free {
         return Err(Error::Unsupported(format!(
@@ -353,19 +375,28 @@ fn check_memory(gpu: &Gpu, n: usize, conn: Connectivity) -> Result<()> {
 
 /// An error unless a device grid's arrays have the lengths its shape says: the kernels index
 /// them by node and direction without bounds checks.
-/// How many blocks of the discharge, the relabel pass and the persistent solve fit on the GPU at
-/// once (the last 0 where the device has no cooperative launches).
-fn resident_blocks(k: &GridPr, gpu: &Gpu) -> Result<(u32, u32, u32)> {
+/// How many blocks of each tile kernel fit on the GPU at once.
+#[derive(Clone, Copy, Debug)]
+struct Resident {
+    discharge: u32,
+    bfs: u32,
+    wbfs: u32,
+    /// The persistent solve; 0 where the device has no cooperative launches.
+    coop: u32,
+}
+
+fn resident_blocks(k: &GridPr, gpu: &Gpu) -> Result<Resident> {
     let coop = if gpu.cooperative {
         k.coop_resident_blocks(gpu)?
     } else {
         0
     };
-    Ok((
-        k.discharge_resident_blocks(gpu)?,
-        k.bfs_tile_resident_blocks(gpu)?,
+    Ok(Resident {
+        discharge: k.discharge_resident_blocks(gpu)?,
+        bfs: k.bfs_tile_resident_blocks(gpu)?,
+        wbfs: k.bfs_wtile_resident_blocks(gpu)?,
         coop,
-    ))
+    })
 }
 
 fn check_lengths(g: &DeviceGrid) -> Result<()> {
@@ -385,8 +416,10 @@ fn check_lengths(g: &DeviceGrid) -> Result<()> {
 /// The two kinds of tiled batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Batch {
-    /// Relabel passes (`bfs_tile`).
+    /// Relabel passes, a block per tile (`bfs_tile`).
     Relabel,
+    /// Relabel passes, a warp per tile (`bfs_wtile`, 2D global relabels).
+    WarpRelabel,
     /// Discharge rounds (`discharge`).
     Discharge,
 }
@@ -398,9 +431,9 @@ enum Batch {
 struct BatchKey {
     which: Batch,
     stream: usize,
-    buffers: [u64; 8],
+    buffers: [u64; 9],
     shape: GridShape,
-    launch: [u32; 5],
+    launch: [u32; 6],
 }
 
 impl BatchKey {
@@ -426,12 +459,14 @@ impl BatchKey {
                 at(dev.counter.device_ptr(stream)),
                 at(dev.flags.device_ptr(stream)),
                 at(dev.list.device_ptr(stream)),
+                at(dev.bits.device_ptr(stream)),
             ],
             shape,
             launch: [
                 dev.ntiles,
                 dev.discharge_blocks,
                 dev.bfs_blocks,
+                dev.wbfs_blocks,
                 t.check_every,
                 t.tile_sweeps,
             ],
@@ -450,6 +485,7 @@ unsafe impl Send for Replay {}
 #[derive(Default)]
 struct Replays {
     relabel: Option<(BatchKey, Replay)>,
+    warp_relabel: Option<(BatchKey, Replay)>,
     discharge: Option<(BatchKey, Replay)>,
     /// Capture failed once on this solver: launch directly from then on.
     failed: bool,
@@ -459,6 +495,7 @@ impl std::fmt::Debug for Replays {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Replays")
             .field("relabel", &self.relabel.is_some())
+            .field("warp_relabel", &self.warp_relabel.is_some())
             .field("discharge", &self.discharge.is_some())
             .field("failed", &self.failed)
             .finish()
@@ -577,20 +614,23 @@ impl CudaGrid {
 
     /// The solver's state around the grid's arrays, which it takes over: the capacities become
     /// the residuals and the sink capacities the sink residuals, in place. `resident` is how
-    /// many blocks of the discharge and the relabel tile kernels fit on the GPU at once. The
+    /// many blocks of each tile kernel fit on the GPU at once. The
     /// buffers come from the solver's session when the grid is on its stream (kept from the
     /// last solve of this size, zeroed), else new. Returns the state and the source capacities.
     fn allocate(
         &mut self,
-        resident: (u32, u32, u32),
+        resident: Resident,
         g: DeviceGrid,
     ) -> Result<(DeviceGraph, CudaSlice<i32>)> {
         let n = g.num_nodes();
         let [tx, ty, tz] = tile_shape(g.conn);
         let [w, h, d] = g.dims;
         let ntiles = (w.div_ceil(tx) * h.div_ceil(ty) * d.div_ceil(tz)) as u32;
-        let discharge_blocks = self.tile_blocks(resident.0, ntiles);
-        let bfs_blocks = self.tile_blocks(resident.1, ntiles);
+        let discharge_blocks = self.tile_blocks(resident.discharge, ntiles);
+        let bfs_blocks = self.tile_blocks(resident.bfs, ntiles);
+        // Eight tiles per block, a warp each.
+        let wbfs_blocks = self.tile_blocks(resident.wbfs, ntiles.div_ceil(8));
+        let bits_words = res_bits_words(&GridShape::new(g.dims, g.conn)?);
         let stream = &g.stream;
         let mut pool = Pool::new(&mut self.session, stream);
         let dev = DeviceGraph {
@@ -604,8 +644,11 @@ impl CudaGrid {
             ntiles,
             discharge_blocks,
             bfs_blocks,
+            wbfs_blocks,
+            bits: pool.zeros("grid residual bits", bits_words.unwrap_or(1))?,
+            warp_bfs: self.tuning.warp_bfs && bits_words.is_some(),
             // 0: the device has no cooperative launches.
-            coop_blocks: match resident.2 {
+            coop_blocks: match resident.coop {
                 0 => 0,
                 r => self.device.share_of(r).min(ntiles),
             },
@@ -633,6 +676,7 @@ impl CudaGrid {
         s.keep("grid tile flags", dev.flags);
         s.keep("grid tile list", dev.list);
         s.keep("grid control", dev.ctl);
+        s.keep("grid residual bits", dev.bits);
         if let Some(src) = source {
             s.keep("grid source", src);
         }
@@ -808,6 +852,8 @@ impl CudaGrid {
         dev.coop_blocks > 0
             && !node_sweep(shape)
             && shape.num_nodes() <= self.tuning.persistent_max_nodes
+            // Its 2D relabel is the warp pass, which needs the packed bits.
+            && (shape.is3d != 0 || res_bits_words(shape).is_some_and(|w| dev.bits.len() >= w))
     }
 
     /// Steps 2-4 as one cooperative launch (`solve_coop`): the same relabels, discharge rounds
@@ -840,6 +886,7 @@ impl CudaGrid {
                 &mut dev.flags,
                 &mut dev.list,
                 dev.ntiles,
+                &mut dev.bits,
                 &mut dev.ctl,
                 sweeps,
                 self.tuning.relabel_min_rounds,
@@ -883,10 +930,20 @@ impl CudaGrid {
                 k.bfs_seed(stream, shape, &dev.sink_r, &mut dev.label, &mut dev.flags)?
             }
         };
+        // The warp pass seeds only from label-1 nodes and the halo, which holds for a global
+        // relabel; a local one keeps labels from the last solve and takes the block pass.
+        let which = if dev.warp_bfs && !local {
+            // SAFETY: rcap has deg·n entries; bits was sized by res_bits_words for this
+            // shape (warp_bfs is set only then).
+            unsafe { k.res_bits(stream, shape, &dev.rcap, &mut dev.bits)? };
+            Batch::WarpRelabel
+        } else {
+            Batch::Relabel
+        };
         let per = self.tuning.check_every.max(1);
         let mut passes = 0u32;
         loop {
-            self.batch(Batch::Relabel, stream, k, shape, dev)?;
+            self.batch(which, stream, k, shape, dev)?;
             passes = passes.saturating_add(per);
             // An empty list means the pass before it changed nothing: the fixed point.
             if cuda::read_words::<1>(stream, &dev.counter, "counter")?[0] == 0 {
@@ -971,6 +1028,7 @@ impl CudaGrid {
         let key = BatchKey::new(which, stream, shape, dev, &self.tuning);
         let slot = match which {
             Batch::Relabel => &self.replays.relabel,
+            Batch::WarpRelabel => &self.replays.warp_relabel,
             Batch::Discharge => &self.replays.discharge,
         };
         if let Some((kept, graph)) = slot {
@@ -1000,6 +1058,7 @@ impl CudaGrid {
         self.stats.graph_replays += 1;
         let slot = match which {
             Batch::Relabel => &mut self.replays.relabel,
+            Batch::WarpRelabel => &mut self.replays.warp_relabel,
             Batch::Discharge => &mut self.replays.discharge,
         };
         *slot = Some((key, graph));
@@ -1028,6 +1087,21 @@ impl CudaGrid {
                         dev.bfs_blocks,
                         shape,
                         &dev.rcap,
+                        &mut dev.label,
+                        &dev.list,
+                        &dev.counter,
+                        &mut dev.flags,
+                    )?
+                },
+                // SAFETY: bits as res_bits wrote them at the start of this global relabel (the
+                // residuals do not change during it), label n entries, list and flags one per
+                // tile; the list holds `counter` tile numbers.
+                Batch::WarpRelabel => unsafe {
+                    k.bfs_wtile(
+                        stream,
+                        dev.wbfs_blocks,
+                        shape,
+                        &dev.bits,
                         &mut dev.label,
                         &dev.list,
                         &dev.counter,
@@ -1445,7 +1519,7 @@ impl ResidentGrid {
             )));
         }
         let n = shape.num_nodes();
-        check_memory(gpu, n, conn)?;
+        check_memory(gpu, &shape, conn)?;
         let k = GridPr::load(gpu, conn)?;
         let g = DeviceGrid {
             dims,
