@@ -402,14 +402,11 @@ pub fn load_photo(p: &PhotoSpec) -> Result<(Image, Seeds)> {
     }
 }
 
-/// The first-round Boykov–Jolly graph of a photo (see [`PhotoSpec`]).
+/// The graph the first GrabCut round of a default segmentation of a photo cuts (see
+/// [`PhotoSpec`]): the product graph, stroke prior included.
 pub fn photo_graph(p: &PhotoSpec) -> Result<crate::graph::GridGraph> {
     let (image, seeds) = load_photo(p)?;
-    let opts = segment::SegmentOptions {
-        iterations: 1,
-        ..Default::default()
-    };
-    Ok(segment::pipeline::build_graph(&image, &seeds, &opts)?.graph)
+    segment::pipeline::first_round_graph(&image, &seeds, &segment::SegmentOptions::default())
 }
 
 /// `image` resized to `width` (height in proportion) with Catmull–Rom, values clamped back to

@@ -1222,3 +1222,60 @@ fn pipeline_reports_the_enclosure_and_keeps_the_prior_for_enclosing_strokes() {
     // The test means something only if the full prior changes this cut.
     assert_ne!(full.flow, none.flow);
 }
+
+/// `first_round_graph` (what `segcut bench` times as the product graph) is the graph the first
+/// round of `segment` cuts, capacity for capacity, with the default prior and its adaptation.
+#[test]
+fn first_round_graph_is_the_first_rounds_graph() {
+    use segcut::maxflow::SolverKind;
+    use segcut::segment::pipeline::first_round_graph;
+    let mut rng = Rng::new(11);
+    let (w, h) = (61, 37);
+    let mut data = Vec::with_capacity(w * h * 3);
+    for y in 0..h {
+        for x in 0..w {
+            let inside = (x as i64 - 30).pow(2) + (y as i64 - 18).pow(2) < 150;
+            let base = if inside {
+                [190.0, 70.0, 60.0]
+            } else {
+                [50.0, 100.0, 180.0]
+            };
+            data.extend(base.map(|b: f64| (b + 25.0 * rng.normal()).clamp(0.0, 255.0) as f32));
+        }
+    }
+    let img = Image {
+        dims: [w, h, 1],
+        channels: 3,
+        data,
+        spacing: [1.0; 3],
+        meta: Default::default(),
+    };
+    let mut seeds = Seeds::unknown(img.dims);
+    for x in 26..35 {
+        seeds.labels[18 * w + x] = Seed::Foreground;
+    }
+    for y in 2..h - 2 {
+        seeds.labels[y * w + 3] = Seed::Background;
+    }
+    let opts = SegmentOptions {
+        iterations: 1,
+        keep_graph: true,
+        solver: SolverKind::Bk,
+        ..Default::default()
+    };
+    let s = segment(&img, &seeds, &opts).unwrap();
+    let cut = s.graph.as_ref().expect("kept");
+    let g = first_round_graph(&img, &seeds, &opts).unwrap();
+    assert!(
+        s.stats.prior_enclosure.is_some(),
+        "the default prior adapts"
+    );
+    assert_eq!(g.source_caps(), cut.source_caps());
+    assert_eq!(g.sink_caps(), cut.sink_caps());
+    for d in 0..g.connectivity().degree() {
+        assert_eq!(g.caps(d), cut.caps(d), "direction {d}");
+    }
+    // Not the plain graph: the prior is in the t-links.
+    let plain = segcut::segment::pipeline::build_graph(&img, &seeds, &opts).unwrap();
+    assert_ne!(plain.graph.sink_caps(), g.sink_caps());
+}

@@ -510,8 +510,9 @@ fn fit_initial_models(
     Ok(Some(models))
 }
 
-/// Fits the models on the seeds and builds the first round's graph (what `--export-graph`
-/// writes).
+/// Fits the models on the seeds and builds the plain Boykov–Jolly graph of them: no stroke
+/// prior, no blend or outlier terms ([`first_round_graph`] is the graph a segmentation's first
+/// round cuts, what `--export-graph` writes).
 pub fn build_graph(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Energy> {
     energy::check_image(image)?;
     check_seeds(image, seeds)?;
@@ -570,6 +571,80 @@ struct Rounds<'a> {
     prior_run: PriorRun,
     /// What computing it took (part of the preparation).
     prior_time: Duration,
+}
+
+/// What [`Rounds::first_models`] gives the first round.
+struct FirstModels {
+    /// The models the first round cuts with.
+    models: (Model, Model),
+    /// The seeds' models (what later rounds blend in).
+    seeds: (Model, Model),
+    /// The enclosure the prior was scaled by, when it was.
+    enclosure: Option<f64>,
+}
+
+/// Sets a host graph's t-links for one round (the prior, when there is one, on top of the
+/// models' terms).
+fn set_host_tlinks(
+    e: &mut Energy,
+    work: &Work,
+    seeds: &Seeds,
+    prior: Option<&[f32]>,
+    tlinks: TLinks,
+) -> Result<()> {
+    match tlinks {
+        TLinks::Models(fg, bg) => {
+            energy::set_tlinks_with_prior(e, work.image(), seeds, fg, bg, prior)
+        }
+        TLinks::Probability(p) => energy::set_tlinks_probability(e, seeds, p, PROBABILITY_FLOOR),
+    }
+}
+
+/// The first round's graph exactly as [`segment`] cuts it (the seeds' models, the stroke prior
+/// and its adaptation, the blend and outlier terms), built on the host and not solved: the
+/// product graph `segcut bench` times. [`build_graph`] is the plain Boykov–Jolly graph without
+/// the prior.
+///
+/// ```
+/// use segcut::io::{Image, Seed, Seeds};
+/// use segcut::segment::{pipeline::first_round_graph, SegmentOptions};
+/// let data = (0..32 * 3).map(|i| if (i / 3) % 8 < 4 { 0.1 } else { 0.9 }).collect();
+/// let image = Image::new([8, 4, 1], 3, data);
+/// let mut seeds = Seeds::unknown([8, 4, 1]);
+/// seeds.labels[0] = Seed::Background;
+/// seeds.labels[7] = Seed::Foreground;
+/// let g = first_round_graph(&image, &seeds, &SegmentOptions::default()).unwrap();
+/// assert_eq!(g.num_nodes(), 32);
+/// ```
+pub fn first_round_graph(
+    image: &Image,
+    seeds: &Seeds,
+    opts: &SegmentOptions,
+) -> Result<crate::graph::GridGraph> {
+    check_seeds(image, seeds)?;
+    let opts = SegmentOptions {
+        gpu_build: false,
+        ..opts.clone()
+    };
+    let data = DataTerm::ColourModels;
+    let (choice, _) = plan_solve(image, &opts, data);
+    let mut solvers = Solvers::on(opts.device);
+    let (mut r, _) = Rounds::prepare(image, seeds, &opts, data, choice, false, &mut solvers)?;
+    let first = r.first_models()?;
+    let (fg, bg) = first.models;
+    let (sf, sb) = &first.seeds;
+    // The first round blends nothing of the seeds' models in (weight 0), as in segment.
+    let fg = Blend::new(fg, sf, 0.0).with_outlier(opts.outlier, &r.params);
+    let bg = Blend::new(bg, sb, 0.0).with_outlier(opts.outlier, &r.params);
+    let mut e = energy::build_nlinks(r.work.image(), &r.eopts)?;
+    set_host_tlinks(
+        &mut e,
+        &r.work,
+        seeds,
+        r.prior.as_deref(),
+        TLinks::Models(&fg, &bg),
+    )?;
+    Ok(e.graph)
 }
 
 /// What one round's t-links are made of.
@@ -790,17 +865,15 @@ pub(crate) fn segment_in(
         let (cut, models) = match data {
             DataTerm::Probability(p) => (r.cut(TLinks::Probability(p))?, Duration::ZERO),
             DataTerm::ColourModels => {
-                let (fg, bg) = r.fit(round, &mask)?;
                 let (fg, bg) = if round == 0 {
-                    seed_models = Some((fg.clone(), bg.clone()));
-                    r.initial_models()?.unwrap_or((fg, bg))
+                    let first = r.first_models()?;
+                    seed_models = Some(first.seeds);
+                    prior_enclosure = first.enclosure;
+                    first.models
                 } else {
-                    (fg, bg)
+                    r.fit(round, &mask)?
                 };
                 let (sf, sb) = seed_models.as_ref().expect("set in round 0");
-                if round == 0 {
-                    prior_enclosure = r.adapt_prior(sf, sb)?;
-                }
                 let w = if round > 0 { opts.seed_weight } else { 0.0 };
                 let (fg, bg) = (
                     Blend::new(fg, sf, w).with_outlier(opts.outlier, &r.params),
@@ -987,6 +1060,21 @@ impl<'a> Rounds<'a> {
         Ok((rounds, declined))
     }
 
+    /// The first round's models: fitted on the seeds (the seeds' models, kept for the blend
+    /// of later rounds), or the initial models when [`SegmentOptions::initial`] asks for more;
+    /// the prior is adapted to the seeds' models here, once.
+    fn first_models(&mut self) -> Result<FirstModels> {
+        let (fg, bg) = self.fit(0, &[])?;
+        let seeds = (fg.clone(), bg.clone());
+        let models = self.initial_models()?.unwrap_or((fg, bg));
+        let enclosure = self.adapt_prior(&seeds.0, &seeds.1)?;
+        Ok(FirstModels {
+            models,
+            seeds,
+            enclosure,
+        })
+    }
+
     /// The models of `round`: fitted on the seeds in the first, on the last mask after.
     fn fit(&mut self, round: usize, mask: &[bool]) -> Result<(Model, Model)> {
         // With the graph on the device, the samples are gathered there (gpu_model.rs); the
@@ -1081,20 +1169,7 @@ impl<'a> Rounds<'a> {
         };
         let (solved, warm, t2, t3) = match g {
             Graph::Host(e) => {
-                let prior = self.prior.as_deref();
-                match tlinks {
-                    TLinks::Models(fg, bg) => energy::set_tlinks_with_prior(
-                        e,
-                        self.work.image(),
-                        self.seeds,
-                        fg,
-                        bg,
-                        prior,
-                    )?,
-                    TLinks::Probability(p) => {
-                        energy::set_tlinks_probability(e, self.seeds, p, PROBABILITY_FLOOR)?
-                    }
-                }
+                set_host_tlinks(e, &self.work, self.seeds, self.prior.as_deref(), tlinks)?;
                 let t2 = Instant::now();
                 // BK, or cuda-grid when named (under `auto` a GPU solver that declines falls
                 // back to BK through `host`, which a kept GPU state cannot).
