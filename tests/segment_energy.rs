@@ -367,25 +367,7 @@ fn histogram_prefers_seen_colours() {
 fn segmentation_is_deterministic_and_follows_the_seeds() {
     // Two noisy colour regions split by a vertical edge.
     let (w, h) = (40, 30);
-    let mut rng = Rng::new(5);
-    let mut data = Vec::new();
-    for _y in 0..h {
-        for x in 0..w {
-            let base = if x < 22 {
-                [200.0, 60.0, 50.0]
-            } else {
-                [40.0, 90.0, 190.0]
-            };
-            data.extend(base.map(|b: f64| (b + 15.0 * rng.normal()).clamp(0.0, 255.0) as f32));
-        }
-    }
-    let img = Image {
-        dims: [w, h, 1],
-        channels: 3,
-        data,
-        spacing: [1.0; 3],
-        meta: Default::default(),
-    };
+    let img = two_colours(w, h, 5, 15.0, |x, _| x < 22);
     let mut seeds = Seeds::unknown(img.dims);
     for y in 10..20 {
         seeds.labels[y * w + 5] = Seed::Foreground;
@@ -1229,27 +1211,10 @@ fn pipeline_reports_the_enclosure_and_keeps_the_prior_for_enclosing_strokes() {
 fn first_round_graph_is_the_first_rounds_graph() {
     use segcut::maxflow::SolverKind;
     use segcut::segment::pipeline::first_round_graph;
-    let mut rng = Rng::new(11);
     let (w, h) = (61, 37);
-    let mut data = Vec::with_capacity(w * h * 3);
-    for y in 0..h {
-        for x in 0..w {
-            let inside = (x as i64 - 30).pow(2) + (y as i64 - 18).pow(2) < 150;
-            let base = if inside {
-                [190.0, 70.0, 60.0]
-            } else {
-                [50.0, 100.0, 180.0]
-            };
-            data.extend(base.map(|b: f64| (b + 25.0 * rng.normal()).clamp(0.0, 255.0) as f32));
-        }
-    }
-    let img = Image {
-        dims: [w, h, 1],
-        channels: 3,
-        data,
-        spacing: [1.0; 3],
-        meta: Default::default(),
-    };
+    let img = two_colours(w, h, 11, 25.0, |x, y| {
+        (x as i64 - 30).pow(2) + (y as i64 - 18).pow(2) < 150
+    });
     let mut seeds = Seeds::unknown(img.dims);
     for x in 26..35 {
         seeds.labels[18 * w + x] = Seed::Foreground;
@@ -1278,4 +1243,34 @@ fn first_round_graph_is_the_first_rounds_graph() {
     // Not the plain graph: the prior is in the t-links.
     let plain = segcut::segment::pipeline::build_graph(&img, &seeds, &opts).unwrap();
     assert_ne!(plain.graph.sink_caps(), g.sink_caps());
+}
+
+/// A `w`×`h` RGB image of two noisy colours: red where `inside(x, y)`, blue elsewhere, Gaussian
+/// noise of deviation `noise` from the seeded generator.
+fn two_colours(
+    w: usize,
+    h: usize,
+    seed: u64,
+    noise: f64,
+    inside: impl Fn(usize, usize) -> bool,
+) -> Image {
+    let mut rng = Rng::new(seed);
+    let mut data = Vec::with_capacity(w * h * 3);
+    for y in 0..h {
+        for x in 0..w {
+            let base = if inside(x, y) {
+                [200.0, 60.0, 50.0]
+            } else {
+                [40.0, 90.0, 190.0]
+            };
+            data.extend(base.map(|b: f64| (b + noise * rng.normal()).clamp(0.0, 255.0) as f32));
+        }
+    }
+    Image {
+        dims: [w, h, 1],
+        channels: 3,
+        data,
+        spacing: [1.0; 3],
+        meta: Default::default(),
+    }
 }
