@@ -46,6 +46,18 @@ const PRIORS: [SpatialPrior; 3] = [
     },
 ];
 
+/// The energy's options for `image`: N6 for a volume, N8 for a 2D image.
+fn energy_options(image: &Image) -> EnergyOptions {
+    EnergyOptions {
+        connectivity: if image.is_volume() {
+            Connectivity::N6
+        } else {
+            Connectivity::N8
+        },
+        ..EnergyOptions::default()
+    }
+}
+
 /// Compares the device's prior with the host's for `image` and `seeds` under `prior`, in colour
 /// space `space` (which decides where the device keeps the input values); returns the device's
 /// passes (0: the host computed it).
@@ -57,14 +69,7 @@ fn compare(
     space: ColorSpace,
 ) -> usize {
     let host = prior_costs(image, seeds, prior).unwrap();
-    let opts = EnergyOptions {
-        connectivity: if image.is_volume() {
-            Connectivity::N6
-        } else {
-            Connectivity::N8
-        },
-        ..EnergyOptions::default()
-    };
+    let opts = energy_options(image);
     let mut gpu = GpuEnergy::new(segcut::cuda::Device::default(), image, seeds, space, &opts)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     let run = gpu
@@ -410,7 +415,7 @@ fn compare_enclosure(
         image,
         seeds,
         ColorSpace::Lab,
-        &EnergyOptions::default(),
+        &energy_options(image),
     )
     .unwrap_or_else(|e| panic!("{what}: {e}"));
     gpu.compute_prior(image, seeds, prior)

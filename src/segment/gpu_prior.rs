@@ -19,6 +19,12 @@
 //! images the factor can differ by one `f32` unit, and the distances then by a relative 2⁻²² at
 //! most ([`PRIOR_TOLERANCE`]).
 //!
+//! **The enclosure where the prior is.** When the enclosure is the prior's only adaptation to the
+//! strokes (explained share 1, the default), [`GpuEnergy::scale_prior_by_enclosure`] scales it
+//! on the device: the border's integer counts reduced there, `E` and `E^k` from them by the
+//! host's own functions, one `f32` product per pixel there. The host's bits, and only 16 bytes
+//! cross the bus.
+//!
 //! **When the device stops.** Photos converge in about 10–20 passes; a path that turns often
 //! (a maze, a spiral) needs about a pass per turn. After [`MAX_DEVICE_PASSES`] passes, or when
 //! the device lacks memory for its per-pixel buffers, the prior is computed on the host by

@@ -1029,8 +1029,9 @@ impl<'a> Rounds<'a> {
     /// Adapts the prior to the strokes: scales it by their enclosure
     /// ([`super::prior::scale_by_enclosure`]), then lets it step back on the colours the strokes
     /// explain ([`super::prior::adapt_to_colours`]), judged by the seeds' models `fg`, `bg`;
-    /// hands the result to the GPU graph when there is one. Returns the enclosure when the
-    /// prior followed it.
+    /// hands the result to the GPU graph when there is one. With the enclosure alone and the
+    /// graph on the GPU, the device scales the prior where it is ([`adapts_on_host`]). Returns
+    /// the enclosure when the prior followed it.
     fn adapt_prior(&mut self, fg: &Model, bg: &Model) -> Result<Option<f64>> {
         if !self.opts.prior.adapts() {
             return Ok(None);
@@ -1049,9 +1050,7 @@ impl<'a> Rounds<'a> {
         self.prior_adapted = Some(Adapted::Host);
         let enclosure = scale_by_enclosure(delta, self.image.dims, &self.opts.prior);
         if self.opts.prior.explained >= 1.0 {
-            if let Some(Graph::Device(d)) = self.graph.as_mut() {
-                d.set_prior(Some(delta))?;
-            }
+            // The CPU build's (a GPU graph scaled its own above).
             return Ok(enclosure);
         }
         let (work, kind, labels) = (&self.work, self.opts.model, &self.seeds.labels);

@@ -51,7 +51,9 @@
 //! region. [`scale_by_enclosure`] scales the whole prior by `E^k` ([`SpatialPrior::enclosure`]),
 //! `E` ([`enclosure`]) the share of the image's border that the background strokes reach first
 //! (geodesically, by the prior's own distances). It too is applied after the first fit, before
-//! the explained share.
+//! the explained share; where the prior lives on the device, there
+//! ([`GpuEnergy::scale_prior_by_enclosure`](super::gpu::GpuEnergy::scale_prior_by_enclosure)),
+//! from the same counts ([`enclosure_of_counts`]) and factor ([`enclosure_gain`]).
 //!
 //! Seeds without a hard label ([`Seed::ProbablyForeground`], [`Seed::ProbablyBackground`]) are
 //! not strokes. Without hard seeds of both classes (a GrabCut rectangle, say) there is no prior.
@@ -254,8 +256,15 @@ pub(crate) fn row_on_border(dims: [usize; 3], y: usize, z: usize) -> bool {
     y == 0 || y + 1 == h || (d > 1 && (z == 0 || z + 1 == d))
 }
 
-/// [`enclosure`] from its counts ([`enclosure_counts`]): `halves / (2 · border)`, `None`
-/// without border pixels. One expression for every device.
+/// [`enclosure`] from its integer counts, however they were added up (the border pixels'
+/// halves and the border pixels): `halves / (2 · border)`, `None` without border pixels. One
+/// expression for every device.
+///
+/// ```
+/// use segcut::segment::prior::enclosure_of_counts;
+/// assert_eq!(enclosure_of_counts(13, 8), Some(13.0 / 16.0)); // 6 nearer the background, 1 tie
+/// assert_eq!(enclosure_of_counts(0, 0), None);
+/// ```
 pub fn enclosure_of_counts(halves: u64, border: u64) -> Option<f64> {
     (border > 0).then(|| halves as f64 / (2 * border) as f64)
 }
@@ -263,6 +272,12 @@ pub fn enclosure_of_counts(halves: u64, border: u64) -> Option<f64> {
 /// The factor `g = E^k` the whole prior is scaled by ([`scale_by_enclosure`]): computed in
 /// `f64`, rounded to `f32`, on the host for every device (a device's `pow` may differ in the
 /// last bit).
+///
+/// ```
+/// use segcut::segment::prior::{enclosure_gain, SpatialPrior};
+/// let prior = SpatialPrior { weight: 15.0, contrast: 3.0, softness: 0.15, explained: 1.0, enclosure: 2.0 };
+/// assert_eq!(enclosure_gain(0.5, &prior), 0.25);
+/// ```
 pub fn enclosure_gain(e: f64, prior: &SpatialPrior) -> f32 {
     e.powf(prior.enclosure) as f32
 }
