@@ -566,3 +566,27 @@ fn the_enclosure_of_the_dev_photos_is_the_hosts() {
         }
     }
 }
+
+/// The enclosure's kernels (`prior_enclosure`, `prior_scale`) on a 2D image of many blocks
+/// and a volume, small enough for compute-sanitizer (`sanitizer_sized` in the test name
+/// filter; the prior's own kernels run first).
+#[test]
+fn sanitizer_sized_enclosure() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng::new(2533);
+    let prior = SpatialPrior {
+        enclosure: 8.0,
+        ..PRIORS[0]
+    };
+    for (dims, ch) in [([300, 41, 1], 3), ([13, 11, 7], 1)] {
+        let img = random_image(dims, ch, Some(255.0), &mut rng);
+        let seeds = enclosing_seeds(dims, 0.7, &mut rng);
+        let what = format!("{dims:?}x{ch}");
+        assert!(
+            compare_enclosure(&what, &img, &seeds, &prior).is_some(),
+            "{what}"
+        );
+    }
+}
