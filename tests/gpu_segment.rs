@@ -642,10 +642,10 @@ fn adaptive_prior_masks_agree_on_the_dev_photos() {
     adapted_priors_agree(&priors);
 }
 
-/// The stroke prior scaled by the strokes' enclosure (issue 25; alone and with the explained
-/// share): the device's prior is downloaded, scaled on the host and uploaded again, so both
-/// builds must see the same enclosure (bit for bit), cut the same first graph and give the same
-/// masks.
+/// The stroke prior scaled by the strokes' enclosure (issue 25; alone, scaled on the device,
+/// and with the explained share, where the device's prior is downloaded, adapted on the host
+/// and uploaded again): both builds must see the same enclosure (bit for bit), cut the same
+/// first graph and give the same masks.
 #[test]
 fn enclosure_prior_masks_agree_on_the_dev_photos() {
     let base = SegmentOptions::default().prior;
@@ -713,6 +713,14 @@ fn adapted_priors_agree(priors: &[SpatialPrior]) {
                     prior.enclosure > 0.0,
                     "{id} {set} {what}"
                 );
+                // The enclosure alone is scaled where the prior is; the explained share on
+                // the host.
+                let on = match (prior.adapts(), prior.explained < 1.0) {
+                    (false, _) => None,
+                    (true, true) => Some(Adapted::Host),
+                    (true, false) => Some(Adapted::Device),
+                };
+                assert_eq!(g.stats.prior_adapted, on, "{id} {set} {what}");
                 assert_eq!(
                     g.stats.iterations[0].flow, c.stats.iterations[0].flow,
                     "{id} {set} {what}: the first round's graphs differ"
