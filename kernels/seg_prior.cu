@@ -1,7 +1,8 @@
 // seg_prior.cu: the stroke-geometry prior of src/segment/prior.rs on the GPU: the geodesic
-// distances of every pixel to the foreground and the background strokes, and the prior's log-odds
-// from them. Launched only through the typed launchers of src/cuda/launch/seg_prior.rs;
-// src/segment/gpu_prior.rs drives them.
+// distances of every pixel to the foreground and the background strokes, the prior's log-odds
+// from them, and after the first fit its scaling by the strokes' enclosure (prior_enclosure,
+// prior_scale: integer counts and one product per pixel, the host's bits). Launched only through
+// the typed launchers of src/cuda/launch/seg_prior.rs; src/segment/gpu_prior.rs drives them.
 //
 // The distances are the fixed point of d(p) = min(d(p), min_q fl(d(q) + step(p, q))) with d = 0
 // on the class's strokes, the same f32 expressions as prior.rs (compiled with --fmad=false, IEEE
