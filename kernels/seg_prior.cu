@@ -1,7 +1,8 @@
 // seg_prior.cu: the stroke-geometry prior of src/segment/prior.rs on the GPU: the geodesic
-// distances of every pixel to the foreground and the background strokes, and the prior's log-odds
-// from them. Launched only through the typed launchers of src/cuda/launch/seg_prior.rs;
-// src/segment/gpu_prior.rs drives them.
+// distances of every pixel to the foreground and the background strokes, the prior's log-odds
+// from them, and after the first fit its scaling by the strokes' enclosure (prior_enclosure,
+// prior_scale: integer counts and one product per pixel, the host's bits). Launched only through
+// the typed launchers of src/cuda/launch/seg_prior.rs; src/segment/gpu_prior.rs drives them.
 //
 // The distances are the fixed point of d(p) = min(d(p), min_q fl(d(q) + step(p, q))) with d = 0
 // on the class's strokes, the same f32 expressions as prior.rs (compiled with --fmad=false, IEEE
@@ -394,4 +395,40 @@ extern "C" __global__ void prior_costs(unsigned n, const float *d_fg, const floa
         float sum = f + b + soft;
         prior[v] = sum > 0.0f ? gamma * (f - b) / sum : 0.0f;
     }
+}
+
+// The strokes' enclosure (enclosure_counts in prior.rs) from the prior itself: over the image's
+// border pixels (x, y at either end; in a volume also z; every pixel once), counts[0] gets 2 where
+// prior > 0 (nearer the background strokes), 1 where prior == 0 (a tie), 0 otherwise (a NaN
+// included), counts[1] one per pixel. Integer sums, so the order of the atomics does not change
+// them: the host's counts exactly. counts must be zero before the launch.
+// sync: counts[0], counts[1] (atomicAdd, lane 0 of each warp). safe: none.
+extern "C" __global__ void prior_enclosure(const Grid g, const float *prior, u64 *counts) {
+    u64 halves = 0, border = 0;
+    for (unsigned v = blockIdx.x * blockDim.x + threadIdx.x; v < g.n;
+         v += gridDim.x * blockDim.x) {
+        unsigned x, y, z;
+        coords(g, v, x, y, z);
+        const bool edge = x == 0 || x + 1 == g.w || y == 0 || y + 1 == g.h ||
+                          (g.d > 1 && (z == 0 || z + 1 == g.d));
+        if (!edge) continue;
+        const float p = prior[v];
+        halves += p > 0.0f ? 2 : (p == 0.0f ? 1 : 0);
+        border += 1;
+    }
+    // Every lane reaches here (the loop has no early return): full-warp sums.
+    halves = warp_sum(halves);
+    border = warp_sum(border);
+    if (threadIdx.x % 32 == 0 && border > 0) {
+        atomicAdd(&counts[0], halves);
+        atomicAdd(&counts[1], border);
+    }
+}
+
+// The whole prior times the enclosure's factor gain = E^k (scale_by_enclosure in prior.rs; the
+// factor computed and rounded to float on the host): one float product per pixel, the host's.
+// sync: none. safe: prior[v].
+extern "C" __global__ void prior_scale(unsigned n, float gain, float *prior) {
+    for (unsigned v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x)
+        prior[v] = prior[v] * gain;
 }

@@ -5,6 +5,9 @@
 //! and returns, unless `SEGCUT_REQUIRE_GPU=1` is set (on the GPU machine): then it fails.
 
 mod common;
+// The maze generator shared with the CPU emulation's tests (`src/segment/prior_emulation.rs`).
+#[path = "../src/segment/test_maze.rs"]
+mod test_maze;
 
 use common::gpu_or_skip;
 use segcut::graph::Connectivity;
@@ -14,7 +17,7 @@ use segcut::segment::color::ColorSpace;
 use segcut::segment::energy::EnergyOptions;
 use segcut::segment::gpu::GpuEnergy;
 use segcut::segment::gpu_prior::{PriorRun, MAX_DEVICE_PASSES, PRIOR_TOLERANCE};
-use segcut::segment::prior::{prior_costs, SpatialPrior};
+use segcut::segment::prior::{enclosure, prior_costs, scale_by_enclosure, SpatialPrior};
 use segcut::segment::{Image, Seed, Seeds};
 
 use common::image_from as image;
@@ -43,6 +46,18 @@ const PRIORS: [SpatialPrior; 3] = [
     },
 ];
 
+/// The energy's options for `image`: N6 for a volume, N8 for a 2D image.
+fn energy_options(image: &Image) -> EnergyOptions {
+    EnergyOptions {
+        connectivity: if image.is_volume() {
+            Connectivity::N6
+        } else {
+            Connectivity::N8
+        },
+        ..EnergyOptions::default()
+    }
+}
+
 /// Compares the device's prior with the host's for `image` and `seeds` under `prior`, in colour
 /// space `space` (which decides where the device keeps the input values); returns the device's
 /// passes (0: the host computed it).
@@ -54,14 +69,7 @@ fn compare(
     space: ColorSpace,
 ) -> usize {
     let host = prior_costs(image, seeds, prior).unwrap();
-    let opts = EnergyOptions {
-        connectivity: if image.is_volume() {
-            Connectivity::N6
-        } else {
-            Connectivity::N8
-        },
-        ..EnergyOptions::default()
-    };
+    let opts = energy_options(image);
     let mut gpu = GpuEnergy::new(segcut::cuda::Device::default(), image, seeds, space, &opts)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     let run = gpu
@@ -98,6 +106,17 @@ fn compare(
         PriorRun::Host(_) => 0,
         PriorRun::Off | PriorRun::Cpu => panic!("{what}: a device prior reported as {run:?}"),
     }
+}
+
+/// A random image: integer levels up to `levels`, or floats in [0, 3.7) without.
+fn random_image(dims: [usize; 3], ch: usize, levels: Option<f32>, rng: &mut Rng) -> Image {
+    image(dims, ch, |_| {
+        let u = rng.unit_f64() as f32;
+        match levels {
+            Some(l) => (u * l).round(),
+            None => u * 3.7,
+        }
+    })
 }
 
 /// Random hard seeds of both classes (and some soft ones, which are no strokes).
@@ -147,13 +166,7 @@ fn random_images_match_the_host() {
     .into_iter()
     .enumerate()
     {
-        let img = image(dims, ch, |_| {
-            let u = rng.unit_f64() as f32;
-            match levels {
-                Some(l) => (u * l).round(),
-                None => u * 3.7,
-            }
-        });
+        let img = random_image(dims, ch, levels, &mut rng);
         let seeds = random_seeds(dims, &mut rng, 6 + case);
         for (k, prior) in PRIORS.iter().enumerate() {
             for space in [ColorSpace::AsIs, ColorSpace::Lab] {
@@ -296,44 +309,12 @@ fn dev_photos_match_the_host() {
     }
 }
 
-/// A maze (a random spanning tree of cells carved out of a dark image, walls a pixel thick) in
-/// a grid that is no multiple of the strips: the shortest paths turn at every cell and cross
-/// strip edges in every direction.
+/// A maze ([`test_maze::maze_open`], the generator the CPU emulation's tests use) in a grid
+/// that is no multiple of the strips: the shortest paths turn at every cell and cross strip
+/// edges in every direction.
 fn maze(cells: [usize; 2], seed: u64) -> (Image, Seeds) {
     let mut rng = Rng::new(seed);
-    let [cw, chh] = cells;
-    let (w, h) = (2 * cw + 1, 2 * chh + 1);
-    let mut open = vec![false; w * h];
-    let mut seen = vec![false; cw * chh];
-    let mut stack = vec![0usize];
-    seen[0] = true;
-    open[w + 1] = true;
-    while let Some(&c) = stack.last() {
-        let (x, y) = (c % cw, c / cw);
-        let mut next = Vec::new();
-        if x > 0 && !seen[c - 1] {
-            next.push(c - 1);
-        }
-        if x + 1 < cw && !seen[c + 1] {
-            next.push(c + 1);
-        }
-        if y > 0 && !seen[c - cw] {
-            next.push(c - cw);
-        }
-        if y + 1 < chh && !seen[c + cw] {
-            next.push(c + cw);
-        }
-        if next.is_empty() {
-            stack.pop();
-            continue;
-        }
-        let n = next[rng.below(next.len() as u64) as usize];
-        seen[n] = true;
-        let (nx, ny) = (n % cw, n / cw);
-        open[(2 * nx + 1) + w * (2 * ny + 1)] = true;
-        open[(x + nx + 1) + w * (y + ny + 1)] = true;
-        stack.push(n);
-    }
+    let (w, h, open) = test_maze::maze_open(cells, |k| rng.below(k as u64) as usize);
     let img = image([w, h, 1], 1, |i| if open[i] { 255.0 } else { 0.0 });
     let mut seeds = Seeds::unknown(img.dims);
     seeds.labels[w + 1] = Seed::Foreground;
@@ -353,7 +334,14 @@ fn mazes_match_the_host() {
         explained: 1.0,
         enclosure: 0.0,
     };
-    for (cells, seed) in [([20, 17], 7), ([50, 9], 8), ([8, 60], 9)] {
+    // The last two have axes the device cuts into segments (more than 128 steps).
+    for (cells, seed) in [
+        ([20, 17], 7),
+        ([50, 9], 8),
+        ([8, 60], 9),
+        ([150, 12], 10),
+        ([9, 110], 12),
+    ] {
         let (img, seeds) = maze(cells, seed);
         let what = format!("maze {:?}", img.dims);
         let passes = compare(&what, &img, &seeds, &steep, ColorSpace::AsIs);
@@ -410,4 +398,195 @@ fn a_volume_maze_of_slices_matches_the_host() {
         enclosure: 0.0,
     };
     compare("volume maze", &img, &seeds, &steep, ColorSpace::AsIs);
+}
+
+/// Scales the device's prior by the strokes' enclosure on the device
+/// (`GpuEnergy::scale_prior_by_enclosure`) and checks it against the host's scaling of the same
+/// prior brought down: the same `E` and the same scaled prior, bit for bit. On integer-valued
+/// images the device's prior is the host's, so `E` is also the host pipeline's. Returns `E`.
+fn compare_enclosure(
+    what: &str,
+    image: &Image,
+    seeds: &Seeds,
+    prior: &SpatialPrior,
+) -> Option<f64> {
+    let mut gpu = GpuEnergy::new(
+        segcut::cuda::Device::default(),
+        image,
+        seeds,
+        ColorSpace::Lab,
+        &energy_options(image),
+    )
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
+    gpu.compute_prior(image, seeds, prior)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let before = gpu.prior_host().unwrap();
+    let e = gpu
+        .scale_prior_by_enclosure(prior)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let after = gpu.prior_host().unwrap();
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let Some(mut want) = before else {
+        assert_eq!(e, None, "{what}: an enclosure without a prior");
+        assert!(after.is_none(), "{what}");
+        return None;
+    };
+    let e_want = scale_by_enclosure(&mut want, image.dims, prior);
+    assert_eq!(
+        e.map(f64::to_bits),
+        e_want.map(f64::to_bits),
+        "{what}: device E {e:?}, host E {e_want:?}"
+    );
+    assert_eq!(
+        bits(&after.unwrap()),
+        bits(&want),
+        "{what}: the scaled priors differ"
+    );
+    if image.data.iter().all(|v| v.fract() == 0.0) {
+        let mut host = prior_costs(image, seeds, prior).unwrap().unwrap();
+        let e_host = scale_by_enclosure(&mut host, image.dims, prior);
+        assert_eq!(
+            e.map(f64::to_bits),
+            e_host.map(f64::to_bits),
+            "{what}: E differs from the host pipeline's"
+        );
+        assert_eq!(
+            bits(&host),
+            bits(&want),
+            "{what}: the host pipeline's prior differs"
+        );
+    }
+    e
+}
+
+/// Random strokes that enclose more or less: background strokes on about `share` of the
+/// border, and a few random strokes anywhere (two foreground to one background).
+fn enclosing_seeds(dims: [usize; 3], share: f64, rng: &mut Rng) -> Seeds {
+    let [w, h, d] = dims;
+    let mut s = Seeds::unknown(dims);
+    for z in 0..d {
+        for y in 0..h {
+            for x in 0..w {
+                let edge = x == 0 || y == 0 || x + 1 == w || y + 1 == h;
+                if edge && rng.unit_f64() < share {
+                    s.labels[x + w * (y + h * z)] = Seed::Background;
+                }
+            }
+        }
+    }
+    let n = s.labels.len();
+    for i in 0..4 + n / 200 {
+        let p = rng.below(n as u64) as usize;
+        s.labels[p] = if i % 3 == 2 {
+            Seed::Background
+        } else {
+            Seed::Foreground
+        };
+    }
+    // Both classes, whatever the draws did.
+    s.labels[(w / 2) + w * (h / 2)] = Seed::Foreground;
+    s.labels[n - 1] = Seed::Background;
+    s
+}
+
+#[test]
+fn the_enclosure_on_the_device_is_the_hosts() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng::new(2511);
+    let mut seen = Vec::new();
+    for (case, (dims, ch, levels)) in [
+        ([37, 23, 1], 1, Some(255.0)),
+        ([64, 48, 1], 3, Some(255.0)),
+        ([50, 31, 1], 3, None),
+        ([1, 40, 1], 1, Some(255.0)),
+        ([40, 1, 1], 3, Some(255.0)),
+        ([2, 9, 1], 3, Some(255.0)),
+        ([300, 41, 1], 3, Some(255.0)),
+        ([13, 11, 7], 1, Some(255.0)),
+        ([9, 12, 2], 3, None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let img = random_image(dims, ch, levels, &mut rng);
+        for trial in 0..3 {
+            let seeds = enclosing_seeds(dims, [0.0, 0.5, 0.95][trial], &mut rng);
+            for k in [8.0, 2.5, 0.0] {
+                let prior = SpatialPrior {
+                    enclosure: k,
+                    ..PRIORS[0]
+                };
+                let what = format!("case {case} {dims:?}x{ch} trial {trial} k {k}");
+                let e = compare_enclosure(&what, &img, &seeds, &prior);
+                assert_eq!(e.is_some(), k > 0.0, "{what}");
+                seen.extend(e);
+            }
+        }
+    }
+    // The cases span the range: strokes that enclose, and strokes that do not.
+    let (lo, hi) = seen
+        .iter()
+        .fold((1.0f64, 0.0f64), |(l, h), &e| (l.min(e), h.max(e)));
+    eprintln!("enclosures from {lo} to {hi}");
+    assert!(lo < 0.4 && hi > 0.8, "enclosures from {lo} to {hi}");
+    // No prior (one class has no hard stroke): nothing to scale.
+    let img = image([16, 16, 1], 1, |i| (i % 7) as f32);
+    let mut seeds = Seeds::unknown(img.dims);
+    seeds.labels[3] = Seed::Foreground;
+    assert_eq!(
+        compare_enclosure("one class", &img, &seeds, &PRIORS[0]),
+        None
+    );
+}
+
+#[test]
+fn the_enclosure_of_the_dev_photos_is_the_hosts() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let prior = SpatialPrior {
+        enclosure: 8.0,
+        ..PRIORS[0]
+    };
+    for (id, image, seeds) in &common::dev_photos() {
+        let img = load_image(image).unwrap();
+        // Both scribble sets: sparse strokes (E lower) and dense ones.
+        let path = seeds.to_string_lossy();
+        for set in [path.to_string(), path.replace("scribbles-1", "scribbles-2")] {
+            let seeds =
+                load_seeds(std::path::Path::new(&set), img.dims, &Default::default()).unwrap();
+            let id = format!("{id} {set}");
+            let e = compare_enclosure(&id, &img, &seeds, &prior);
+            assert!(e.is_some(), "{id}: no enclosure");
+            // E from the host's prior (the photos are 8-bit: the device's prior is the host's).
+            let host = prior_costs(&img, &seeds, &prior).unwrap().unwrap();
+            assert_eq!(e, enclosure(&host, img.dims), "{id}");
+        }
+    }
+}
+
+/// The enclosure's kernels (`prior_enclosure`, `prior_scale`) on a 2D image of many blocks
+/// and a volume, small enough for compute-sanitizer (`sanitizer_sized` in the test name
+/// filter; the prior's own kernels run first).
+#[test]
+fn sanitizer_sized_enclosure() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng::new(2533);
+    let prior = SpatialPrior {
+        enclosure: 8.0,
+        ..PRIORS[0]
+    };
+    for (dims, ch) in [([300, 41, 1], 3), ([13, 11, 7], 1)] {
+        let img = random_image(dims, ch, Some(255.0), &mut rng);
+        let seeds = enclosing_seeds(dims, 0.7, &mut rng);
+        let what = format!("{dims:?}x{ch}");
+        assert!(
+            compare_enclosure(&what, &img, &seeds, &prior).is_some(),
+            "{what}"
+        );
+    }
 }

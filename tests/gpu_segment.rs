@@ -14,7 +14,7 @@ use segcut::rng::Rng;
 use segcut::segment::color::{to_color_space, ColorSpace};
 use segcut::segment::energy::{self, EnergyOptions};
 use segcut::segment::gpu::{supported, GpuEnergy};
-use segcut::segment::gpu_prior::PriorRun;
+use segcut::segment::gpu_prior::{Adapted, PriorRun};
 use segcut::segment::model::Blend;
 use segcut::segment::model::{Model, ModelKind, ModelParams};
 use segcut::segment::prior::{prior_costs, SpatialPrior};
@@ -642,10 +642,10 @@ fn adaptive_prior_masks_agree_on_the_dev_photos() {
     adapted_priors_agree(&priors);
 }
 
-/// The stroke prior scaled by the strokes' enclosure (issue 25; alone and with the explained
-/// share): the device's prior is downloaded, scaled on the host and uploaded again, so both
-/// builds must see the same enclosure (bit for bit), cut the same first graph and give the same
-/// masks.
+/// The stroke prior scaled by the strokes' enclosure (issue 25; alone, scaled on the device,
+/// and with the explained share, where the device's prior is downloaded, adapted on the host
+/// and uploaded again): both builds must see the same enclosure (bit for bit), cut the same
+/// first graph and give the same masks.
 #[test]
 fn enclosure_prior_masks_agree_on_the_dev_photos() {
     let base = SegmentOptions::default().prior;
@@ -713,6 +713,14 @@ fn adapted_priors_agree(priors: &[SpatialPrior]) {
                     prior.enclosure > 0.0,
                     "{id} {set} {what}"
                 );
+                // The enclosure alone is scaled where the prior is; the explained share on
+                // the host.
+                let on = match (prior.adapts(), prior.explained < 1.0) {
+                    (false, _) => None,
+                    (true, true) => Some(Adapted::Host),
+                    (true, false) => Some(Adapted::Device),
+                };
+                assert_eq!(g.stats.prior_adapted, on, "{id} {set} {what}");
                 assert_eq!(
                     g.stats.iterations[0].flow, c.stats.iterations[0].flow,
                     "{id} {set} {what}: the first round's graphs differ"
@@ -726,6 +734,113 @@ fn adapted_priors_agree(priors: &[SpatialPrior]) {
         }
     }
     eprintln!("adapted priors: {differ} of {pixels} pixels differ");
+}
+
+/// The default options (the prior scaled by the strokes' enclosure, explained share 1) on the
+/// GPU path against `--solver bk` (the whole pipeline on the CPU): the GPU path adapts the prior
+/// on the device (no copy of it leaves the device), with the host's enclosure bit for bit, and
+/// the masks are identical, on the dev photos (both scribble sets) and on random images with
+/// random strokes. Every case is run before the verdict, which lists the ones that differ.
+#[test]
+fn default_masks_on_the_gpu_are_bks() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut cases: Vec<(String, Image, Seeds)> = Vec::new();
+    for (id, image, seeds) in common::dev_photos() {
+        let img = load_image(&image).unwrap();
+        let path = seeds.to_string_lossy().to_string();
+        for set in [path.clone(), path.replace("scribbles-1", "scribbles-2")] {
+            let seeds =
+                load_seeds(std::path::Path::new(&set), img.dims, &Default::default()).unwrap();
+            let name = format!(
+                "{id} {}",
+                if set == path {
+                    "scribbles-1"
+                } else {
+                    "scribbles-2"
+                }
+            );
+            cases.push((name, img.clone(), seeds));
+        }
+    }
+    let mut rng = Rng::new(2522);
+    for (k, dims) in [
+        [64, 48, 1],
+        [97, 31, 1],
+        [300, 40, 1],
+        [130, 140, 1],
+        [41, 200, 1],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let img = two_regions(dims, 3, 255.0, 40 + k as u64);
+        let [w, h, _] = dims;
+        for trial in 0..3 {
+            // Short random strokes in their own region, one in three of the background's on
+            // the border (so that E varies), and a mislabelled one.
+            let mut seeds = Seeds::unknown(dims);
+            for stroke in 0..6 + trial * 4 {
+                let fg = stroke % 2 == 0;
+                let y = rng.below(h as u64) as usize;
+                let half = w / 2 - 4;
+                let x0 = match (fg, stroke % 3 == 1) {
+                    (true, _) => rng.below((half - 4) as u64) as usize,
+                    (false, true) => w - 5,
+                    (false, false) => w / 2 + 8 + rng.below((half - 12).max(1) as u64) as usize,
+                };
+                for x in x0..(x0 + 5).min(w) {
+                    seeds.labels[x + w * y] = if fg {
+                        Seed::Foreground
+                    } else {
+                        Seed::Background
+                    };
+                }
+            }
+            let p = rng.below((w * h) as u64) as usize;
+            seeds.labels[p] = Seed::Foreground;
+            cases.push((
+                format!("two regions {dims:?} trial {trial}"),
+                img.clone(),
+                seeds,
+            ));
+        }
+    }
+    let defaults = SegmentOptions::default();
+    assert!(defaults.prior.enclosure > 0.0 && defaults.prior.explained >= 1.0);
+    let mut differing = Vec::new();
+    for (what, img, seeds) in &cases {
+        // cuda-grid by name: `auto` would solve small images on the CPU.
+        let gpu_opts = SegmentOptions {
+            solver: SolverKind::CudaGrid,
+            ..defaults.clone()
+        };
+        let bk_opts = SegmentOptions {
+            solver: SolverKind::Bk,
+            ..defaults.clone()
+        };
+        let g = segment(img, seeds, &gpu_opts).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let c = segment(img, seeds, &bk_opts).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(g.stats.gpu.is_some(), "{what}: not built on the GPU");
+        assert!(c.stats.gpu.is_none(), "{what}: bk built on the GPU");
+        assert_eq!(c.stats.prior_adapted, Some(Adapted::Host), "{what}");
+        assert_eq!(g.stats.prior_adapted, Some(Adapted::Device), "{what}");
+        assert_eq!(
+            g.stats.prior_enclosure.map(f64::to_bits),
+            c.stats.prior_enclosure.map(f64::to_bits),
+            "{what}: the enclosures differ"
+        );
+        let d = g.mask.iter().zip(&c.mask).filter(|(a, b)| a != b).count();
+        eprintln!(
+            "{what}: E {:?}, flows {} / {}, {d} pixels differ",
+            g.stats.prior_enclosure, g.stats.iterations[0].flow, c.stats.iterations[0].flow
+        );
+        if d > 0 {
+            differing.push(format!("{what}: {d} of {} pixels", g.mask.len()));
+        }
+    }
+    assert!(differing.is_empty(), "masks differ: {differing:#?}");
 }
 
 #[test]

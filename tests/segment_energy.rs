@@ -1180,6 +1180,12 @@ fn pipeline_reports_the_enclosure_and_keeps_the_prior_for_enclosing_strokes() {
     let scaled = segment(&image, &ring, &with_k(8.0)).unwrap();
     assert_eq!(fixed.stats.prior_enclosure, None);
     assert_eq!(scaled.stats.prior_enclosure, Some(1.0));
+    // Adapted on the host (the CPU build), and only where it follows the enclosure.
+    use segcut::segment::gpu_prior::Adapted;
+    assert_eq!(fixed.stats.prior_adapted, None);
+    assert_eq!(scaled.stats.prior_adapted, Some(Adapted::Host));
+    let report = segcut::segment::report::Report::new(&scaled, &with_k(8.0));
+    assert_eq!(report.prior.adapted, Some("host"));
     assert_eq!(fixed.mask, scaled.mask);
     assert_eq!(fixed.flow, scaled.flow);
     let (image, bar) = strokes_around_or_beside(false);

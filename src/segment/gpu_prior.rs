@@ -19,6 +19,12 @@
 //! images the factor can differ by one `f32` unit, and the distances then by a relative 2⁻²² at
 //! most ([`PRIOR_TOLERANCE`]).
 //!
+//! **The enclosure where the prior is.** When the enclosure is the prior's only adaptation to the
+//! strokes (explained share 1, the default), [`GpuEnergy::scale_prior_by_enclosure`] scales it
+//! on the device: the border's integer counts reduced there, `E` and `E^k` from them by the
+//! host's own functions, one `f32` product per pixel there. The host's bits, and only 16 bytes
+//! cross the bus.
+//!
 //! **When the device stops.** Photos converge in about 10–20 passes; a path that turns often
 //! (a maze, a spiral) needs about a pass per turn. After [`MAX_DEVICE_PASSES`] passes, or when
 //! the device lacks memory for its per-pixel buffers, the prior is computed on the host by
@@ -29,7 +35,7 @@ use cudarc::driver::CudaSlice;
 
 use super::energy::{self, direction_distances};
 use super::gpu::{pair_count, GpuEnergy, Original, RawImage};
-use super::prior::{prior_costs, SpatialPrior};
+use super::prior::{enclosure_gain, enclosure_of_counts, prior_costs, SpatialPrior};
 use crate::cuda::launch::seg_energy::partials;
 use crate::cuda::launch::seg_prior::{SegPrior, STRIP};
 use crate::cuda::{self, GridShape};
@@ -55,7 +61,7 @@ const MIN_SEGMENT: usize = 128;
 
 /// Steps per segment of a sweep along `axis` (a multiple of the strip width): as many segments
 /// as bring the sweep to [`SWEEP_WARPS`] warps, none shorter than [`MIN_SEGMENT`] steps.
-fn segment_steps(dims: [usize; 3], axis: u32) -> u32 {
+pub(super) fn segment_steps(dims: [usize; 3], axis: u32) -> u32 {
     let len = dims[axis as usize].max(1);
     let (a, b) = match axis {
         0 => (1, 2),
@@ -100,6 +106,28 @@ impl PriorRun {
             PriorRun::Device { .. } => "device",
             PriorRun::Host(_) => "host",
             PriorRun::Cpu => "cpu",
+        }
+    }
+}
+
+/// Where the prior was adapted to the strokes after the first fit
+/// ([`SegmentStats::prior_adapted`](super::SegmentStats::prior_adapted)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Adapted {
+    /// On the device: scaled by the enclosure where it was computed
+    /// ([`GpuEnergy::scale_prior_by_enclosure`]); no copy of it left the device.
+    Device,
+    /// On the host (the CPU pipeline's prior, or a device's copy for the explained-colour
+    /// share, uploaded again).
+    Host,
+}
+
+impl Adapted {
+    /// `device` or `host`, as reports name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Adapted::Device => "device",
+            Adapted::Host => "host",
         }
     }
 }
@@ -155,6 +183,43 @@ impl GpuEnergy {
             None => Ok(None),
             Some(p) => Ok(Some(cuda::download(&self.stream, p, "prior")?)),
         }
+    }
+
+    /// Scales the prior the t-links add by the strokes' enclosure, as
+    /// [`scale_by_enclosure`](super::prior::scale_by_enclosure) does on the host, where the prior is: `E`'s integer counts are
+    /// added up on the device (`prior_enclosure`; 16 bytes come back), the factor
+    /// [`enclosure_gain`] is the host's expression, and each pixel's product is the host's
+    /// `f32` product (`prior_scale`). So the prior, and the `E` returned, are the host's bits,
+    /// and the prior never leaves the device. `None` (nothing changed) when
+    /// [`SpatialPrior::enclosure`] is 0 or there is no prior.
+    ///
+    /// Errors: a device failure.
+    pub fn scale_prior_by_enclosure(&mut self, prior: &SpatialPrior) -> Result<Option<f64>> {
+        if prior.enclosure == 0.0 || self.prior.is_none() {
+            return Ok(None);
+        }
+        let gpu = self.device.gpu()?;
+        if self.prior_kernels.is_none() {
+            self.prior_kernels = Some(SegPrior::load(gpu)?);
+        }
+        let (Some(k), Some(p)) = (self.prior_kernels.as_ref(), self.prior.as_mut()) else {
+            return Ok(None);
+        };
+        let s = &self.stream;
+        // The energy's grid: only its size enters the counts.
+        let g = self.shape;
+        let mut counts = self.pool.take_zeroed::<u64>("enclosure counts", 2)?;
+        // SAFETY: p has n entries, counts 2, zeroed.
+        unsafe { k.enclosure(s, g, p, &mut counts)? };
+        let c = cuda::download(s, &counts, "enclosure counts")?;
+        self.pool.keep("enclosure counts", counts);
+        let Some(e) = enclosure_of_counts(c[0], c[1]) else {
+            return Ok(None);
+        };
+        let gain = enclosure_gain(e, prior);
+        // SAFETY: p has n entries.
+        unsafe { k.scale(s, g.n, gain, p)? };
+        Ok(Some(e))
     }
 
     /// The prior's costs on the device and the passes its distances took; `Unsupported` when

@@ -23,6 +23,8 @@ pub mod prior;
 mod prior_emulation;
 pub mod report;
 pub mod session;
+#[cfg(test)]
+mod test_maze;
 pub mod unary;
 
 pub use crate::io::{Image, Seed, Seeds};

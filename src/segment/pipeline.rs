@@ -22,7 +22,7 @@ use super::color::{to_color_space, WorkSpace};
 use super::energy::{self, Energy, EnergyOptions, PROBABILITY_FLOOR};
 use super::gpu::{EnergyKeep, GpuEnergy, GpuTimes};
 use super::gpu_model::FitLabels;
-use super::gpu_prior::PriorRun;
+use super::gpu_prior::{Adapted, PriorRun};
 use super::model::{Blend, ColorModel, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
 use super::post::{post_process, PostProcess};
 use super::prior::{
@@ -227,6 +227,9 @@ pub struct SegmentStats {
     /// The strokes' enclosure `E` the prior was scaled by ([`super::prior::enclosure`]); `None`
     /// when the prior does not follow it ([`SpatialPrior::enclosure`] 0, or no prior).
     pub prior_enclosure: Option<f64>,
+    /// Where the prior was adapted to the strokes (the enclosure, the explained-colour share);
+    /// `None` when it was not ([`SpatialPrior::adapts`], or no prior).
+    pub prior_adapted: Option<Adapted>,
     /// Why the graph was built on the CPU although the GPU solver runs (the GPU build declined
     /// the input), if it was.
     pub gpu_build_declined: Option<String>,
@@ -460,6 +463,14 @@ fn device_geometry(
     Ok((host, run))
 }
 
+/// Whether adapting the prior to the strokes ([`SpatialPrior::adapts`]) needs the host's copy
+/// of it: the explained-colour share does (the seeds' models judge every pixel's colour on the
+/// host); the enclosure alone does not, the device counts and scales it
+/// ([`GpuEnergy::scale_prior_by_enclosure`]).
+fn adapts_on_host(prior: &SpatialPrior) -> bool {
+    prior.adapts() && prior.explained < 1.0
+}
+
 /// The geometry `δ` split between its two users: the nearest-stroke fit (`geometry`) and the
 /// host's copy of the prior (`prior`), moved where only one needs it.
 fn split_geometry(
@@ -571,6 +582,8 @@ struct Rounds<'a> {
     prior_run: PriorRun,
     /// What computing it took (part of the preparation).
     prior_time: Duration,
+    /// Where it was adapted to the strokes, once it was.
+    prior_adapted: Option<Adapted>,
 }
 
 /// What [`Rounds::first_models`] gives the first round.
@@ -909,6 +922,7 @@ pub(crate) fn segment_in(
             break;
         }
     }
+    let prior_adapted = r.prior_adapted;
     let t_post = Instant::now();
     let (mask, post_changed) = post_process(&mask, seeds, &opts.post)?;
     let (mut stats, kept) = r.finish(SegmentStats {
@@ -927,6 +941,7 @@ pub(crate) fn segment_in(
         prior_run,
         prior_time,
         prior_enclosure,
+        prior_adapted,
         gpu_build_declined,
         solver: ran,
         iterations: rounds,
@@ -1002,15 +1017,16 @@ impl<'a> Rounds<'a> {
         let nearest = opts.initial == InitialModels::NearestStroke;
         let (geometry, prior, prior_run) = match (data, device.as_mut()) {
             // On the device (gpu_prior.rs): the same values, left there for the t-links; the
-            // host gets a copy only for the nearest-stroke fit or the adaptive prior.
+            // host gets a copy only for the nearest-stroke fit or the explained-colour share
+            // (the enclosure alone scales it on the device).
             (DataTerm::ColourModels, Some(d)) => {
-                let adapts = opts.prior.adapts();
-                let (delta, run) = device_geometry(d, image, seeds, opts, nearest || adapts)?;
+                let on_host = adapts_on_host(&opts.prior);
+                let (delta, run) = device_geometry(d, image, seeds, opts, nearest || on_host)?;
                 if opts.prior.weight == 0.0 {
                     // The unit prior of the nearest-stroke fit is no t-link.
                     d.set_prior(None)?;
                 }
-                let (geometry, prior) = split_geometry(delta, nearest, adapts);
+                let (geometry, prior) = split_geometry(delta, nearest, on_host);
                 (geometry, prior, run)
             }
             (DataTerm::ColourModels, None) => {
@@ -1056,6 +1072,7 @@ impl<'a> Rounds<'a> {
             prior,
             prior_run,
             prior_time,
+            prior_adapted: None,
         };
         Ok((rounds, declined))
     }
@@ -1100,20 +1117,28 @@ impl<'a> Rounds<'a> {
     /// Adapts the prior to the strokes: scales it by their enclosure
     /// ([`super::prior::scale_by_enclosure`]), then lets it step back on the colours the strokes
     /// explain ([`super::prior::adapt_to_colours`]), judged by the seeds' models `fg`, `bg`;
-    /// hands the result to the GPU graph when there is one. Returns the enclosure when the
-    /// prior followed it.
+    /// hands the result to the GPU graph when there is one. With the enclosure alone and the
+    /// graph on the GPU, the device scales the prior where it is ([`adapts_on_host`]). Returns
+    /// the enclosure when the prior followed it.
     fn adapt_prior(&mut self, fg: &Model, bg: &Model) -> Result<Option<f64>> {
-        let Some(delta) = self.prior.as_mut() else {
-            return Ok(None);
-        };
         if !self.opts.prior.adapts() {
             return Ok(None);
         }
+        if let (false, Some(Graph::Device(d))) =
+            (adapts_on_host(&self.opts.prior), self.graph.as_mut())
+        {
+            // The enclosure alone: counted and applied where the prior is (gpu_prior.rs).
+            let e = d.scale_prior_by_enclosure(&self.opts.prior)?;
+            self.prior_adapted = e.map(|_| Adapted::Device);
+            return Ok(e);
+        }
+        let Some(delta) = self.prior.as_mut() else {
+            return Ok(None);
+        };
+        self.prior_adapted = Some(Adapted::Host);
         let enclosure = scale_by_enclosure(delta, self.image.dims, &self.opts.prior);
         if self.opts.prior.explained >= 1.0 {
-            if let Some(Graph::Device(d)) = self.graph.as_mut() {
-                d.set_prior(Some(delta))?;
-            }
+            // The CPU build's (a GPU graph scaled its own above).
             return Ok(enclosure);
         }
         let (work, kind, labels) = (&self.work, self.opts.model, &self.seeds.labels);

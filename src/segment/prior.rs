@@ -51,7 +51,9 @@
 //! region. [`scale_by_enclosure`] scales the whole prior by `E^k` ([`SpatialPrior::enclosure`]),
 //! `E` ([`enclosure`]) the share of the image's border that the background strokes reach first
 //! (geodesically, by the prior's own distances). It too is applied after the first fit, before
-//! the explained share.
+//! the explained share; where the prior lives on the device, there
+//! ([`GpuEnergy::scale_prior_by_enclosure`](super::gpu::GpuEnergy::scale_prior_by_enclosure)),
+//! from the same counts ([`enclosure_of_counts`]) and factor ([`enclosure_gain`]).
 //!
 //! Seeds without a hard label ([`Seed::ProbablyForeground`], [`Seed::ProbablyBackground`]) are
 //! not strokes. Without hard seeds of both classes (a GrabCut rectangle, say) there is no prior.
@@ -205,18 +207,24 @@ pub fn adapt_to_colours(
 /// assert_eq!(enclosure(&delta, [3, 3, 1]), Some(6.5 / 8.0));
 /// ```
 pub fn enclosure(delta: &[f32], dims: [usize; 3]) -> Option<f64> {
+    let [halves, border] = enclosure_counts(delta, dims);
+    enclosure_of_counts(halves, border)
+}
+
+/// What [`enclosure`] counts: the border pixels' halves (2 where `δ > 0`, 1 where `δ = 0`, 0
+/// otherwise, a NaN included) and the border pixels. Integers, so that any order of adding
+/// them (a device's reduction) gives the same counts.
+pub(crate) fn enclosure_counts(delta: &[f32], dims: [usize; 3]) -> [u64; 2] {
     let [w, h, d] = dims;
-    // Counted in halves, integers: the same value whatever the order.
     let (mut halves, mut border) = (0u64, 0u64);
     let mut count = |v: f32| {
-        halves += if v > 0.0 { 2 } else { u64::from(v == 0.0) };
+        halves += enclosure_halves(v);
         border += 1;
     };
     for z in 0..d {
         for y in 0..h {
             let row = &delta[w * (y + h * z)..][..w];
-            let outer = y == 0 || y + 1 == h || (d > 1 && (z == 0 || z + 1 == d));
-            if outer || w <= 2 {
+            if row_on_border(dims, y, z) || w <= 2 {
                 row.iter().for_each(|&v| count(v));
             } else {
                 // An inner row meets the border only at its two ends.
@@ -225,7 +233,53 @@ pub fn enclosure(delta: &[f32], dims: [usize; 3]) -> Option<f64> {
             }
         }
     }
+    [halves, border]
+}
+
+/// A border pixel's share of [`enclosure`] in halves: 2 nearer the background strokes, 1 on a
+/// tie, 0 nearer the foreground strokes (or NaN). `prior_enclosure` in `kernels/seg_prior.cu`
+/// counts the same.
+#[inline]
+pub(crate) fn enclosure_halves(v: f32) -> u64 {
+    if v > 0.0 {
+        2
+    } else {
+        u64::from(v == 0.0)
+    }
+}
+
+/// Whether the whole row `(y, z)` of an image of `dims` lies on its border (the outermost rows,
+/// and in a volume every row of the first and last slices); other rows meet it at their ends.
+#[inline]
+pub(crate) fn row_on_border(dims: [usize; 3], y: usize, z: usize) -> bool {
+    let [_, h, d] = dims;
+    y == 0 || y + 1 == h || (d > 1 && (z == 0 || z + 1 == d))
+}
+
+/// [`enclosure`] from its integer counts, however they were added up (the border pixels'
+/// halves and the border pixels): `halves / (2 · border)`, `None` without border pixels. One
+/// expression for every device.
+///
+/// ```
+/// use segcut::segment::prior::enclosure_of_counts;
+/// assert_eq!(enclosure_of_counts(13, 8), Some(13.0 / 16.0)); // 6 nearer the background, 1 tie
+/// assert_eq!(enclosure_of_counts(0, 0), None);
+/// ```
+pub fn enclosure_of_counts(halves: u64, border: u64) -> Option<f64> {
     (border > 0).then(|| halves as f64 / (2 * border) as f64)
+}
+
+/// The factor `g = E^k` the whole prior is scaled by ([`scale_by_enclosure`]): computed in
+/// `f64`, rounded to `f32`, on the host for every device (a device's `pow` may differ in the
+/// last bit).
+///
+/// ```
+/// use segcut::segment::prior::{enclosure_gain, SpatialPrior};
+/// let prior = SpatialPrior { weight: 15.0, contrast: 3.0, softness: 0.15, explained: 1.0, enclosure: 2.0 };
+/// assert_eq!(enclosure_gain(0.5, &prior), 0.25);
+/// ```
+pub fn enclosure_gain(e: f64, prior: &SpatialPrior) -> f32 {
+    e.powf(prior.enclosure) as f32
 }
 
 /// Scales the whole prior `δ` by `g = E^k` ([`enclosure`] `E`, `k` =
@@ -251,7 +305,7 @@ pub fn scale_by_enclosure(
         return None;
     }
     let e = enclosure(delta, dims)?;
-    let g = e.powf(prior.enclosure) as f32;
+    let g = enclosure_gain(e, prior);
     delta.par_iter_mut().for_each(|d| *d *= g);
     Some(e)
 }

@@ -1,14 +1,22 @@
 //! A sequential emulation of `prior_strips` (`kernels/seg_prior.cu`) and of the pass loop around
-//! it (`gpu_prior.rs`), for machines without a GPU: the same strips, lanes, chunks, tiles, halos
-//! and shuffles, run one warp after another and one lane after another. A strip's outer lines are
-//! read either as they are when read (the warps before it have finished) or as they were when
-//! the sweep began (the stalest a warp could see). It checks the schedule and its indexing, not
-//! the CUDA code: keep it in step with the kernel.
+//! it (`gpu_prior.rs`), for machines without a GPU: the same strips, segments
+//! ([`segment_steps`]), lanes, chunks, tiles, halos and shuffles, run one warp after another and
+//! one lane after another. Other warps' lines (a strip's outer lines, the step before a
+//! segment, a volume's neighbouring strips) are read either as they are when read (the warps
+//! before it have finished) or as they were when the sweep began (the stalest a warp could see).
+//! It checks the schedule and its indexing, not the CUDA code: keep it in step with the kernel.
+//! (The kernel's 2D variant that reads precomputed step lengths takes the same minimum over
+//! the same neighbours; the emulation computes them as the 3D variant does.)
+//!
+//! Also `prior_enclosure` and `prior_scale`, the enclosure scaling of a prior kept on the device.
 
-use super::prior::{geodesic_distance, step_length, StepLengths};
+use super::gpu_prior::segment_steps;
+use super::prior::{
+    enclosure_gain, enclosure_of_counts, geodesic_distance, step_length, SpatialPrior, StepLengths,
+};
 use crate::io::{Image, Seed, Seeds};
 
-const STRIP: usize = 32;
+const STRIP: usize = crate::cuda::launch::seg_prior::STRIP as usize;
 const INF: f32 = f32::INFINITY;
 
 /// The two classes' distances.
@@ -27,13 +35,16 @@ enum Outer {
     Stale,
 }
 
-/// One `prior_strips` launch: returns whether a warp lowered a distance.
+/// One `prior_strips` launch, its axis cut into segments of `seg` steps: returns whether a warp
+/// lowered a distance.
+#[allow(clippy::too_many_arguments)]
 fn strip_sweep(
     image: &Image,
     len: &StepLengths,
     axis: usize,
     sign: i64,
     shift: usize,
+    seg: usize,
     d: &mut Dist,
     outer: Outer,
 ) -> bool {
@@ -61,13 +72,27 @@ fn strip_sweep(
         }
     }
     let mut lowered = false;
-    for strip in 0..strips_a * nb {
+    // A warp per strip and segment, in the order of their warp index.
+    let nseg = n_axis.div_ceil(seg);
+    for warp in 0..strips_a * nb * nseg {
+        let (strip, part) = (warp / nseg, warp % nseg);
+        let (i_begin, i_end) = (part * seg, n_axis.min(part * seg + seg));
         let a0 = (strip % strips_a) as i64 * STRIP as i64 - shift as i64;
         let cb = strip / strips_a;
         let line_ok = |la: i64| la >= 0 && la < na as i64;
         let mut prev_f = [INF; STRIP];
         let mut prev_b = [INF; STRIP];
-        for i0 in (0..n_axis).step_by(STRIP) {
+        // A later segment starts from the values stored one step before it (another warp's).
+        if i_begin > 0 {
+            for lane in 0..STRIP {
+                let ca = a0 + lane as i64;
+                if line_ok(ca) {
+                    let v = index(coord(i_begin - 1), ca as usize, cb);
+                    (prev_f[lane], prev_b[lane]) = read_outer(d, v);
+                }
+            }
+        }
+        for i0 in (i_begin..i_end).step_by(STRIP) {
             let mut tf = [[INF; STRIP]; STRIP];
             let mut tb = [[INF; STRIP]; STRIP];
             for r in 0..STRIP {
@@ -75,7 +100,7 @@ fn strip_sweep(
                     let (line, step) = if axis == 0 { (r, lane) } else { (lane, r) };
                     let la = a0 + line as i64;
                     let i = i0 + step;
-                    if line_ok(la) && i < n_axis {
+                    if line_ok(la) && i < i_end {
                         let v = index(coord(i), la as usize, cb);
                         tf[line][step] = d.f[v];
                         tb[line][step] = d.b[v];
@@ -94,7 +119,7 @@ fn strip_sweep(
                 }
             }
             let mut dirty = false;
-            for j in 0..STRIP.min(n_axis - i0) {
+            for j in 0..STRIP.min(i_end - i0) {
                 let i = i0 + j;
                 // __shfl_up_sync / __shfl_down_sync by 1: the edge lanes get their own value.
                 let up = |p: &[f32; STRIP], l: usize| if l > 0 { p[l - 1] } else { p[l] };
@@ -168,7 +193,7 @@ fn strip_sweep(
                         let (line, step) = if axis == 0 { (r, lane) } else { (lane, r) };
                         let la = a0 + line as i64;
                         let i = i0 + step;
-                        if line_ok(la) && i < n_axis {
+                        if line_ok(la) && i < i_end {
                             let v = index(coord(i), la as usize, cb);
                             d.f[v] = tf[line][step];
                             d.b[v] = tb[line][step];
@@ -211,8 +236,9 @@ fn emulate(
         let shift = if pass % 2 == 1 { STRIP / 2 } else { 0 };
         let mut lowered = false;
         for &axis in axes {
+            let seg = segment_steps(image.dims, axis as u32) as usize;
             for sign in [1, -1] {
-                lowered |= strip_sweep(image, len, axis, sign, shift, &mut d, outer);
+                lowered |= strip_sweep(image, len, axis, sign, shift, seg, &mut d, outer);
             }
         }
         if !lowered {
@@ -222,8 +248,47 @@ fn emulate(
     None
 }
 
+/// `prior_enclosure`: a thread per pixel (grid-stride order; the sums are integers, so the
+/// order of the warps' atomics does not matter), each pixel tested for the border by its own
+/// coordinates rather than by rows as the host does. Returns `[halves, border]`.
+fn enclosure_kernel(delta: &[f32], dims: [usize; 3]) -> [u64; 2] {
+    let [w, h, d] = dims;
+    let (mut halves, mut border) = (0u64, 0u64);
+    for (v, &p) in delta.iter().enumerate() {
+        let (x, y, z) = (v % w, (v / w) % h, v / (w * h));
+        let edge =
+            x == 0 || x + 1 == w || y == 0 || y + 1 == h || (d > 1 && (z == 0 || z + 1 == d));
+        if !edge {
+            continue;
+        }
+        halves += if p > 0.0 {
+            2
+        } else if p == 0.0 {
+            1
+        } else {
+            0
+        };
+        border += 1;
+    }
+    [halves, border]
+}
+
+/// The device's enclosure scaling (`GpuEnergy::scale_prior_by_enclosure`): the kernel's
+/// counts, the host's factor, then `prior_scale`'s product per pixel. Returns `E`.
+fn scale_on_device(delta: &mut [f32], dims: [usize; 3], prior: &SpatialPrior) -> Option<f64> {
+    if prior.enclosure == 0.0 {
+        return None;
+    }
+    let [halves, border] = enclosure_kernel(delta, dims);
+    let e = enclosure_of_counts(halves, border)?;
+    let gain = enclosure_gain(e, prior);
+    delta.iter_mut().for_each(|p| *p *= gain);
+    Some(e)
+}
+
 #[cfg(test)]
 mod tests {
+    use super::super::test_maze::maze_open;
     use super::*;
     use crate::rng::Rng;
 
@@ -317,54 +382,119 @@ mod tests {
         }
     }
 
-    /// A maze of walls (a random spanning tree of cells carved in a dark image), the paths
-    /// turning at every cell: many passes, all of them needed.
-    #[test]
-    fn a_maze_reaches_the_hosts_bits() {
-        let mut rng = Rng::new(7);
-        let (cw, chh) = (20, 17);
-        let (w, h) = (2 * cw + 1, 2 * chh + 1);
-        let mut open = vec![false; w * h];
-        let mut seen = vec![false; cw * chh];
-        let mut stack = vec![0usize];
-        seen[0] = true;
-        open[w + 1] = true;
-        while let Some(&c) = stack.last() {
-            let (x, y) = (c % cw, c / cw);
-            let mut next = Vec::new();
-            if x > 0 && !seen[c - 1] {
-                next.push(c - 1);
-            }
-            if x + 1 < cw && !seen[c + 1] {
-                next.push(c + 1);
-            }
-            if y > 0 && !seen[c - cw] {
-                next.push(c - cw);
-            }
-            if y + 1 < chh && !seen[c + cw] {
-                next.push(c + cw);
-            }
-            if next.is_empty() {
-                stack.pop();
-                continue;
-            }
-            let n = next[rng.below(next.len() as u64) as usize];
-            seen[n] = true;
-            let (nx, ny) = (n % cw, n / cw);
-            open[(2 * nx + 1) + w * (2 * ny + 1)] = true;
-            open[(x + nx + 1) + w * (y + ny + 1)] = true;
-            stack.push(n);
-        }
-        let img = Image::new(
-            [w, h, 1],
-            1,
-            open.iter().map(|&o| if o { 255.0 } else { 0.0 }).collect(),
-        );
+    /// A maze ([`maze_open`]): open pixels bright, walls dark, the strokes in the first and
+    /// the last cell.
+    fn maze(cells: [usize; 2], seed: u64) -> (Image, Seeds) {
+        let mut rng = Rng::new(seed);
+        let (w, h, open) = maze_open(cells, |k| rng.below(k as u64) as usize);
+        let data = open.iter().map(|&o| if o { 255.0 } else { 0.0 }).collect();
+        let img = Image::new([w, h, 1], 1, data);
         let mut seeds = Seeds::unknown(img.dims);
         seeds.labels[w + 1] = Seed::Foreground;
         seeds.labels[(w - 2) + w * (h - 2)] = Seed::Background;
-        let passes = check("maze", &img, &seeds, 500.0);
-        eprintln!("maze {w}x{h}: passes (current, stale) {passes:?}");
+        (img, seeds)
+    }
+
+    /// Mazes (the paths turning at every cell): many passes, all of them needed; the long ones
+    /// have axes the device cuts into segments (a path crosses a segment's start from the
+    /// value another warp stored there, or failed to yet).
+    #[test]
+    fn mazes_reach_the_hosts_bits() {
+        for (cells, seed, segmented) in [
+            ([20, 17], 7, false),
+            ([150, 12], 8, true),
+            ([9, 110], 9, true),
+        ] {
+            let (img, seeds) = maze(cells, seed);
+            let [w, h, _] = img.dims;
+            let cut =
+                (0..2).any(|axis| img.dims[axis] > segment_steps(img.dims, axis as u32) as usize);
+            assert_eq!(cut, segmented, "maze {w}x{h}: segments");
+            let passes = check(&format!("maze {w}x{h}"), &img, &seeds, 500.0);
+            eprintln!("maze {w}x{h}: passes (current, stale) {passes:?}");
+        }
+    }
+
+    /// Random images whose axes the device cuts into segments (2D and a volume's z).
+    #[test]
+    fn segmented_sweeps_reach_the_hosts_bits() {
+        let mut rng = Rng::new(26);
+        for (dims, ch, levels) in [
+            ([300, 40, 1], 3, Some(255.0)),
+            ([20, 420, 1], 1, None),
+            ([5, 3, 300], 1, Some(255.0)),
+        ] {
+            let cut = (0..3).any(|axis| dims[axis] > segment_steps(dims, axis as u32) as usize);
+            assert!(cut, "{dims:?}: no axis cut into segments");
+            let img = random_image(dims, ch, &mut rng, levels);
+            let seeds = random_seeds(dims, &mut rng, 4);
+            for contrast in [0.0, 40.0] {
+                check(
+                    &format!("{dims:?}x{ch} κ {contrast}"),
+                    &img,
+                    &seeds,
+                    contrast,
+                );
+            }
+        }
+    }
+
+    /// The device's enclosure counts and scaled prior against the host's, on shapes whose
+    /// border is odd (one row, one column, two of either, volumes of one and two slices) and
+    /// values that test the rule's edges (ties, −0, NaN, infinities).
+    #[test]
+    fn enclosure_matches_the_host() {
+        use super::super::prior::{enclosure, enclosure_counts, scale_by_enclosure};
+        let mut rng = Rng::new(25);
+        let special = [0.0f32, -0.0, f32::NAN, INF, -INF, 1e-40, -1e-40, 3.5, -2.25];
+        for dims in [
+            [1, 1, 1],
+            [1, 7, 1],
+            [7, 1, 1],
+            [2, 5, 1],
+            [5, 2, 1],
+            [3, 3, 1],
+            [40, 33, 1],
+            [4, 5, 2],
+            [3, 3, 3],
+            [6, 7, 5],
+            [1, 1, 5],
+            [6, 1, 4],
+            [1, 6, 4],
+        ] {
+            let n: usize = dims.iter().product();
+            for trial in 0..20 {
+                let delta: Vec<f32> = (0..n)
+                    .map(|_| match rng.below(3) {
+                        0 => special[rng.below(special.len() as u64) as usize],
+                        // Mostly one sign in some trials, so that E spans [0, 1].
+                        _ => (rng.unit_f64() as f32 - 0.5 + (trial % 3) as f32 * 0.4 - 0.4) * 9.0,
+                    })
+                    .collect();
+                let counts = enclosure_kernel(&delta, dims);
+                assert_eq!(counts, enclosure_counts(&delta, dims), "{dims:?} {trial}");
+                assert_eq!(
+                    enclosure_of_counts(counts[0], counts[1]).map(f64::to_bits),
+                    enclosure(&delta, dims).map(f64::to_bits),
+                    "{dims:?} {trial}"
+                );
+                for k in [0.0, 0.5, 2.5, 8.0] {
+                    let prior = SpatialPrior {
+                        weight: 10.0,
+                        contrast: 3.0,
+                        softness: 0.15,
+                        explained: 1.0,
+                        enclosure: k,
+                    };
+                    let (mut host, mut device) = (delta.clone(), delta.clone());
+                    let e_host = scale_by_enclosure(&mut host, dims, &prior);
+                    let e_device = scale_on_device(&mut device, dims, &prior);
+                    assert_eq!(e_host.map(f64::to_bits), e_device.map(f64::to_bits));
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&host), bits(&device), "{dims:?} {trial} k {k}");
+                }
+            }
+        }
     }
 
     /// Pass counts on a smooth photo-like image at a larger size (for the docs and

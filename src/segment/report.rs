@@ -22,7 +22,7 @@
 
 use super::pipeline::{IterationStats, SegmentOptions, Segmentation};
 use crate::options::{color_space_name, model_name};
-use crate::segment::gpu_prior::PriorRun;
+use crate::segment::gpu_prior::{Adapted, PriorRun};
 use crate::segment::model::ModelKind;
 use serde::Serialize;
 use std::time::Duration;
@@ -132,10 +132,19 @@ pub struct PriorReport {
     /// The strokes' enclosure the prior was scaled by (only when it follows it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enclosure: Option<f64>,
+    /// Where it was adapted to the strokes (the enclosure, the explained-colour share):
+    /// `device` (it never left the device) or `host`; absent when it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adapted: Option<&'static str>,
 }
 
 impl PriorReport {
-    fn new(run: &PriorRun, time: Duration, enclosure: Option<f64>) -> Self {
+    fn new(
+        run: &PriorRun,
+        time: Duration,
+        enclosure: Option<f64>,
+        adapted: Option<Adapted>,
+    ) -> Self {
         PriorReport {
             on: run.name(),
             passes: match run {
@@ -148,6 +157,7 @@ impl PriorReport {
             },
             ms: ms(time),
             enclosure,
+            adapted: adapted.map(Adapted::name),
         }
     }
 }
@@ -404,7 +414,12 @@ impl Report {
             foreground_pixels: fg,
             foreground_fraction: fg as f64 / n as f64,
             graph_build,
-            prior: PriorReport::new(&st.prior_run, st.prior_time, st.prior_enclosure),
+            prior: PriorReport::new(
+                &st.prior_run,
+                st.prior_time,
+                st.prior_enclosure,
+                st.prior_adapted,
+            ),
             iterations: st.iterations.iter().map(RoundReport::from).collect(),
             phases_ms: Phases {
                 checks: ms(st.checks),

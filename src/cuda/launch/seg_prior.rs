@@ -2,7 +2,7 @@
 //!
 //! Buffers, for an image of `n` pixels with `ch` channels on a grid of degree `deg` (N8 or N26,
 //! the prior's neighbourhood): the image as `bytes` or `floats` (`n·ch` values, the other `None`),
-//! `seeds`, `d_fg`, `d_bg`, `prior` `n`, `dist2` `deg`.
+//! `seeds`, `d_fg`, `d_bg`, `prior` `n`, `dist2` `deg`, the enclosure's `counts` 2.
 
 use cudarc::driver::{CudaSlice, LaunchConfig};
 
@@ -115,6 +115,27 @@ kernel_file! {
             d_bg: &CudaSlice<f32>,
             gamma: f32,
             soft: f32,
+            prior: &mut CudaSlice<f32>,
+        ) => strided(n as u64);
+
+        /// Adds the strokes' enclosure counts of `prior` (as `segment::prior::enclosure_counts`)
+        /// to `counts`: `counts[0]` the border pixels' halves, `counts[1]` the border pixels.
+        ///
+        /// # Safety
+        /// `prior` has `g.n` entries, `counts` 2 (zero before the launch for the counts alone).
+        fn enclosure = "prior_enclosure"(
+            g: GridShape,
+            prior: &CudaSlice<f32>,
+            counts: &mut CudaSlice<u64>,
+        ) => strided(g.n as u64);
+
+        /// Multiplies every entry of `prior` by `gain` (as `segment::prior::scale_by_enclosure`).
+        ///
+        /// # Safety
+        /// `prior` has `n` entries.
+        fn scale = "prior_scale"(
+            n: u32,
+            gain: f32,
             prior: &mut CudaSlice<f32>,
         ) => strided(n as u64);
     }
