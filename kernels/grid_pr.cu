@@ -589,22 +589,31 @@ __device__ void bfs_wtile(const Grid g, const unsigned *bits, unsigned *label,
 // sync: flags (set to 1), any (set to 1)
 // safe: none (read only otherwise)
 // After a global relabel: flags the tiles holding an active node (excess > 0, reaches the sink).
+// Whether v is active.
 template <int DEG>
-__device__ void mark_active_at(const Grid g, const i64 *excess, const unsigned *label,
+__device__ bool mark_active_at(const Grid g, const i64 *excess, const unsigned *label,
                                unsigned *flags, unsigned *any, unsigned v) {
     if (excess[v] > 0 && label[v] <= g.n) {
         unsigned x, y, z;
         coords(g, v, x, y, z);
         flags[tile_of<DEG>(tile_pos<DEG>(g, 0), x, y, z)] = 1;
         *any = 1;
+        return true;
     }
+    return false;
 }
 
+// sync: flags (set to 1), count (atomic)
+// safe: none (read only otherwise)
+// As mark_active_at for every node, and `count` gains the number of active nodes (one atomic
+// per warp): the solve's activity profile, read back once per global relabel.
 template <int DEG>
 __device__ void mark_active(const Grid g, const i64 *excess, const unsigned *label,
-                            unsigned *flags, unsigned *any) {
-    unsigned v = blockIdx.x * blockDim.x + threadIdx.x;
-    if (v < g.n) mark_active_at<DEG>(g, excess, label, flags, any, v);
+                            unsigned *flags, unsigned *count) {
+    unsigned v = blockIdx.x * blockDim.x + threadIdx.x, ignored = 0;
+    const bool act = v < g.n && mark_active_at<DEG>(g, excess, label, flags, &ignored, v);
+    const unsigned m = __ballot_sync(0xffffffffu, act);
+    if ((threadIdx.x & 31) == 0 && m != 0) atomicAdd(count, (unsigned)__popc(m));
 }
 
 // sync: rcap of boundary arcs (+ from other tiles, - by the owner, both atomic), excess (net
@@ -1019,8 +1028,8 @@ extern "C" __global__ void update_arcs(const Grid g, const int *old_caps, const 
     }                                                                                              \
     extern "C" __global__ void __launch_bounds__(BLOCK)                                            \
         mark_active_n##DEG(const Grid g, const i64 *excess, const unsigned *label,                 \
-                           unsigned *flags, unsigned *any) {                                       \
-        mark_active<DEG>(g, excess, label, flags, any);                                            \
+                           unsigned *flags, unsigned *count) {                                     \
+        mark_active<DEG>(g, excess, label, flags, count);                                          \
     }                                                                                              \
     extern "C" __global__ void __launch_bounds__(BLOCK)                                            \
         discharge_n##DEG(const Grid g, int *rcap, int *sink_r, i64 *excess, unsigned *label,       \

@@ -147,16 +147,17 @@ kernel_file! {
             flags: &mut CudaSlice<u32>,
         ) => blocks(grid_blocks);
 
-        /// After a global relabel: flags the tiles holding an active node, and sets `any`.
+        /// After a global relabel: flags the tiles holding an active node, and adds the
+        /// number of active nodes to `count`.
         ///
         /// # Safety
-        /// `excess` and `label` have `g.n` entries, `flags` one per tile, `any` one.
+        /// `excess` and `label` have `g.n` entries, `flags` one per tile, `count` one.
         fn mark_active = "mark_active_n{deg}"(
             g: GridShape,
             excess: &CudaSlice<i64>,
             label: &CudaSlice<u32>,
             flags: &mut CudaSlice<u32>,
-            any: &mut CudaSlice<u32>,
+            count: &mut CudaSlice<u32>,
         ) => per_item(g.n);
 
         /// Region discharge of the listed tiles (`iters` sweeps over the colour classes),

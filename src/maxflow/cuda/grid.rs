@@ -134,12 +134,18 @@ pub struct GridStats {
     pub active_tiles: Vec<u32>,
     /// Milliseconds of each discharge batch, launch to read-back, beside `active_tiles`.
     pub batch_ms: Vec<f32>,
+    /// The active nodes (excess, a path to the sink) after each global relabel of the host
+    /// loop, in order, the last one 0: how the excess left to move shrinks from relabel to
+    /// relabel (the persistent solve does not record it).
+    pub active_nodes: Vec<u32>,
 }
 
 impl GridStats {
-    /// One line about the solve's activity: rounds, global relabels, graph replays, and the
-    /// low tail of the discharge: the batches whose worklist held at most 1 % of its peak
-    /// length, how many they were and what share of the discharge time they took.
+    /// One line about the solve's activity: rounds, global relabels, graph replays, the low
+    /// tail of the discharge (the batches whose worklist held at most 1 % of its peak length,
+    /// how many they were and what share of the discharge time they took), and the active
+    /// nodes after the relabels (the first, the largest, then the relabels that found at most
+    /// 1 % of that largest count).
     ///
     /// ```
     /// use segcut::maxflow::cuda::GridStats;
@@ -150,6 +156,8 @@ impl GridStats {
     ///     ..GridStats::default()
     /// };
     /// assert!(s.profile().contains("tail 2 of 4 batches, 50% of discharge time"));
+    /// let s = GridStats { active_nodes: vec![5000, 9000, 80, 3, 0], ..GridStats::default() };
+    /// assert!(s.profile().contains("active nodes 5000 first, 9000 at most, 2 of 4 relabels at <= 1%"));
     /// ```
     pub fn profile(&self) -> String {
         let peak = self.active_tiles.iter().copied().max().unwrap_or(0);
@@ -175,6 +183,27 @@ impl GridStats {
             tail,
             self.active_tiles.len(),
             100.0 * tail_ms / all_ms.max(1e-12)
+        ) + &self.active_profile()
+    }
+
+    /// The active-node part of [`GridStats::profile`] (empty when none was recorded).
+    fn active_profile(&self) -> String {
+        // The last relabel, which found none, ends the solve: not part of the profile.
+        let counts = match self.active_nodes.split_last() {
+            Some((0, rest)) => rest,
+            _ => &self.active_nodes[..],
+        };
+        let Some(&first) = counts.first() else {
+            return String::new();
+        };
+        let most = counts.iter().copied().max().unwrap_or(0);
+        let low = counts
+            .iter()
+            .filter(|&&c| (c as u64) * 100 <= most as u64)
+            .count();
+        format!(
+            ", active nodes {first} first, {most} at most, {low} of {} relabels at <= 1%",
+            counts.len()
         )
     }
 }
@@ -977,7 +1006,9 @@ impl CudaGrid {
                 &mut dev.counter,
             )?
         };
-        Ok(cuda::read_words::<1>(stream, &dev.counter, "counter")?[0] != 0)
+        let active = cuda::read_words::<1>(stream, &dev.counter, "counter")?[0];
+        self.stats.active_nodes.push(active);
+        Ok(active != 0)
     }
 
     /// Step 4, tiled: batches of region discharge over the worklist, until it is empty or at
