@@ -1429,16 +1429,25 @@ fn parse_max_in_batches<R: Read>(
 /// decompressing thread and the parser's own keep a core each: one inflate thread is what a
 /// `.max.gz` load waits for, and parse workers crowding it out slow the whole load. `None`
 /// (parse on rayon's pool) for plain text, on small machines, or where no pool can be made.
-fn parse_pool(stream: &str) -> Option<rayon::ThreadPool> {
-    let threads = rayon::current_num_threads();
-    if stream == "input" || threads < 6 {
+/// Made once per process and kept: starting its threads anew for every file was a fixed cost
+/// of each compressed load (a batch of many small files pays it once).
+fn parse_pool(stream: &str) -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    if stream == "input" {
         return None;
     }
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads - 2)
-        .thread_name(|k| format!("segcut-parse-{k}"))
-        .build()
-        .ok()
+    POOL.get_or_init(|| {
+        let threads = rayon::current_num_threads();
+        if threads < 6 {
+            return None;
+        }
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads - 2)
+            .thread_name(|k| format!("segcut-parse-{k}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
 }
 
 /// Reads `src` into batches of whole lines and sends them until the end, an error, or the
@@ -2019,6 +2028,25 @@ mod tests {
                 (show(again), true)
             }
         }
+    }
+
+    #[test]
+    fn the_parse_pool_is_made_once() {
+        // Asked from an 8-thread pool, so that the first call (if it is this one) makes a pool;
+        // either way every later call must give that same pool.
+        let eight = rayon::ThreadPoolBuilder::new()
+            .num_threads(8)
+            .build()
+            .unwrap();
+        let ptr = |p: Option<&'static rayon::ThreadPool>| p.map(|p| p as *const _ as usize);
+        let (a, b) =
+            eight.install(|| (ptr(parse_pool("gzip data")), ptr(parse_pool("bzip2 data"))));
+        assert_eq!(a, b);
+        assert_eq!(ptr(parse_pool("gzip data")), a);
+        assert!(
+            parse_pool("input").is_none(),
+            "plain text parses on rayon's pool"
+        );
     }
 
     /// A generated file, then a few edits: blank lines, comments, CR, a corrupted token, no final
