@@ -269,6 +269,9 @@ struct MaxParser<'a> {
     width_scan: usize,
     width_seen: Option<usize>,
     width_count: usize,
+    /// The terminal-arc buffers of the last run of pieces applied on every core, for the next
+    /// (as the batch parser keeps the arc buffers).
+    spare_terminals: Vec<Vec<TerminalArc>>,
 }
 
 /// Arc pairs with an offset above 1 to see before a grid is guessed from them (a file that
@@ -685,9 +688,15 @@ impl<'a> MaxParser<'a> {
             return Ok(false);
         }
         let map = VertexMap::new(s, t);
+        let spare = &mut self.spare_terminals;
+        let bufs: Vec<Vec<TerminalArc>> = pieces
+            .iter()
+            .map(|_| spare.pop().unwrap_or_default())
+            .collect();
         let scans: Vec<GeneralScan> = pieces
             .par_iter()
-            .map(|pc| GeneralScan::of(&pc.arcs, p.nodes, map))
+            .zip(bufs)
+            .map(|(pc, buf)| GeneralScan::of(&pc.arcs, p.nodes, map, buf))
             .collect();
         if scans.iter().any(|sc| !sc.in_range) {
             return Ok(false);
@@ -821,6 +830,8 @@ impl<'a> MaxParser<'a> {
         }
         let added = builder.add_counts(constant, dropped);
         debug_assert!(added && builder.num_pairs() == at, "checked above");
+        self.spare_terminals
+            .extend(scans.into_iter().map(|sc| sc.terminals));
         self.paired += paired;
         self.held = held;
         self.arcs_seen += arcs;
@@ -1253,12 +1264,15 @@ fn preparse_arc(line: &[u8]) -> Option<(u64, u64, Cap)> {
     Some((u, v, c as Cap))
 }
 
-/// The lines of `text[from..to]` (`from` at a line start), pre-parsed.
-fn preparse(text: &[u8], from: usize, to: usize) -> Piece {
+/// The lines of `text[from..to]` (`from` at a line start), pre-parsed; the arcs go into `arcs`
+/// (emptied first: a buffer of an earlier batch, so that its pages are not had anew).
+fn preparse(text: &[u8], from: usize, to: usize, mut arcs: Vec<FastArc>) -> Piece {
+    arcs.clear();
+    arcs.reserve((to - from) / 20);
     let mut out = Piece {
         from,
         to,
-        arcs: Vec::with_capacity((to - from) / 20),
+        arcs,
         specials: Vec::new(),
         lines: 0,
         rest: None,
@@ -1529,6 +1543,10 @@ struct BatchParser<'a> {
     /// Whether runs of plain arc lines are applied on every core (tests compare with the
     /// serial apply).
     parallel_apply: bool,
+    /// The pieces' arc buffers of the last batch, for the next: allocated and freed each batch,
+    /// they were had from the system anew each time (a page fault per 4 KiB, half of a general
+    /// file's faults on the dev VM).
+    spare_arcs: Vec<Vec<FastArc>>,
 }
 
 impl<'a> BatchParser<'a> {
@@ -1551,11 +1569,13 @@ impl<'a> BatchParser<'a> {
                 width_scan: 0,
                 width_seen: None,
                 width_count: 0,
+                spare_terminals: Vec::new(),
             },
             stream,
             parts: 4 * rayon::current_num_threads().max(1),
             adapt,
             parallel_apply: true,
+            spare_arcs: Vec::new(),
         }
     }
 
@@ -1566,9 +1586,16 @@ impl<'a> BatchParser<'a> {
         match msg {
             Msg::Text(buf, len) => {
                 let text = &buf[..len];
-                let pieces: Vec<Piece> = split_at_lines(text, self.parts)
+                let ranges = split_at_lines(text, self.parts);
+                let spare = &mut self.spare_arcs;
+                let bufs: Vec<Vec<FastArc>> = ranges
+                    .iter()
+                    .map(|_| spare.pop().unwrap_or_default())
+                    .collect();
+                let pieces: Vec<Piece> = ranges
                     .into_par_iter()
-                    .map(|(a, b)| preparse(text, a, b))
+                    .zip(bufs)
+                    .map(|((a, b), buf)| preparse(text, a, b, buf))
                     .collect();
                 let mut k = 0;
                 while k < pieces.len() {
@@ -1589,7 +1616,7 @@ impl<'a> BatchParser<'a> {
                     p.apply_piece(text, &pieces[k], stream)?;
                     k += 1;
                 }
-                drop(pieces);
+                self.spare_arcs.extend(pieces.into_iter().map(|pc| pc.arcs));
                 if let (Some(size), Some(problem)) = (self.adapt, p.problem) {
                     size.store(batch_for(problem.nodes, problem.arcs), Relaxed);
                     self.adapt = None;
@@ -1775,7 +1802,10 @@ struct GeneralScan {
 }
 
 impl GeneralScan {
-    fn of(arcs: &[FastArc], nodes: u64, map: VertexMap) -> Self {
+    /// The scan of `arcs`; its terminal arcs go into `terminals` (emptied first: a buffer of
+    /// an earlier batch).
+    fn of(arcs: &[FastArc], nodes: u64, map: VertexMap, mut terminals: Vec<TerminalArc>) -> Self {
+        terminals.clear();
         let in_range = arcs.iter().all(|a| {
             (1..=nodes).contains(&u64::from(a.u)) && (1..=nodes).contains(&u64::from(a.v))
         });
@@ -1784,7 +1814,7 @@ impl GeneralScan {
             fresh: pair_chain(&[], map, |_, _| {}),
             skip_first: pair_chain(&[], map, |_, _| {}),
             first: None,
-            terminals: Vec::new(),
+            terminals,
             constant: 0,
             dropped: 0,
         };
