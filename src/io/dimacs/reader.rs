@@ -863,6 +863,8 @@ impl<'a> MaxParser<'a> {
                 None => return, // not enough arcs yet
             },
         };
+        // The grid placement has no use for them: not held while the grid is allocated.
+        self.spare_terminals = Vec::new();
         // Past this many arc lines the builder could refuse the pair count: leave it to it.
         let arcs_fit = p.arcs < u64::from(u32::MAX - 16) / 2 - 1;
         let layout_fits = arcs_fit && (source, sink) == (1, 2) && self.early.is_empty();
@@ -995,6 +997,8 @@ impl<'a> MaxParser<'a> {
 
     /// Checks what only the end can show and builds the graph.
     fn finish(mut self) -> Result<MaxInstance, Fail> {
+        // Not held through the graph's build, where the peak is.
+        self.spare_terminals = Vec::new();
         let last = self.line;
         let Some(p) = self.problem else {
             if last == 0 {
@@ -1404,7 +1408,7 @@ fn parse_max_in_batches<R: Read>(
         if let Some(e) = failed {
             return Err(e);
         }
-        return parser.p.finish();
+        return parser.finish();
     }
     std::thread::scope(|scope| {
         // One batch queued while one is parsed and one is read: memory stays at three batches.
@@ -1419,7 +1423,7 @@ fn parse_max_in_batches<R: Read>(
                         let _ = back_tx.send(buf);
                     }
                 }
-                parser.p.finish()
+                parser.finish()
             };
             match parse_pool(stream) {
                 Some(pool) => pool.install(work),
@@ -1577,6 +1581,14 @@ impl<'a> BatchParser<'a> {
             parallel_apply: true,
             spare_arcs: Vec::new(),
         }
+    }
+
+    /// The instance, once every message is parsed; the spare arc buffers are let go first, so
+    /// that they are not held through the graph's build, where the peak is.
+    fn finish(self) -> Result<MaxInstance, Fail> {
+        let BatchParser { p, spare_arcs, .. } = self;
+        drop(spare_arcs);
+        p.finish()
     }
 
     /// Parses one message; gives back the text's buffer for reuse.
