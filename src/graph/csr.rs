@@ -101,10 +101,24 @@ impl CsrGraph {
         if p.constant < 0 || p.source.par_iter().chain(&p.sink).any(|&c| c < 0) {
             return bad("negative terminal capacity".into());
         }
+        // Each pair is checked from its lower arc only (the random reads into the other arc
+        // are most of the check's time): the lower arc's reverse must point back, join the same
+        // nodes the other way and fit the pair's capacity. Every arc then belongs to a checked
+        // pair once exactly half of the arcs are lower arcs: the checked reverses are distinct
+        // (each points back to its own arc), so they are all the upper arcs.
         let check = |v: usize| -> std::result::Result<(), String> {
             for a in p.first[v] as usize..p.first[v + 1] as usize {
                 let (h, s) = (p.head[a] as usize, p.sister[a] as usize);
-                if h >= n || s >= m || s == a || p.sister[s] as usize != a {
+                if h >= n || s >= m || s == a {
+                    return Err(format!("arc {a}: head or reverse arc out of place"));
+                }
+                if p.cap[a] < 0 {
+                    return Err(format!("arc {a}: capacity out of range"));
+                }
+                if s < a {
+                    continue; // checked from `s`, or caught by the count below
+                }
+                if p.sister[s] as usize != a {
                     return Err(format!("arc {a}: head or reverse arc out of place"));
                 }
                 // The reverse must leave the head and come back to `v`.
@@ -113,7 +127,7 @@ impl CsrGraph {
                 {
                     return Err(format!("arc {a}: its reverse does not join the same nodes"));
                 }
-                if p.cap[a] < 0 || p.cap[a] as i64 + p.cap[s] as i64 > Cap::MAX as i64 {
+                if p.cap[a] as i64 + p.cap[s] as i64 > Cap::MAX as i64 {
                     return Err(format!("arc {a}: capacity out of range"));
                 }
             }
@@ -127,6 +141,17 @@ impl CsrGraph {
             .find_first(|&v| check(v).is_err());
         if let Some(Err(msg)) = first_bad.map(check) {
             return bad(msg);
+        }
+        let lower = p
+            .sister
+            .par_iter()
+            .enumerate()
+            .filter(|&(a, &s)| s as usize > a)
+            .count();
+        if 2 * lower != m {
+            return bad(
+                "some arc is the reverse of two arcs: the reverse arcs do not pair up".into(),
+            );
         }
         Ok(CsrGraph {
             first: p.first,
@@ -806,5 +831,56 @@ mod tests {
             empty.clone().build().unwrap(),
             empty.build_serial().unwrap()
         );
+    }
+
+    #[test]
+    fn from_parts_refuses_every_single_changed_reverse_or_head() {
+        // Each pair is checked from one side only; any one changed entry must still be refused.
+        let mut rng = Rng::new(11);
+        for case in 0..6 {
+            let b = random_builder(&mut rng, 2 + case, 8 + 2 * case);
+            let good = b.build().unwrap().to_parts();
+            let m = good.head.len() as u32;
+            assert!(m >= 4, "case {case}: two pairs at least");
+            for a in 0..m as usize {
+                for x in 0..m + 2 {
+                    if x != good.sister[a] {
+                        let mut p = good.clone();
+                        p.sister[a] = x;
+                        assert!(
+                            CsrGraph::from_parts(p).is_err(),
+                            "case {case}: sister[{a}] = {x}"
+                        );
+                    }
+                }
+                for x in 0..good.source.len() as u32 + 1 {
+                    if x != good.head[a] {
+                        let mut p = good.clone();
+                        p.head[a] = x;
+                        assert!(
+                            CsrGraph::from_parts(p).is_err(),
+                            "case {case}: head[{a}] = {x}"
+                        );
+                    }
+                }
+                let mut p = good.clone();
+                p.cap[a] = -1;
+                assert!(
+                    CsrGraph::from_parts(p).is_err(),
+                    "case {case}: cap[{a}] = -1"
+                );
+            }
+            CsrGraph::from_parts(good).unwrap();
+        }
+        // Two changes that leave every lower arc's pair whole: arcs 1 and 3 both name arc 0,
+        // which only the count of lower arcs sees.
+        let mut two = CsrBuilder::new(2).unwrap();
+        two.add_edge(0, 1, 1, 1).unwrap();
+        two.add_edge(0, 1, 1, 1).unwrap();
+        let mut p = two.build().unwrap().to_parts();
+        assert_eq!(p.sister, [2, 3, 0, 1]);
+        CsrGraph::from_parts(p.clone()).unwrap();
+        (p.sister[1], p.sister[3]) = (0, 0);
+        assert!(CsrGraph::from_parts(p).is_err());
     }
 }

@@ -123,6 +123,14 @@ pub fn valid_box(dims: [usize; 3], off: [i32; 3]) -> [std::ops::Range<usize>; 3]
     [r(dims[0], off[0]), r(dims[1], off[1]), r(dims[2], off[2])]
 }
 
+/// What [`GridGraph::validate`] finds in one block of rows of one direction: the first arc
+/// (node and neighbour) with a negative or overflowing capacity, and the first node with
+/// capacity on a slot that leaves the grid.
+type BlockCheck = (Option<(usize, usize)>, Option<usize>);
+
+/// Nodes per task of [`GridGraph::validate`]'s passes (whole rows of at least this many).
+const BLOCK_NODES: usize = if cfg!(test) { 16 } else { 1 << 16 };
+
 /// The signed node-index step of offset `off` in a grid of `dims` (node `x + W·(y + H·z)`).
 pub fn offset_step(dims: [usize; 3], off: [i32; 3]) -> isize {
     let [w, h, _] = dims;
@@ -391,13 +399,26 @@ impl GridGraph {
                 format!("node {v} (x={x}, y={y})")
             }
         };
-        // On every core: nodes in chunks, directions side by side; the error reported is the
-        // one a serial check meets first (terminals, then directions in order).
+        // On every core: each direction in blocks of whole rows (a block's first problem, found
+        // in node order), so that a grid of few directions keeps every core busy too. The error
+        // reported is the one a serial check meets first: terminals, then per direction in
+        // order a bad capacity before a slot that leaves the grid.
         use rayon::prelude::*;
-        let negative = (0..self.num_nodes())
-            .into_par_iter()
-            .with_min_len(1 << 14)
-            .find_first(|&v| self.source[v] < 0 || self.sink[v] < 0);
+        let n = self.num_nodes();
+        let [w, h, _] = self.dims;
+        let rows = n / w.max(1);
+        let block = (BLOCK_NODES / w.max(1)).max(1);
+        let blocks = rows.div_ceil(block);
+        let negative = self
+            .source
+            .par_chunks(BLOCK_NODES)
+            .zip(self.sink.par_chunks(BLOCK_NODES))
+            .enumerate()
+            .find_first(|(_, (s, t))| s.iter().zip(*t).any(|(&a, &b)| (a | b) < 0))
+            .and_then(|(k, (s, t))| {
+                let i = s.iter().zip(t).position(|(&a, &b)| (a | b) < 0)?;
+                Some(k * BLOCK_NODES + i)
+            });
         if let Some(v) = negative {
             return Err(Error::Graph(format!(
                 "{} has a negative terminal capacity ({}, {})",
@@ -406,22 +427,46 @@ impl GridGraph {
                 self.sink[v]
             )));
         }
-        let check = |d: usize| -> Result<()> {
+        // The first negative or overflowing arc, and the first non-zero slot that leaves the
+        // grid, of direction `d` in rows `r0..r1`.
+        let check = |d: usize, r0: usize, r1: usize| -> BlockCheck {
             let (caps, rev) = (&self.caps[d], &self.caps[d ^ 1]);
-            let offset = self.conn.offsets()[d];
-            let mut bad: Option<(usize, usize)> = None;
-            let mut inside_nonzero = 0usize;
-            self.for_each_arc(d, |v, w| {
-                let c = caps[v];
-                if c != 0 {
-                    inside_nonzero += 1;
-                    let overflow = c as i64 + rev[w].max(0) as i64 > Cap::MAX as i64;
-                    if (c < 0 || overflow) && bad.is_none() {
-                        bad = Some((v, w));
+            let [xr, yr, zr] = valid_box(self.dims, self.conn.offsets()[d]);
+            let step = self.stride(d);
+            let mut outside = None;
+            for r in r0..r1 {
+                let row = r * w;
+                let inside = yr.contains(&(r % h)) && zr.contains(&(r / h));
+                for x in 0..w {
+                    let v = row + x;
+                    let c = caps[v];
+                    if c == 0 {
+                        continue;
+                    }
+                    if !(inside && xr.contains(&x)) {
+                        outside = outside.or(Some(v));
+                        continue;
+                    }
+                    let u = (v as isize + step) as usize;
+                    let overflow = c as i64 + rev[u].max(0) as i64 > Cap::MAX as i64;
+                    if c < 0 || overflow {
+                        return (Some((v, u)), outside);
                     }
                 }
-            });
-            if let Some((v, w)) = bad {
+            }
+            (None, outside)
+        };
+        let found: Vec<BlockCheck> = (0..self.conn.degree() * blocks)
+            .into_par_iter()
+            .map(|k| {
+                let (d, b) = (k / blocks, k % blocks);
+                check(d, b * block, ((b + 1) * block).min(rows))
+            })
+            .collect();
+        for (d, per_block) in found.chunks(blocks.max(1)).enumerate() {
+            let offset = self.conn.offsets()[d];
+            if let Some((v, u)) = per_block.iter().find_map(|f| f.0) {
+                let (caps, rev) = (&self.caps[d], &self.caps[d ^ 1]);
                 let c = caps[v];
                 return Err(if c < 0 {
                     Error::Graph(format!(
@@ -430,29 +475,22 @@ impl GridGraph {
                     ))
                 } else {
                     Error::Overflow(format!(
-                        "{} and its neighbour {w}: capacities {c} + {} exceed {}",
+                        "{} and its neighbour {u}: capacities {c} + {} exceed {}",
                         name(v),
-                        rev[w],
+                        rev[u],
                         Cap::MAX
                     ))
                 });
             }
-            // Slots that point outside the grid must be zero; find one only if the counts differ.
-            if caps.iter().filter(|&&c| c != 0).count() != inside_nonzero {
-                if let Some(v) =
-                    (0..caps.len()).find(|&v| caps[v] != 0 && self.neighbor(v, d).is_none())
-                {
-                    return Err(Error::Graph(format!(
-                        "{} has capacity {} on direction {offset:?}, which leaves the grid",
-                        name(v),
-                        caps[v]
-                    )));
-                }
+            if let Some(v) = per_block.iter().find_map(|f| f.1) {
+                return Err(Error::Graph(format!(
+                    "{} has capacity {} on direction {offset:?}, which leaves the grid",
+                    name(v),
+                    self.caps[d][v]
+                )));
             }
-            Ok(())
-        };
-        let results: Vec<Result<()>> = (0..self.conn.degree()).into_par_iter().map(check).collect();
-        results.into_iter().collect()
+        }
+        Ok(())
     }
 
     /// The same graph in CSR form, for solvers that take any graph. Pairs whose capacities are
@@ -501,5 +539,103 @@ impl FlowNetwork for GridGraph {
             });
         }
         total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Rng;
+
+    /// The check node by node, as it was written before it ran in blocks: the reference.
+    fn validate_serial(g: &GridGraph) -> Result<()> {
+        let name = |v: usize| {
+            let [x, y, z] = g.coords(v);
+            if g.conn.is_3d() {
+                format!("node {v} (x={x}, y={y}, z={z})")
+            } else {
+                format!("node {v} (x={x}, y={y})")
+            }
+        };
+        if let Some(v) = (0..g.num_nodes()).find(|&v| g.source[v] < 0 || g.sink[v] < 0) {
+            return Err(Error::Graph(format!(
+                "{} has a negative terminal capacity ({}, {})",
+                name(v),
+                g.source[v],
+                g.sink[v]
+            )));
+        }
+        for d in 0..g.conn.degree() {
+            let offset = g.conn.offsets()[d];
+            let (caps, rev) = (&g.caps[d], &g.caps[d ^ 1]);
+            for (v, &c) in caps.iter().enumerate() {
+                if c == 0 {
+                    continue;
+                }
+                let Some(u) = g.neighbor(v, d) else { continue };
+                if c < 0 {
+                    return Err(Error::Graph(format!(
+                        "{} has negative capacity {c} in direction {offset:?}",
+                        name(v)
+                    )));
+                }
+                if c as i64 + rev[u].max(0) as i64 > Cap::MAX as i64 {
+                    return Err(Error::Overflow(format!(
+                        "{} and its neighbour {u}: capacities {c} + {} exceed {}",
+                        name(v),
+                        rev[u],
+                        Cap::MAX
+                    )));
+                }
+            }
+            if let Some(v) =
+                (0..g.num_nodes()).find(|&v| caps[v] != 0 && g.neighbor(v, d).is_none())
+            {
+                return Err(Error::Graph(format!(
+                    "{} has capacity {} on direction {offset:?}, which leaves the grid",
+                    name(v),
+                    caps[v]
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn validate_in_blocks_gives_the_serial_answer() {
+        let mut rng = Rng::new(3);
+        let shapes = [
+            ([7, 5, 1], Connectivity::N4),
+            ([3, 9, 1], Connectivity::N8),
+            ([4, 3, 3], Connectivity::N6),
+            ([3, 4, 5], Connectivity::N26),
+            ([1, 6, 1], Connectivity::N8),
+        ];
+        for case in 0..400 {
+            let (dims, conn) = shapes[case % shapes.len()];
+            let mut g = GridGraph::new(dims[0], dims[1], dims[2], conn).unwrap();
+            let n = g.num_nodes();
+            for d in 0..conn.degree() {
+                let mut inside = Vec::new();
+                g.for_each_arc(d, |v, _| inside.push(v));
+                for v in inside {
+                    g.caps_mut(d)[v] = rng.below(50) as Cap;
+                }
+            }
+            // Zero to three faults of any kind, anywhere.
+            for _ in 0..rng.below(4) {
+                let v = rng.below(n as u64) as usize;
+                let d = rng.below(conn.degree() as u64) as usize;
+                match rng.below(4) {
+                    0 => g.caps_mut(d)[v] = -1 - rng.below(5) as Cap,
+                    1 => g.caps_mut(d)[v] = Cap::MAX - rng.below(10) as Cap,
+                    2 => g.caps_mut(d)[v] = 1 + rng.below(5) as Cap, // maybe off the grid
+                    _ => g.source[v] = -1,
+                }
+            }
+            let want = validate_serial(&g).map_err(|e| e.to_string());
+            let got = g.validate().map_err(|e| e.to_string());
+            assert_eq!(got, want, "case {case}");
+        }
     }
 }

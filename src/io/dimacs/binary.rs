@@ -268,14 +268,13 @@ impl Body<'_> {
 /// Bytes per piece of the parallel reads and checksums.
 const PIECE: usize = 4 << 20;
 
-/// `len` zeroed values, written on every core (so that the pages are touched in parallel too),
-/// or `None` where the memory cannot be had.
-fn alloc<T: bytemuck::Pod + Send + Sync>(len: usize) -> Option<Vec<T>> {
-    use rayon::prelude::*;
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).ok()?;
-    v.par_extend(rayon::iter::repeat_n(T::zeroed(), len));
-    Some(v)
+/// `len` zeroed values, or `None` where the memory cannot be had. Zeroed by the allocator: a
+/// large block comes as fresh pages that are zero already, first touched by the reads that
+/// fill them (on every core), so no pass writes zeros that the reads then overwrite.
+fn alloc<T: bytemuck::Pod>(len: usize) -> Option<Vec<T>> {
+    bytemuck::allocation::try_zeroed_slice_box(len)
+        .ok()
+        .map(<[T]>::into_vec)
 }
 
 fn read_from(mut r: Body<'_>, name: &str) -> Result<MaxInstance> {
@@ -653,6 +652,24 @@ pub(crate) fn crc32c_combine(crc_a: u32, crc_b: u32, len_b: u64) -> u32 {
     crc ^ crc_b
 }
 
+/// The CRC-32C register `c` carried over `data` by the SSE 4.2 `crc32` instruction, eight bytes
+/// at a time: the same polynomial as the tables, so both give the same value.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+fn crc32c_sse42(mut c: u32, data: &[u8]) -> u32 {
+    use std::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
+    let mut words = data.chunks_exact(8);
+    let mut c64 = u64::from(c);
+    for w in &mut words {
+        c64 = _mm_crc32_u64(c64, u64::from_le_bytes(w.try_into().expect("8 bytes")));
+    }
+    c = c64 as u32;
+    for &b in words.remainder() {
+        c = _mm_crc32_u8(c, b);
+    }
+    c
+}
+
 /// A writer that keeps the CRC-32C of what passed through.
 struct Crc32cWriter<W> {
     inner: W,
@@ -714,7 +731,19 @@ impl Crc32c {
         Crc32c { state: !0 }
     }
 
-    pub(crate) fn update(&mut self, mut data: &[u8]) {
+    pub(crate) fn update(&mut self, data: &[u8]) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("sse4.2") {
+            // SAFETY: the CPU was just seen to have SSE 4.2, the only feature the function uses.
+            self.state = unsafe { crc32c_sse42(self.state, data) };
+            return;
+        }
+        self.update_tables(data);
+    }
+
+    /// [`update`](Self::update) from the tables alone (about 1.5 GB/s a core; the SSE 4.2
+    /// instruction does 8 bytes a cycle).
+    fn update_tables(&mut self, mut data: &[u8]) {
         let t = &CRC_TABLES;
         let mut c = self.state;
         while data.len() >= 8 {
@@ -755,6 +784,22 @@ mod tests {
             assert_eq!(super::crc_of(&[a, b]), whole.value(), "cut at {cut}");
         }
         assert_eq!(super::crc_of(&[]), Crc32c::new().value());
+    }
+
+    #[test]
+    fn crc32c_instruction_and_tables_agree() {
+        // Every length around the 8-byte steps, from a register that is not the initial one.
+        let data: Vec<u8> = (0..300u32).map(|i| (i * 131 + 17) as u8).collect();
+        for start in [0, 1, 5] {
+            for len in 0..=(data.len() - start) {
+                let part = &data[start..start + len];
+                let (mut fast, mut tables) = (Crc32c { state: 0x1234_5678 }, Crc32c::new());
+                tables.state = 0x1234_5678;
+                fast.update(part);
+                tables.update_tables(part);
+                assert_eq!(fast.value(), tables.value(), "start {start}, length {len}");
+            }
+        }
     }
 
     #[test]

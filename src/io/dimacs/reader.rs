@@ -269,6 +269,9 @@ struct MaxParser<'a> {
     width_scan: usize,
     width_seen: Option<usize>,
     width_count: usize,
+    /// The terminal-arc buffers of the last run of pieces applied on every core, for the next
+    /// (as the batch parser keeps the arc buffers).
+    spare_terminals: Vec<Vec<TerminalArc>>,
 }
 
 /// Arc pairs with an offset above 1 to see before a grid is guessed from them (a file that
@@ -685,9 +688,15 @@ impl<'a> MaxParser<'a> {
             return Ok(false);
         }
         let map = VertexMap::new(s, t);
+        let spare = &mut self.spare_terminals;
+        let bufs: Vec<Vec<TerminalArc>> = pieces
+            .iter()
+            .map(|_| spare.pop().unwrap_or_default())
+            .collect();
         let scans: Vec<GeneralScan> = pieces
             .par_iter()
-            .map(|pc| GeneralScan::of(&pc.arcs, p.nodes, map))
+            .zip(bufs)
+            .map(|(pc, buf)| GeneralScan::of(&pc.arcs, p.nodes, map, buf))
             .collect();
         if scans.iter().any(|sc| !sc.in_range) {
             return Ok(false);
@@ -821,6 +830,8 @@ impl<'a> MaxParser<'a> {
         }
         let added = builder.add_counts(constant, dropped);
         debug_assert!(added && builder.num_pairs() == at, "checked above");
+        self.spare_terminals
+            .extend(scans.into_iter().map(|sc| sc.terminals));
         self.paired += paired;
         self.held = held;
         self.arcs_seen += arcs;
@@ -852,6 +863,8 @@ impl<'a> MaxParser<'a> {
                 None => return, // not enough arcs yet
             },
         };
+        // The grid placement has no use for them: not held while the grid is allocated.
+        self.spare_terminals = Vec::new();
         // Past this many arc lines the builder could refuse the pair count: leave it to it.
         let arcs_fit = p.arcs < u64::from(u32::MAX - 16) / 2 - 1;
         let layout_fits = arcs_fit && (source, sink) == (1, 2) && self.early.is_empty();
@@ -984,6 +997,8 @@ impl<'a> MaxParser<'a> {
 
     /// Checks what only the end can show and builds the graph.
     fn finish(mut self) -> Result<MaxInstance, Fail> {
+        // Not held through the graph's build, where the peak is.
+        self.spare_terminals = Vec::new();
         let last = self.line;
         let Some(p) = self.problem else {
             if last == 0 {
@@ -1253,12 +1268,15 @@ fn preparse_arc(line: &[u8]) -> Option<(u64, u64, Cap)> {
     Some((u, v, c as Cap))
 }
 
-/// The lines of `text[from..to]` (`from` at a line start), pre-parsed.
-fn preparse(text: &[u8], from: usize, to: usize) -> Piece {
+/// The lines of `text[from..to]` (`from` at a line start), pre-parsed; the arcs go into `arcs`
+/// (emptied first: a buffer of an earlier batch, so that its pages are not had anew).
+fn preparse(text: &[u8], from: usize, to: usize, mut arcs: Vec<FastArc>) -> Piece {
+    arcs.clear();
+    arcs.reserve((to - from) / 20);
     let mut out = Piece {
         from,
         to,
-        arcs: Vec::with_capacity((to - from) / 20),
+        arcs,
         specials: Vec::new(),
         lines: 0,
         rest: None,
@@ -1390,7 +1408,7 @@ fn parse_max_in_batches<R: Read>(
         if let Some(e) = failed {
             return Err(e);
         }
-        return parser.p.finish();
+        return parser.finish();
     }
     std::thread::scope(|scope| {
         // One batch queued while one is parsed and one is read: memory stays at three batches.
@@ -1405,7 +1423,7 @@ fn parse_max_in_batches<R: Read>(
                         let _ = back_tx.send(buf);
                     }
                 }
-                parser.p.finish()
+                parser.finish()
             };
             match parse_pool(stream) {
                 Some(pool) => pool.install(work),
@@ -1429,16 +1447,25 @@ fn parse_max_in_batches<R: Read>(
 /// decompressing thread and the parser's own keep a core each: one inflate thread is what a
 /// `.max.gz` load waits for, and parse workers crowding it out slow the whole load. `None`
 /// (parse on rayon's pool) for plain text, on small machines, or where no pool can be made.
-fn parse_pool(stream: &str) -> Option<rayon::ThreadPool> {
-    let threads = rayon::current_num_threads();
-    if stream == "input" || threads < 6 {
+/// Made once per process and kept: starting its threads anew for every file was a fixed cost
+/// of each compressed load (a batch of many small files pays it once).
+fn parse_pool(stream: &str) -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    if stream == "input" {
         return None;
     }
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads - 2)
-        .thread_name(|k| format!("segcut-parse-{k}"))
-        .build()
-        .ok()
+    POOL.get_or_init(|| {
+        let threads = rayon::current_num_threads();
+        if threads < 6 {
+            return None;
+        }
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads - 2)
+            .thread_name(|k| format!("segcut-parse-{k}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
 }
 
 /// Reads `src` into batches of whole lines and sends them until the end, an error, or the
@@ -1520,6 +1547,10 @@ struct BatchParser<'a> {
     /// Whether runs of plain arc lines are applied on every core (tests compare with the
     /// serial apply).
     parallel_apply: bool,
+    /// The pieces' arc buffers of the last batch, for the next: allocated and freed each batch,
+    /// they were had from the system anew each time (a page fault per 4 KiB, half of a general
+    /// file's faults on the dev VM).
+    spare_arcs: Vec<Vec<FastArc>>,
 }
 
 impl<'a> BatchParser<'a> {
@@ -1542,12 +1573,22 @@ impl<'a> BatchParser<'a> {
                 width_scan: 0,
                 width_seen: None,
                 width_count: 0,
+                spare_terminals: Vec::new(),
             },
             stream,
             parts: 4 * rayon::current_num_threads().max(1),
             adapt,
             parallel_apply: true,
+            spare_arcs: Vec::new(),
         }
+    }
+
+    /// The instance, once every message is parsed; the spare arc buffers are let go first, so
+    /// that they are not held through the graph's build, where the peak is.
+    fn finish(self) -> Result<MaxInstance, Fail> {
+        let BatchParser { p, spare_arcs, .. } = self;
+        drop(spare_arcs);
+        p.finish()
     }
 
     /// Parses one message; gives back the text's buffer for reuse.
@@ -1557,9 +1598,16 @@ impl<'a> BatchParser<'a> {
         match msg {
             Msg::Text(buf, len) => {
                 let text = &buf[..len];
-                let pieces: Vec<Piece> = split_at_lines(text, self.parts)
+                let ranges = split_at_lines(text, self.parts);
+                let spare = &mut self.spare_arcs;
+                let bufs: Vec<Vec<FastArc>> = ranges
+                    .iter()
+                    .map(|_| spare.pop().unwrap_or_default())
+                    .collect();
+                let pieces: Vec<Piece> = ranges
                     .into_par_iter()
-                    .map(|(a, b)| preparse(text, a, b))
+                    .zip(bufs)
+                    .map(|((a, b), buf)| preparse(text, a, b, buf))
                     .collect();
                 let mut k = 0;
                 while k < pieces.len() {
@@ -1580,7 +1628,7 @@ impl<'a> BatchParser<'a> {
                     p.apply_piece(text, &pieces[k], stream)?;
                     k += 1;
                 }
-                drop(pieces);
+                self.spare_arcs.extend(pieces.into_iter().map(|pc| pc.arcs));
                 if let (Some(size), Some(problem)) = (self.adapt, p.problem) {
                     size.store(batch_for(problem.nodes, problem.arcs), Relaxed);
                     self.adapt = None;
@@ -1766,7 +1814,10 @@ struct GeneralScan {
 }
 
 impl GeneralScan {
-    fn of(arcs: &[FastArc], nodes: u64, map: VertexMap) -> Self {
+    /// The scan of `arcs`; its terminal arcs go into `terminals` (emptied first: a buffer of
+    /// an earlier batch).
+    fn of(arcs: &[FastArc], nodes: u64, map: VertexMap, mut terminals: Vec<TerminalArc>) -> Self {
+        terminals.clear();
         let in_range = arcs.iter().all(|a| {
             (1..=nodes).contains(&u64::from(a.u)) && (1..=nodes).contains(&u64::from(a.v))
         });
@@ -1775,7 +1826,7 @@ impl GeneralScan {
             fresh: pair_chain(&[], map, |_, _| {}),
             skip_first: pair_chain(&[], map, |_, _| {}),
             first: None,
-            terminals: Vec::new(),
+            terminals,
             constant: 0,
             dropped: 0,
         };
@@ -2019,6 +2070,25 @@ mod tests {
                 (show(again), true)
             }
         }
+    }
+
+    #[test]
+    fn the_parse_pool_is_made_once() {
+        // Asked from an 8-thread pool, so that the first call (if it is this one) makes a pool;
+        // either way every later call must give that same pool.
+        let eight = rayon::ThreadPoolBuilder::new()
+            .num_threads(8)
+            .build()
+            .unwrap();
+        let ptr = |p: Option<&'static rayon::ThreadPool>| p.map(|p| p as *const _ as usize);
+        let (a, b) =
+            eight.install(|| (ptr(parse_pool("gzip data")), ptr(parse_pool("bzip2 data"))));
+        assert_eq!(a, b);
+        assert_eq!(ptr(parse_pool("gzip data")), a);
+        assert!(
+            parse_pool("input").is_none(),
+            "plain text parses on rayon's pool"
+        );
     }
 
     /// A generated file, then a few edits: blank lines, comments, CR, a corrupted token, no final
