@@ -4,10 +4,13 @@ mod cli;
 
 fn main() -> std::process::ExitCode {
     cap_malloc_arenas();
-    fix_mmap_threshold();
     cli::main()
 }
 
+/// Called by the commands that load graph files (`maxflow`, `convert`, `bench --suite load`), not
+/// process-wide: the segmentation and stereo pipelines allocate and free large per-round
+/// buffers, which the raised threshold keeps cheap to reuse.
+///
 /// glibc raises its mmap threshold (up to 32 MB) each time a large block is freed, and from
 /// then on blocks below it come from the heaps, which keep their freed pages resident (one per
 /// thread's arena): a graph load frees a few such blocks early (its probe of the node arrays,
@@ -16,16 +19,16 @@ fn main() -> std::process::ExitCode {
 /// threshold fixed, graph 168 MB; 2-core dev VM, `RAYON_NUM_THREADS=16`). Fixed at glibc's own
 /// default, large blocks always go back to the system when freed.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn fix_mmap_threshold() {
-    // SAFETY: mallopt changes a tuning value of the allocator and runs before any other thread
-    // exists.
+pub(crate) fn fix_mmap_threshold() {
+    // SAFETY: mallopt changes a tuning value of the allocator (under glibc's own lock); the
+    // commands call it first, before they start their threads.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
     }
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn fix_mmap_threshold() {}
+pub(crate) fn fix_mmap_threshold() {}
 
 /// Under an address-space limit (`ulimit -v`, as on batch nodes), glibc gives each thread that
 /// contends for the allocator an arena reserving 64 MB of address space, up to 8 per core: on a

@@ -478,6 +478,7 @@ fn run_warm(args: &Args) -> Result<ExitCode> {
 
 /// `--suite load`: MB/s of loading each file format (see `segcut::bench::load`).
 fn run_load(args: &Args) -> Result<ExitCode> {
+    crate::fix_mmap_threshold();
     use segcut::bench::load::{self, LoadEvent};
     let mut instances = if args.instances.is_empty() {
         bench::suite("load", &SuiteOptions::default())?.instances

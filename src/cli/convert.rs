@@ -25,6 +25,7 @@ fn is_sgb(p: &Path) -> bool {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    crate::fix_mmap_threshold();
     // The output is checked before reading: its name says the format written, and it is
     // not the input under any name (a link, a hard link, `dir/../g.max`).
     let mut plan = OutputPlan::default();

@@ -155,6 +155,7 @@ fn plan_outputs(args: &Args) -> segcut::Result<segcut::io::OutputPlan> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    crate::fix_mmap_threshold();
     let mut solver = MaxFlow::new(SolveOptions {
         solver: args.solver,
         auto: maxflow::AutoPolicy {
