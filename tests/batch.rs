@@ -518,17 +518,25 @@ fn packed_max_flow_batches_match_unpacked() {
         rows_of(&out.join("summary.csv"))
     };
     let single = run(1, &d.join("single"));
-    let packed = run(8, &d.join("packed"));
     assert!(single.iter().all(|r| !r.solver.contains("packed")));
-    assert!(
-        packed.iter().any(|r| r.solver.contains("+packed")),
-        "some jobs were solved packed"
-    );
-    assert_eq!(outputs(&d.join("single")), outputs(&d.join("packed")));
-    for (a, b) in single.iter().zip(&packed) {
-        let b = packed.iter().find(|r| r.job == a.job).unwrap_or(b);
-        assert_eq!(a.flow, b.flow, "{}", a.job);
+    // A worker packs what is decoded within a few milliseconds of the first job: on a loaded
+    // machine a whole run may find the queue empty each time (seen on the shared dev VM), so
+    // up to three runs, each checked in full, and one of them must have packed.
+    let mut packed_any = false;
+    for attempt in 0..3 {
+        let out = d.join(format!("packed{attempt}"));
+        let packed = run(8, &out);
+        assert_eq!(outputs(&d.join("single")), outputs(&out));
+        for (a, b) in single.iter().zip(&packed) {
+            let b = packed.iter().find(|r| r.job == a.job).unwrap_or(b);
+            assert_eq!(a.flow, b.flow, "{}", a.job);
+        }
+        if packed.iter().any(|r| r.solver.contains("+packed")) {
+            packed_any = true;
+            break;
+        }
     }
+    assert!(packed_any, "some jobs were solved packed");
 }
 
 #[test]
