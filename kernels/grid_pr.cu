@@ -95,6 +95,86 @@ extern "C" __global__ void pr_round(const Grid g, int *rcap, int *sink_r, i64 *e
     if (count && load_excess(excess, v) > 0 && label[v] < inf) atomicAdd(active, 1u);
 }
 
+// Takes up to `want` from the residual capacity *c, which other threads may be taking from at
+// the same time (push_paths); returns what it took, 0 when nothing was left.
+__device__ __forceinline__ int claim_cap(int *c, i64 want) {
+    int cur = load_cap(c, 0);
+    while (cur > 0) {
+        const int take = (int)min((i64)cur, want);
+        const int seen = atomicCAS(c, cur, cur - take);
+        if (seen == cur) return take;
+        cur = seen;
+    }
+    return 0;
+}
+
+// sync: rcap (decreased by any thread, each decrease an atomicCAS that cannot go below zero;
+//       increases atomic), sink_r (as rcap), excess (taken by atomicExch, added to atomically),
+//       flow (+), moved (+)
+// safe: label (no kernel changes a label while this one runs)
+// The tail finish, run with the exact distance labels of a global relabel once few nodes are
+// active. Each active node's thread takes its excess and carries it down a path of admissible
+// arcs (label[w] == label[v] - 1) to the sink: at each node it sends what it can into the sink
+// arc, then into every admissible arc in turn (claiming capacity with a compare-and-swap, since
+// other carriers share the arcs), follows the first arc that took anything with that amount,
+// leaves what the other arcs took at their heads (a plain push), and leaves the rest at the
+// node. Every step is a push on an admissible arc of a valid labelling, so the preflow and the
+// labelling stay valid and the solve's stop test is unchanged. The tile rounds move excess at
+// most a tile's width per round; a carrier crosses the whole distance in one launch, which is
+// what the long low tail of the activity profile needs.
+// A carrier stops where all of a node's admissible arcs are used up: none of them can gain
+// capacity during the launch (that needs a push from a lower node), so the next global relabel
+// raises that node, as a relabel in push-relabel would. `moved` counts carriers that pushed.
+extern "C" __global__ void push_paths(const Grid g, int *rcap, int *sink_r, i64 *excess,
+                                      const unsigned *label, u64 *flow, unsigned *moved) {
+    const unsigned u = blockIdx.x * blockDim.x + threadIdx.x;
+    if (u >= g.n) return;
+    if (load_excess(excess, u) <= 0 || label[u] > g.n) return;
+    i64 carry = (i64)atomicExch((u64 *)(excess + u), 0ull);
+    if (carry <= 0) { // another carrier's deposit raced ahead of a (settled) negative value
+        if (carry != 0) atomicAdd((u64 *)(excess + u), (u64)carry);
+        return;
+    }
+    bool pushed = false;
+    unsigned v = u;
+    for (;;) {
+        if (load_cap(sink_r, v) > 0) {
+            const int took = claim_cap(sink_r + v, carry);
+            if (took > 0) {
+                atomicAdd(flow, (u64)took);
+                carry -= took;
+                pushed = true;
+            }
+        }
+        const unsigned h = label[v];
+        unsigned x, y, z;
+        coords(g, v, x, y, z);
+        i64 next = -1, next_amount = 0;
+        for (unsigned d = 0; d < g.deg && carry > 0; ++d) {
+            const i64 w = neighbor(g, x, y, z, d);
+            if (w < 0 || label[w] + 1 != h) continue;
+            const size_t a = (size_t)d * g.n + v;
+            if (load_cap(rcap, a) <= 0) continue;
+            const int took = claim_cap(rcap + a, carry);
+            if (took == 0) continue;
+            atomicAdd(rcap + (size_t)(d ^ 1) * g.n + (size_t)w, took);
+            carry -= took;
+            pushed = true;
+            if (next < 0) {
+                next = w;
+                next_amount = took;
+            } else {
+                atomicAdd((u64 *)(excess + w), (u64)took);
+            }
+        }
+        if (carry > 0) atomicAdd((u64 *)(excess + v), (u64)carry);
+        if (next < 0) break;
+        v = (unsigned)next;
+        carry = next_amount;
+    }
+    if (pushed) atomicAdd(moved, 1u);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tiled solver: the grid is cut into tiles (TX × TY × TZ nodes); a thread block loads one tile
 // into shared memory, runs many push/relabel sweeps there (region discharge), and writes back.

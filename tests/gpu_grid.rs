@@ -173,6 +173,13 @@ fn tunings() -> Vec<GridTuning> {
                 persistent_max_nodes: 0,
                 // The block relabel pass stays covered where the warp one is the default.
                 warp_bfs: check != 13,
+                // The tail finish from the first relabel on, never, and at the default share.
+                tail_active: match check {
+                    1 => 1.0,
+                    32 => 0.0,
+                    _ => 0.01,
+                },
+                tail_pushes: if graphs { 1 } else { 8 },
                 ..GridTuning::default()
             });
         }
@@ -480,6 +487,102 @@ fn warp_relabel_on_large_grids_with_partial_tiles() {
             );
             verify(&g, &cut).unwrap();
         }
+    }
+}
+
+/// The tail finish (`push_paths`) from the first global relabel on, with one path launch per
+/// relabel and with many, on random grids of every kind and on vision grids large enough for
+/// the host loop: the same cut as BK, and the finish did run.
+#[test]
+fn tail_finish_agrees_with_bk() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let kinds = [Caps::Small, Caps::Saturated, Caps::NearLimits, Caps::Sparse];
+    let mut rng = Rng::new(0x7a11_5a11);
+    for pushes in [1, 16] {
+        let tuning = GridTuning {
+            tail_active: 1.0,
+            tail_pushes: pushes,
+            persistent_max_nodes: 0,
+            ..GridTuning::default()
+        };
+        let mut solver = CudaGrid::new(segcut::cuda::Device::default(), tuning.clone());
+        let mut ran = 0;
+        for i in 0..60u64 {
+            let conn = ALL[(i % 3) as usize];
+            let kind = kinds[((i / 3) % kinds.len() as u64) as usize];
+            let side = if conn.is_3d() { 24 } else { 150 };
+            let g = random_grid(&mut rng, conn, kind, side);
+            let what = format!("{tuning} grid #{i} {conn} {:?} {kind:?}", g.dims());
+            check_with(&mut solver, &g, &what);
+            let s = &solver.stats;
+            // Every relabel that found active nodes was followed by the finish, never by rounds.
+            let busy = s.active_nodes.iter().filter(|&&a| a > 0).count();
+            assert!(
+                s.tail_launches >= busy as u64,
+                "{what}: {:?}",
+                s.active_nodes
+            );
+            assert_eq!(s.rounds, 0, "{what}: tile rounds ran");
+            ran += s.tail_launches;
+        }
+        assert!(ran > 0, "{tuning}: the finish never ran");
+    }
+    let specs = [
+        GridSpec::new_2d(1000, 613, Connectivity::N8).with_scale(100),
+        GridSpec::new_2d(777, 1030, Connectivity::N4).with_scale(10),
+        GridSpec::new_3d(90, 70, 50, Connectivity::N6).with_scale(10),
+    ];
+    for spec in specs {
+        let g = vision_grid(&spec).unwrap();
+        let bk = Bk::default().solve_grid(&g).unwrap();
+        for share in [1.0, 0.01] {
+            let tuning = GridTuning {
+                tail_active: share,
+                ..GridTuning::default()
+            };
+            let mut solver = CudaGrid::new(segcut::cuda::Device::default(), tuning);
+            let cut = solver.solve_grid(&g).unwrap();
+            eprintln!("{spec:?} tail={share}: {}", solver.stats.profile());
+            assert_eq!(cut.flow, bk.flow, "{spec:?} tail={share}");
+            assert!(
+                cut.sink_side == bk.sink_side,
+                "{spec:?} tail={share}: canonical cut"
+            );
+            verify(&g, &cut).unwrap();
+            if share == 1.0 {
+                assert!(solver.stats.tail_launches > 0, "{spec:?}: no path launch");
+            }
+        }
+    }
+}
+
+/// Small grids through the tail finish alone: the test to run under compute-sanitizer memcheck
+/// for `push_paths`.
+#[test]
+fn sanitizer_tail_finish() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng::new(0x5a71_7a11);
+    let tuning = GridTuning {
+        tail_active: 1.0,
+        tail_pushes: 3,
+        persistent_max_nodes: 0,
+        ..GridTuning::default()
+    };
+    let mut solver = CudaGrid::new(segcut::cuda::Device::default(), tuning.clone());
+    for i in 0..6u64 {
+        let conn = ALL[(i % 3) as usize];
+        let g = random_grid(
+            &mut rng,
+            conn,
+            Caps::Sparse,
+            if conn.is_3d() { 12 } else { 60 },
+        );
+        let what = format!("{tuning} grid #{i} {conn} {:?}", g.dims());
+        check_with(&mut solver, &g, &what);
     }
 }
 

@@ -48,8 +48,8 @@ pub struct Args {
     /// Also write every record as a JSON array to this file.
     #[arg(long, value_name = "OUT")]
     json: Option<PathBuf>,
-    /// The tuning of cuda-grid, for experiments: KEY=VALUE pairs among sweeps, ops, min_rounds,
-    /// ratio, check, blocks (see docs/gpu.md); unnamed keys keep their defaults.
+    /// The tuning of cuda-grid, for experiments: KEY=VALUE pairs, the keys as the default below
+    /// shows them (docs/gpu.md, "Tuning"); unnamed keys keep their defaults.
     #[arg(long, value_name = "KEY=VALUE,...", default_value_t = GridTuning::default())]
     grid_tune: GridTuning,
     /// Instead of a suite: time fresh processes from start to their first GPU kernel, --runs of

@@ -225,6 +225,23 @@ kernel_file! {
             max_ops: i32,
         ) => per_item(g.n);
 
+        /// The tail finish: every active node's excess is carried down admissible arcs of the
+        /// current (exact, from a global relabel) labels towards the sink, one thread per node,
+        /// arcs claimed by compare-and-swap; `moved` gains the number of carriers that pushed.
+        ///
+        /// # Safety
+        /// `rcap` has `deg·g.n` entries, `sink_r`, `excess`, `label` `g.n`, `flow` and `moved`
+        /// one; no other kernel runs on these buffers meanwhile.
+        fn push_paths = "push_paths"(
+            g: GridShape,
+            rcap: &mut CudaSlice<i32>,
+            sink_r: &mut CudaSlice<i32>,
+            excess: &mut CudaSlice<i64>,
+            label: &CudaSlice<u32>,
+            flow: &mut CudaSlice<u64>,
+            moved: &mut CudaSlice<u32>,
+        ) => per_item(g.n);
+
         /// The canonical cut from the final labels: `out[v]` is 1 where `v` reaches the sink.
         ///
         /// # Safety

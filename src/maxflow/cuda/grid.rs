@@ -138,6 +138,10 @@ pub struct GridStats {
     /// loop, in order, the last one 0: how the excess left to move shrinks from relabel to
     /// relabel (the persistent solve does not record it).
     pub active_nodes: Vec<u32>,
+    /// Launches of the tail finish (`push_paths`, see [`GridTuning::tail_active`]).
+    pub tail_launches: u64,
+    /// Milliseconds in the tail finish (host clock, including the read-backs).
+    pub tail_ms: f64,
 }
 
 impl GridStats {
@@ -172,7 +176,8 @@ impl GridStats {
         }
         format!(
             "{} rounds, {} relabels ({} local, {:.1} ms), discharge {:.1} ms, {} graph replays, \
-             peak {} tiles, tail {} of {} batches, {:.0}% of discharge time",
+             peak {} tiles, tail {} of {} batches, {:.0}% of discharge time, \
+             {} path launches ({:.1} ms)",
             self.rounds,
             self.global_relabels + self.local_relabels,
             self.local_relabels,
@@ -182,7 +187,9 @@ impl GridStats {
             peak,
             tail,
             self.active_tiles.len(),
-            100.0 * tail_ms / all_ms.max(1e-12)
+            100.0 * tail_ms / all_ms.max(1e-12),
+            self.tail_launches,
+            self.tail_ms
         ) + &self.active_profile()
     }
 
@@ -854,6 +861,21 @@ impl CudaGrid {
             }
             exact = true;
             let t = Instant::now();
+            let last = *self.stats.active_nodes.last().unwrap_or(&0);
+            if self.tail(&shape, last) {
+                // The finish moves excess by paths, not tiles: mark_active's tile flags must
+                // not reach the next relabel's first pass.
+                cuda::clear(stream, &mut dev.flags)?;
+                self.push_paths(stream, k, shape, dev)?;
+                self.stats.tail_ms += t.elapsed().as_secs_f64() * 1e3;
+                if self.stats.global_relabels > max_rounds {
+                    return Err(Error::Graph(format!(
+                        "cuda-grid did not converge in {} relabels (please report this graph)",
+                        self.stats.global_relabels
+                    )));
+                }
+                continue;
+            }
             let budget = (self.tuning.relabel_min_rounds.max(1) as f64)
                 .max(self.tuning.relabel_ratio * passes as f64)
                 .ceil() as u32;
@@ -872,6 +894,48 @@ impl CudaGrid {
                 )));
             }
         }
+    }
+
+    /// Whether the excess left after an exact global relabel that found `active` active nodes
+    /// is moved by the tail finish ([`GridTuning::tail_active`]). Not for the node sweep of
+    /// 26-connected grids, whose rounds are per node already.
+    fn tail(&self, shape: &GridShape, active: u32) -> bool {
+        !node_sweep(shape)
+            && self.tuning.tail_active > 0.0
+            && active as f64 <= self.tuning.tail_active * shape.num_nodes() as f64
+    }
+
+    /// The tail finish: up to [`GridTuning::tail_pushes`] `push_paths` launches, stopping
+    /// early when one moves nothing (what is left waits for the next global relabel).
+    fn push_paths(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        k: &GridPr,
+        shape: GridShape,
+        dev: &mut DeviceGraph,
+    ) -> Result<()> {
+        for _ in 0..self.tuning.tail_pushes.max(1) {
+            cuda::clear(stream, &mut dev.counter)?;
+            // SAFETY: rcap has deg·n entries, sink_r, excess and label n, flow and counter one;
+            // the stream runs nothing else on them meanwhile.
+            unsafe {
+                k.push_paths(
+                    stream,
+                    shape,
+                    &mut dev.rcap,
+                    &mut dev.sink_r,
+                    &mut dev.excess,
+                    &dev.label,
+                    &mut dev.flow,
+                    &mut dev.counter,
+                )?
+            };
+            self.stats.tail_launches += 1;
+            if cuda::read_words::<1>(stream, &dev.counter, "counter")?[0] == 0 {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// Whether this solve runs as one persistent launch (see

@@ -35,6 +35,8 @@ pub enum TileBlocks {
 /// | `warm_local` | [`warm_local`](Self::warm_local) | 0 | a warm start begins with a local relabel of the region whose sink arcs grew (1; 0: a full relabel, the default) |
 /// | `persistent` | [`persistent_max_nodes`](Self::persistent_max_nodes) | 262144 | grids of at most this many nodes are solved by one cooperative launch (0: never) |
 /// | `warp_bfs` | [`warp_bfs`](Self::warp_bfs) | 1 | 2D grids: global relabel passes with a warp per tile over packed residual bits (0: a block per tile) |
+/// | `tail` | [`tail_active`](Self::tail_active) | 0.01 | once a global relabel finds at most this share of the nodes active, carry their excess down whole paths (`push_paths`) instead of tile rounds (0: never) |
+/// | `tail_pushes` | [`tail_pushes`](Self::tail_pushes) | 4 | at most this many path launches between two global relabels of the tail finish |
 ///
 /// ```
 /// use segcut::maxflow::cuda::{GridTuning, TileBlocks};
@@ -43,7 +45,7 @@ pub enum TileBlocks {
 /// assert_eq!(t.check_every, GridTuning::default().check_every);
 /// assert_eq!(
 ///     t.to_string(),
-///     "sweeps=4,ops=4,min_rounds=8,ratio=1,check=4,blocks=3,graphs=1,warm_local=0,persistent=262144,warp_bfs=1"
+///     "sweeps=4,ops=4,min_rounds=8,ratio=1,check=4,blocks=3,graphs=1,warm_local=0,persistent=262144,warp_bfs=1,tail=0.01,tail_pushes=4"
 /// );
 /// assert!("sweep=4".parse::<GridTuning>().is_err());
 /// ```
@@ -91,6 +93,17 @@ pub struct GridTuning {
     /// labels, same cut; on the 4K photo graphs the block version spent most of its time at
     /// those barriers. Local relabels (warm starts) and 3D grids always use the block version.
     pub warp_bfs: bool,
+    /// The tail finish of the host loop (not the persistent solve): after a global relabel
+    /// that finds at most this share of the nodes active, the excess is moved by `push_paths`
+    /// launches, each active node's thread carrying its excess down admissible arcs as far as
+    /// they go, instead of by tile rounds, which move it about a tile per round and spend most
+    /// of a 4K photo graph's solve on the last percent of active nodes. The labels stay valid
+    /// and the solve still ends only on a global relabel that finds no active node, so the cut
+    /// is the same. 0 turns it off; 1 uses it from the first relabel on.
+    pub tail_active: f64,
+    /// Path launches between two global relabels of the tail finish, at most; fewer when a
+    /// launch moves nothing (at least 1).
+    pub tail_pushes: u32,
 }
 
 impl Default for GridTuning {
@@ -106,12 +119,14 @@ impl Default for GridTuning {
             warm_local: false,
             persistent_max_nodes: 1 << 18,
             warp_bfs: true,
+            tail_active: 0.01,
+            tail_pushes: 4,
         }
     }
 }
 
 /// The keys of the text form, in the order [`Display`](fmt::Display) writes them.
-const KEYS: [&str; 10] = [
+const KEYS: [&str; 12] = [
     "sweeps",
     "ops",
     "min_rounds",
@@ -122,6 +137,8 @@ const KEYS: [&str; 10] = [
     "warm_local",
     "persistent",
     "warp_bfs",
+    "tail",
+    "tail_pushes",
 ];
 
 impl GridTuning {
@@ -150,6 +167,13 @@ impl GridTuning {
             "warm_local" => self.warm_local = flag()?,
             "persistent" => self.persistent_max_nodes = value.parse().ok()?,
             "warp_bfs" => self.warp_bfs = flag()?,
+            "tail" => {
+                self.tail_active = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|r| (0.0..=1.0).contains(r))?
+            }
+            "tail_pushes" => self.tail_pushes = count()?,
             _ => return None,
         }
         Some(())
@@ -168,7 +192,7 @@ impl FromStr for GridTuning {
             t.set(k.trim(), v.trim()).ok_or_else(|| {
                 Error::Unsupported(format!(
                     "grid tuning '{kv}': expected one of {} with a positive value (ratio: a \
-                     number ≥ 0, blocks: fit or a count, persistent: a node count, 0 for off)",
+                     number ≥ 0, blocks: fit or a count, persistent: a node count, 0 for off; tail: a share of the nodes from 0 to 1)",
                     KEYS.join(", ")
                 ))
             })?;
@@ -194,6 +218,8 @@ impl fmt::Display for GridTuning {
             u8::from(self.warm_local).to_string(),
             self.persistent_max_nodes.to_string(),
             u8::from(self.warp_bfs).to_string(),
+            self.tail_active.to_string(),
+            self.tail_pushes.to_string(),
         ];
         let parts: Vec<String> = KEYS
             .iter()
@@ -211,7 +237,7 @@ mod tests {
     #[test]
     fn every_key_parses_and_prints_back() {
         let t: GridTuning =
-            "sweeps=7, ops=9,min_rounds=3,ratio=0.5,check=16,blocks=2,graphs=0,warm_local=1,persistent=5000,warp_bfs=0"
+            "sweeps=7, ops=9,min_rounds=3,ratio=0.5,check=16,blocks=2,graphs=0,warm_local=1,persistent=5000,warp_bfs=0,tail=0.25,tail_pushes=3"
                 .parse()
                 .unwrap();
         let want = GridTuning {
@@ -225,6 +251,8 @@ mod tests {
             warm_local: true,
             persistent_max_nodes: 5000,
             warp_bfs: false,
+            tail_active: 0.25,
+            tail_pushes: 3,
         };
         assert_eq!(t, want);
         assert_eq!(t.to_string().parse::<GridTuning>().unwrap(), want);
@@ -251,6 +279,10 @@ mod tests {
             "warm_local=yes",
             "persistent=-1",
             "persistent=x",
+            "tail=1.5",
+            "tail=-0.1",
+            "tail=nan",
+            "tail_pushes=0",
             "discharge=sweep",
             "ratio",
         ] {
