@@ -175,12 +175,13 @@ impl GridStats {
             }
         }
         format!(
-            "{} rounds, {} relabels ({} local, {:.1} ms), discharge {:.1} ms, {} graph replays, \
+            "{} rounds, {} relabels ({} local, {} passes, {:.1} ms), discharge {:.1} ms, {} graph replays, \
              peak {} tiles, tail {} of {} batches, {:.0}% of discharge time, \
              {} path launches ({:.1} ms)",
             self.rounds,
             self.global_relabels + self.local_relabels,
             self.local_relabels,
+            self.bfs_levels,
             self.relabel_ms,
             self.discharge_ms,
             self.graph_replays,

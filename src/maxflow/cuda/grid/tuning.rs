@@ -35,7 +35,7 @@ pub enum TileBlocks {
 /// | `warm_local` | [`warm_local`](Self::warm_local) | 0 | a warm start begins with a local relabel of the region whose sink arcs grew (1; 0: a full relabel, the default) |
 /// | `persistent` | [`persistent_max_nodes`](Self::persistent_max_nodes) | 262144 | grids of at most this many nodes are solved by one cooperative launch (0: never) |
 /// | `warp_bfs` | [`warp_bfs`](Self::warp_bfs) | 1 | 2D grids: global relabel passes with a warp per tile over packed residual bits (0: a block per tile) |
-/// | `tail` | [`tail_active`](Self::tail_active) | 0.01 | once a global relabel finds at most this share of the nodes active, carry their excess down whole paths (`push_paths`) instead of tile rounds (0: never) |
+/// | `tail` | [`tail_active`](Self::tail_active) | 0 | once a global relabel finds at most this share of the nodes active, carry their excess down whole paths (`push_paths`) instead of tile rounds (0: never; an experiment that did not pay, see the field) |
 /// | `tail_pushes` | [`tail_pushes`](Self::tail_pushes) | 4 | at most this many path launches between two global relabels of the tail finish |
 ///
 /// ```
@@ -45,7 +45,7 @@ pub enum TileBlocks {
 /// assert_eq!(t.check_every, GridTuning::default().check_every);
 /// assert_eq!(
 ///     t.to_string(),
-///     "sweeps=4,ops=4,min_rounds=8,ratio=1,check=4,blocks=3,graphs=1,warm_local=0,persistent=262144,warp_bfs=1,tail=0.01,tail_pushes=4"
+///     "sweeps=4,ops=4,min_rounds=8,ratio=1,check=4,blocks=3,graphs=1,warm_local=0,persistent=262144,warp_bfs=1,tail=0,tail_pushes=4"
 /// );
 /// assert!("sweep=4".parse::<GridTuning>().is_err());
 /// ```
@@ -99,7 +99,13 @@ pub struct GridTuning {
     /// they go, instead of by tile rounds, which move it about a tile per round and spend most
     /// of a 4K photo graph's solve on the last percent of active nodes. The labels stay valid
     /// and the solve still ends only on a global relabel that finds no active node, so the cut
-    /// is the same. 0 turns it off; 1 uses it from the first relabel on.
+    /// is the same. 0 turns it off (the default); 1 uses it from the first relabel on.
+    ///
+    /// Off because it did not pay: on the 4K first-round graphs of three dev photos (H200) it
+    /// needed 10-25× the global relabels and made the solves 3-6× slower, and run between a
+    /// relabel and the tile rounds it changed nothing beyond the run-to-run spread. The
+    /// tail's excess is not far from the sink: it is stuck behind saturated arcs, so it needs
+    /// relabels, which the tile rounds do locally and a carrier cannot (docs/benchmarks.md).
     pub tail_active: f64,
     /// Path launches between two global relabels of the tail finish, at most; fewer when a
     /// launch moves nothing (at least 1).
@@ -119,7 +125,7 @@ impl Default for GridTuning {
             warm_local: false,
             persistent_max_nodes: 1 << 18,
             warp_bfs: true,
-            tail_active: 0.01,
+            tail_active: 0.0,
             tail_pushes: 4,
         }
     }
