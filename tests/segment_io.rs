@@ -150,6 +150,22 @@ fn palette_seeds_read_indices_not_colours() {
     }
 }
 
+/// One-bit palette PNGs (eight pixels a byte), with a width that leaves a partial last byte and
+/// rows long enough that they are unpacked on several threads.
+#[test]
+fn one_bit_palette_seeds_unpack_every_row() {
+    let dir = tmp();
+    let (w, h) = (1003usize, 37usize);
+    let idx: Vec<u8> = (0..w * h)
+        .map(|i| ((i * 7 + i / w) % 3 == 0) as u8)
+        .collect();
+    let p = dir.path().join("pal1.png");
+    indexed(&p, w as u32, h as u32, png::BitDepth::One, &idx);
+    let s = seeds_of(&p, [w, h, 1], SeedFormat::Palette).unwrap();
+    let expect: Vec<Seed> = idx.iter().map(|&i| if i == 1 { F } else { U }).collect();
+    assert_eq!(s.labels, expect);
+}
+
 #[test]
 fn palette_index_above_two_errors_and_rgb_reads_palette_colours() {
     let dir = tmp();
