@@ -114,15 +114,16 @@ impl Default for SegmentOptions {
             keep_graph: false,
             gpu_build: true,
             // Chosen by 5-fold cross-validation over the 39 dev photos and both scribble sets
-            // (docs/segmentation.md); γ and the enclosure exponent by nested cross-validation
-            // (issue 25, "A prior that follows the strokes' enclosure").
+            // (docs/segmentation.md); γ, the enclosure exponent and the coverage threshold by
+            // nested cross-validation (issue 25, "A prior that follows the strokes' enclosure"
+            // and "A prior that steps back for strokes that cover much of the image").
             prior: SpatialPrior {
                 weight: 15.0,
                 contrast: 3.0,
                 softness: 0.15,
                 explained: 1.0,
                 enclosure: 8.0,
-                coverage: 0.0,
+                coverage: 0.025,
             },
             outlier: 0.0,
             post: PostProcess {
