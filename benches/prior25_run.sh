@@ -10,7 +10,9 @@
 #     SYNTH   the synthetic strokes of benches/synth_strokes.py (synth-sparse/n1/<name>-anno.png,
 #             ...); only the stroke PNGs are read, the photos and ground truth come from DATA
 #     OUT     where everything is written (created; nothing is written elsewhere)
-#     PART    any of: dev synth-sparse synth-dense (default: all three, in that order)
+#     PART    any of: dev synth-sparse synth-dense coverage (default: the first three, in that
+#             order; `coverage` is the later coverage-factor run: its four dev candidates and
+#             the chosen one on the dense synthetic strokes)
 #
 # The candidates were fixed before any result was seen (docs/segmentation.md, "A prior that
 # follows the strokes' enclosure"): no prior; γ 10 with the enclosure exponent k in
@@ -20,7 +22,7 @@
 set -eu
 
 if [ $# -lt 4 ]; then
-    echo "usage: $0 SEGCUT DATA SYNTH OUT [dev] [synth-sparse] [synth-dense]" >&2
+    echo "usage: $0 SEGCUT DATA SYNTH OUT [dev] [synth-sparse] [synth-dense] [coverage]" >&2
     exit 2
 fi
 SEGCUT=$1
@@ -108,8 +110,18 @@ for part in $PARTS; do
         layout dense
         grids synth-dense --cv "$OUT/synth-data/synth-dense" --scribbles n4,n8,n8-wrong
         ;;
+    coverage)
+        # The coverage threshold c0 (docs/segmentation.md, "A prior that steps back for strokes
+        # that cover much of the image"), fixed before the run; the sparse synthetic strokes
+        # cover less than 2.5 %, where the factor is exactly 1, so only the dense style is run.
+        run dev-cov --cv "$SEG/grabcut-bsds-dev" --cv "$SEG/grabcut-extra-dev" \
+            --grid prior=15 --grid prior-enclosure=8 --grid prior-coverage=0.015,0.02,0.025,0.03
+        layout dense
+        run synth-dense-cov --cv "$OUT/synth-data/synth-dense" --scribbles n4,n8,n8-wrong \
+            --grid prior=15 --grid prior-enclosure=8 --grid prior-coverage=0.025
+        ;;
     *)
-        echo "unknown part '$part' (dev, synth-sparse, synth-dense)" >&2
+        echo "unknown part '$part' (dev, synth-sparse, synth-dense, coverage)" >&2
         exit 2
         ;;
     esac

@@ -17,7 +17,9 @@ use segcut::segment::color::ColorSpace;
 use segcut::segment::energy::EnergyOptions;
 use segcut::segment::gpu::GpuEnergy;
 use segcut::segment::gpu_prior::{PriorRun, MAX_DEVICE_PASSES, PRIOR_TOLERANCE};
-use segcut::segment::prior::{enclosure, prior_costs, scale_by_enclosure, SpatialPrior};
+use segcut::segment::prior::{
+    enclosure, prior_costs, scale_by_enclosure, stroke_coverage, SpatialPrior,
+};
 use segcut::segment::{Image, Seed, Seeds};
 
 use common::image_from as image;
@@ -29,6 +31,7 @@ const PRIORS: [SpatialPrior; 3] = [
         softness: 0.15,
         explained: 1.0,
         enclosure: 0.0,
+        coverage: 0.0,
     },
     SpatialPrior {
         weight: 2.0,
@@ -36,6 +39,7 @@ const PRIORS: [SpatialPrior; 3] = [
         softness: 0.0,
         explained: 1.0,
         enclosure: 0.0,
+        coverage: 0.0,
     },
     SpatialPrior {
         weight: 1.0,
@@ -43,6 +47,7 @@ const PRIORS: [SpatialPrior; 3] = [
         softness: 0.0,
         explained: 1.0,
         enclosure: 0.0,
+        coverage: 0.0,
     },
 ];
 
@@ -274,6 +279,7 @@ fn a_spiral_corridor_matches_the_host() {
         softness: 0.0,
         explained: 1.0,
         enclosure: 0.0,
+        coverage: 0.0,
     };
     for (size, ch) in [(31, 1), (63, 3), (241, 1)] {
         let passes = {
@@ -333,6 +339,7 @@ fn mazes_match_the_host() {
         softness: 0.0,
         explained: 1.0,
         enclosure: 0.0,
+        coverage: 0.0,
     };
     // The last two have axes the device cuts into segments (more than 128 steps).
     for (cells, seed) in [
@@ -396,6 +403,7 @@ fn a_volume_maze_of_slices_matches_the_host() {
         softness: 0.0,
         explained: 1.0,
         enclosure: 0.0,
+        coverage: 0.0,
     };
     compare("volume maze", &img, &seeds, &steep, ColorSpace::AsIs);
 }
@@ -421,8 +429,10 @@ fn compare_enclosure(
     gpu.compute_prior(image, seeds, prior)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     let before = gpu.prior_host().unwrap();
+    // The strokes' coverage, as the pipeline passes it (the coverage factor's input).
+    let c = stroke_coverage(seeds);
     let e = gpu
-        .scale_prior_by_enclosure(prior)
+        .scale_prior_by_enclosure(prior, c)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     let after = gpu.prior_host().unwrap();
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
@@ -431,7 +441,7 @@ fn compare_enclosure(
         assert!(after.is_none(), "{what}");
         return None;
     };
-    let e_want = scale_by_enclosure(&mut want, image.dims, prior);
+    let e_want = scale_by_enclosure(&mut want, image.dims, prior, c);
     assert_eq!(
         e.map(f64::to_bits),
         e_want.map(f64::to_bits),
@@ -444,7 +454,7 @@ fn compare_enclosure(
     );
     if image.data.iter().all(|v| v.fract() == 0.0) {
         let mut host = prior_costs(image, seeds, prior).unwrap().unwrap();
-        let e_host = scale_by_enclosure(&mut host, image.dims, prior);
+        let e_host = scale_by_enclosure(&mut host, image.dims, prior, c);
         assert_eq!(
             e.map(f64::to_bits),
             e_host.map(f64::to_bits),
@@ -513,14 +523,16 @@ fn the_enclosure_on_the_device_is_the_hosts() {
         let img = random_image(dims, ch, levels, &mut rng);
         for trial in 0..3 {
             let seeds = enclosing_seeds(dims, [0.0, 0.5, 0.95][trial], &mut rng);
-            for k in [8.0, 2.5, 0.0] {
+            // With the coverage factor (c₀ 2 %: these strokes cover from about 1 % of the pixels to most).
+            for (k, c0) in [(8.0, 0.0), (2.5, 0.0), (0.0, 0.0), (8.0, 0.02), (0.0, 0.02)] {
                 let prior = SpatialPrior {
                     enclosure: k,
+                    coverage: c0,
                     ..PRIORS[0]
                 };
-                let what = format!("case {case} {dims:?}x{ch} trial {trial} k {k}");
+                let what = format!("case {case} {dims:?}x{ch} trial {trial} k {k} c0 {c0}");
                 let e = compare_enclosure(&what, &img, &seeds, &prior);
-                assert_eq!(e.is_some(), k > 0.0, "{what}");
+                assert_eq!(e.is_some(), prior.scales(), "{what}");
                 seen.extend(e);
             }
         }
@@ -548,6 +560,8 @@ fn the_enclosure_of_the_dev_photos_is_the_hosts() {
     }
     let prior = SpatialPrior {
         enclosure: 8.0,
+        // The coverage factor is below 1 on the dense scribbles (2.9–4.1 % of the pixels).
+        coverage: 0.02,
         ..PRIORS[0]
     };
     for (id, image, seeds) in &common::dev_photos() {

@@ -431,6 +431,7 @@ fn gpu_capacities_equal_the_cpu_ones_on_synthetic_images() {
         softness: 0.0,
         explained: 1.0,
         enclosure: 0.0,
+        coverage: 0.0,
     };
     for (name, image, blend) in [
         (
@@ -644,19 +645,35 @@ fn adaptive_prior_masks_agree_on_the_dev_photos() {
 
 /// The stroke prior scaled by the strokes' enclosure (issue 25; alone, scaled on the device,
 /// and with the explained share, where the device's prior is downloaded, adapted on the host
-/// and uploaded again): both builds must see the same enclosure (bit for bit), cut the same
-/// first graph and give the same masks.
+/// and uploaded again), and by their coverage (with the enclosure and alone, on the device):
+/// both builds must see the same enclosure (bit for bit), cut the same first graph and give the
+/// same masks.
 #[test]
 fn enclosure_prior_masks_agree_on_the_dev_photos() {
     let base = SegmentOptions::default().prior;
     let priors = [
+        // c₀ 2 %: below the dense BSDS scribbles' coverage (2.9–4.1 %), so the factor is < 1.
+        SpatialPrior {
+            enclosure: 8.0,
+            coverage: 0.02,
+            explained: 1.0,
+            ..base
+        },
+        SpatialPrior {
+            enclosure: 0.0,
+            coverage: 0.02,
+            explained: 1.0,
+            ..base
+        },
         SpatialPrior {
             enclosure: 4.0,
+            coverage: 0.0,
             explained: 1.0,
             ..base
         },
         SpatialPrior {
             enclosure: 8.0,
+            coverage: 0.0,
             explained: 0.3,
             ..base
         },
@@ -710,7 +727,7 @@ fn adapted_priors_agree(priors: &[SpatialPrior]) {
                 );
                 assert_eq!(
                     g.stats.prior_enclosure.is_some(),
-                    prior.enclosure > 0.0,
+                    prior.scales(),
                     "{id} {set} {what}"
                 );
                 // The enclosure alone is scaled where the prior is; the explained share on

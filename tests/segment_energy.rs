@@ -638,6 +638,7 @@ fn prior_is_the_normalised_geodesic_difference() {
             softness,
             explained: 1.0,
             enclosure: 0.0,
+            coverage: 0.0,
         };
         let soft = softness * 50.0; // L = s · the 40×30 image's diagonal
         let delta = prior_costs(&image, &seeds, &p).unwrap().unwrap();
@@ -707,6 +708,7 @@ fn prior_distances_are_exact_where_paths_wind_many_times() {
         softness: 0.0,
         explained: 1.0,
         enclosure: 0.0,
+        coverage: 0.0,
     };
     let delta = prior_costs(&image, &seeds, &p).unwrap().unwrap();
     let df = dijkstra(&image, &seeds, Seed::Foreground, kappa);
@@ -739,6 +741,7 @@ fn prior_steps_back_on_colours_the_strokes_explain() {
         softness: 0.15,
         explained: 1.0,
         enclosure: 0.0,
+        coverage: 0.0,
     };
     let half = SpatialPrior {
         explained: 0.5,
@@ -807,6 +810,7 @@ fn prior_is_off_without_weight_or_hard_seeds_and_checks_values() {
         softness: 0.0,
         explained: 1.0,
         enclosure: 0.0,
+        coverage: 0.0,
     };
     assert!(prior_costs(&image, &seeds, &off).unwrap().is_none());
     let mut soft = seeds.clone();
@@ -821,6 +825,7 @@ fn prior_is_off_without_weight_or_hard_seeds_and_checks_values() {
         softness: 0.0,
         explained: 1.0,
         enclosure: 0.0,
+        coverage: 0.0,
     };
     assert!(prior_costs(&image, &soft, &on).unwrap().is_none());
     let bad = SpatialPrior {
@@ -829,6 +834,7 @@ fn prior_is_off_without_weight_or_hard_seeds_and_checks_values() {
         softness: 0.0,
         explained: 1.0,
         enclosure: 0.0,
+        coverage: 0.0,
     };
     assert!(matches!(
         prior_costs(&image, &seeds, &bad),
@@ -855,6 +861,7 @@ fn prior_and_outlier_decide_colours_no_stroke_covers() {
             softness: 0.0,
             explained: 1.0,
             enclosure: 0.0,
+            coverage: 0.0,
         },
         outlier: 0.0,
         post: PostProcess::default(),
@@ -870,6 +877,7 @@ fn prior_and_outlier_decide_colours_no_stroke_covers() {
             softness: 0.0,
             explained: 1.0,
             enclosure: 0.0,
+            coverage: 0.0,
         },
         outlier: 0.1,
         post: PostProcess::default(),
@@ -1124,13 +1132,14 @@ fn enclosure_scales_the_prior_and_silences_it_for_strokes_beside_the_object() {
     let (image, bar) = strokes_around_or_beside(false);
     let base = SpatialPrior {
         enclosure: 0.0,
+        coverage: 0.0,
         ..SegmentOptions::default().prior
     };
     let delta = prior_costs(&image, &bar, &base).unwrap().unwrap();
     let e = enclosure(&delta, image.dims).unwrap();
     // k = 0: nothing changes.
     let mut same = delta.clone();
-    assert_eq!(scale_by_enclosure(&mut same, image.dims, &base), None);
+    assert_eq!(scale_by_enclosure(&mut same, image.dims, &base, 0.5), None);
     assert_eq!(same, delta);
     // k = 3: every value times fl(E³), in f32.
     let k3 = SpatialPrior {
@@ -1138,7 +1147,10 @@ fn enclosure_scales_the_prior_and_silences_it_for_strokes_beside_the_object() {
         ..base
     };
     let mut scaled = delta.clone();
-    assert_eq!(scale_by_enclosure(&mut scaled, image.dims, &k3), Some(e));
+    assert_eq!(
+        scale_by_enclosure(&mut scaled, image.dims, &k3, 0.5),
+        Some(e)
+    );
     let g = e.powf(3.0) as f32;
     assert!(g > 0.0 && g < 0.2);
     for (s, d) in scaled.iter().zip(&delta) {
@@ -1155,6 +1167,60 @@ fn enclosure_scales_the_prior_and_silences_it_for_strokes_beside_the_object() {
 }
 
 #[test]
+fn coverage_scales_the_prior_only_above_its_threshold() {
+    use segcut::segment::prior::{scale_by_enclosure, stroke_coverage};
+    // The ring around the object: E = 1, so only the coverage factor acts.
+    let (image, ring) = strokes_around_or_beside(true);
+    let c = stroke_coverage(&ring);
+    let n = ring.labels.len() as f64;
+    let hard = ring
+        .labels
+        .iter()
+        .filter(|l| matches!(l, Seed::Foreground | Seed::Background))
+        .count();
+    assert_eq!(c, hard as f64 / n);
+    let base = SpatialPrior {
+        enclosure: 8.0,
+        coverage: 0.0,
+        ..SegmentOptions::default().prior
+    };
+    let delta = prior_costs(&image, &ring, &base).unwrap().unwrap();
+    for (c0, g) in [(c * 2.0, 1.0f32), (c, 1.0), (c / 4.0, 0.25)] {
+        let prior = SpatialPrior {
+            coverage: c0,
+            ..base
+        };
+        let mut scaled = delta.clone();
+        assert_eq!(
+            scale_by_enclosure(&mut scaled, image.dims, &prior, c),
+            Some(1.0)
+        );
+        for (s, d) in scaled.iter().zip(&delta) {
+            assert_eq!(s.to_bits(), (d * g).to_bits(), "c0 {c0}");
+        }
+    }
+    // The coverage alone (k = 0) scales too; a coverage above 1 is refused.
+    let alone = SpatialPrior {
+        enclosure: 0.0,
+        coverage: c / 2.0,
+        ..base
+    };
+    let mut scaled = delta.clone();
+    assert_eq!(
+        scale_by_enclosure(&mut scaled, image.dims, &alone, c),
+        Some(1.0)
+    );
+    assert_eq!(scaled[0].to_bits(), (delta[0] * 0.5).to_bits());
+    for bad in [1.5, -0.1, f64::NAN] {
+        let p = SpatialPrior {
+            coverage: bad,
+            ..base
+        };
+        assert!(prior_costs(&image, &ring, &p).is_err(), "{bad}");
+    }
+}
+
+#[test]
 fn pipeline_reports_the_enclosure_and_keeps_the_prior_for_enclosing_strokes() {
     // Strokes around the object (E = 1): the scaled prior is the prior, so is the mask. Strokes
     // beside it with a huge exponent: the prior is 0 everywhere, the mask the no-prior one.
@@ -1164,6 +1230,7 @@ fn pipeline_reports_the_enclosure_and_keeps_the_prior_for_enclosing_strokes() {
         iterations: 2,
         prior: SpatialPrior {
             enclosure: 0.0,
+            coverage: 0.0,
             ..SegmentOptions::default().prior
         },
         ..SegmentOptions::default()

@@ -60,6 +60,7 @@ def test_options_change_the_result_and_match_the_cli_defaults():
     same = segcut.segment(
         img, seeds, connectivity=8, lambda_=100, iterations=5, model="gmm", components=5,
         color_space="lab", prior=15, prior_contrast=3, prior_softness=0.15, prior_enclosure=8,
+        prior_coverage=0.025,
         prior_explained=1, outlier=0,
         drop_unseeded=True, fill_holes=0,
     )

@@ -279,6 +279,17 @@ pub static SEGMENT: &[Spec] = &[
         colour_models_only: true,
     },
     Spec {
+        name: "prior-coverage",
+        short: None,
+        value_name: "C0",
+        example: "0.03",
+        kind: Kind::Float(Range::UNIT),
+        default: DefaultValue::Of(|| d().prior.coverage.to_string()),
+        help: "The strokes' coverage (share of the pixels with a hard seed) above which the prior \
+               steps back: it is scaled by C0/c for a coverage c > C0 (0: off).",
+        colour_models_only: true,
+    },
+    Spec {
         name: "outlier",
         short: None,
         value_name: "EPS",
@@ -467,6 +478,9 @@ impl Values {
         }
         if let Some(x) = self.float("prior-enclosure") {
             o.prior.enclosure = x;
+        }
+        if let Some(x) = self.float("prior-coverage") {
+            o.prior.coverage = x;
         }
         if let Some(x) = self.float("outlier") {
             o.outlier = x;

@@ -194,8 +194,12 @@ impl GpuEnergy {
     /// [`SpatialPrior::enclosure`] is 0 or there is no prior.
     ///
     /// Errors: a device failure.
-    pub fn scale_prior_by_enclosure(&mut self, prior: &SpatialPrior) -> Result<Option<f64>> {
-        if prior.enclosure == 0.0 || self.prior.is_none() {
+    pub fn scale_prior_by_enclosure(
+        &mut self,
+        prior: &SpatialPrior,
+        coverage: f64,
+    ) -> Result<Option<f64>> {
+        if !prior.scales() || self.prior.is_none() {
             return Ok(None);
         }
         let gpu = self.device.gpu()?;
@@ -216,7 +220,7 @@ impl GpuEnergy {
         let Some(e) = enclosure_of_counts(c[0], c[1]) else {
             return Ok(None);
         };
-        let gain = enclosure_gain(e, prior);
+        let gain = enclosure_gain(e, coverage, prior);
         // SAFETY: p has n entries.
         unsafe { k.scale(s, g.n, gain, p)? };
         Ok(Some(e))

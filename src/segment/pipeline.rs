@@ -26,7 +26,8 @@ use super::gpu_prior::{Adapted, PriorRun};
 use super::model::{Blend, ColorModel, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
 use super::post::{post_process, PostProcess};
 use super::prior::{
-    adapt_to_colours, explained_threshold, prior_costs, scale_by_enclosure, SpatialPrior,
+    adapt_to_colours, explained_threshold, prior_costs, scale_by_enclosure, stroke_coverage,
+    SpatialPrior,
 };
 use crate::cuda::Device;
 use crate::graph::{Connectivity, GridGraph};
@@ -113,14 +114,16 @@ impl Default for SegmentOptions {
             keep_graph: false,
             gpu_build: true,
             // Chosen by 5-fold cross-validation over the 39 dev photos and both scribble sets
-            // (docs/segmentation.md); γ and the enclosure exponent by nested cross-validation
-            // (issue 25, "A prior that follows the strokes' enclosure").
+            // (docs/segmentation.md); γ, the enclosure exponent and the coverage threshold by
+            // nested cross-validation (issue 25, "A prior that follows the strokes' enclosure"
+            // and "A prior that steps back for strokes that cover much of the image").
             prior: SpatialPrior {
                 weight: 15.0,
                 contrast: 3.0,
                 softness: 0.15,
                 explained: 1.0,
                 enclosure: 8.0,
+                coverage: 0.025,
             },
             outlier: 0.0,
             post: PostProcess {
@@ -465,7 +468,7 @@ fn device_geometry(
 
 /// Whether adapting the prior to the strokes ([`SpatialPrior::adapts`]) needs the host's copy
 /// of it: the explained-colour share does (the seeds' models judge every pixel's colour on the
-/// host); the enclosure alone does not, the device counts and scales it
+/// host); the enclosure and coverage alone do not, the device counts and scales it
 /// ([`GpuEnergy::scale_prior_by_enclosure`]).
 fn adapts_on_host(prior: &SpatialPrior) -> bool {
     prior.adapts() && prior.explained < 1.0
@@ -1128,7 +1131,7 @@ impl<'a> Rounds<'a> {
             (adapts_on_host(&self.opts.prior), self.graph.as_mut())
         {
             // The enclosure alone: counted and applied where the prior is (gpu_prior.rs).
-            let e = d.scale_prior_by_enclosure(&self.opts.prior)?;
+            let e = d.scale_prior_by_enclosure(&self.opts.prior, stroke_coverage(self.seeds))?;
             self.prior_adapted = e.map(|_| Adapted::Device);
             return Ok(e);
         }
@@ -1136,7 +1139,8 @@ impl<'a> Rounds<'a> {
             return Ok(None);
         };
         self.prior_adapted = Some(Adapted::Host);
-        let enclosure = scale_by_enclosure(delta, self.image.dims, &self.opts.prior);
+        let coverage = stroke_coverage(self.seeds);
+        let enclosure = scale_by_enclosure(delta, self.image.dims, &self.opts.prior, coverage);
         if self.opts.prior.explained >= 1.0 {
             // The CPU build's (a GPU graph scaled its own above).
             return Ok(enclosure);

@@ -66,7 +66,7 @@
 //! let mut seeds = Seeds::unknown(image.dims);
 //! seeds.labels[0] = Seed::Foreground;
 //! seeds.labels[8] = Seed::Background;
-//! let prior = SpatialPrior { weight: 2.0, contrast: 0.0, softness: 0.0, explained: 1.0, enclosure: 0.0 };
+//! let prior = SpatialPrior { weight: 2.0, contrast: 0.0, softness: 0.0, explained: 1.0, enclosure: 0.0, coverage: 0.0 };
 //! let delta = prior_costs(&image, &seeds, &prior).unwrap().unwrap();
 //! assert!(delta[1] < 0.0 && delta[7] > 0.0); // foreground cheaper on the left, dearer on the right
 //! assert_eq!(delta[4], 0.0); // half way: no preference
@@ -100,6 +100,11 @@ pub struct SpatialPrior {
     /// foreground strokes; the whole prior is scaled by `E^k`, `E` the [`enclosure`] (0: the
     /// same prior whatever the strokes' layout).
     pub enclosure: f64,
+    /// `c₀`: the strokes' coverage (the share of the pixels that carry a hard seed) above which
+    /// the prior steps back, scaled by `c₀ / c` for a coverage `c > c₀` ([`coverage_gain`]):
+    /// strokes that cover much of the image have sampled its colours, and the prior's guess
+    /// should weigh less (0: the same prior however much the strokes cover).
+    pub coverage: f64,
 }
 
 impl SpatialPrior {
@@ -111,6 +116,7 @@ impl SpatialPrior {
             ("softness", self.softness),
             ("explained share", self.explained),
             ("enclosure exponent", self.enclosure),
+            ("coverage", self.coverage),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(Error::Input {
@@ -118,6 +124,12 @@ impl SpatialPrior {
                     msg: format!("prior {name} must be a finite number >= 0, got {v}"),
                 });
             }
+        }
+        if self.coverage > 1.0 {
+            return Err(Error::Input {
+                file: "segment options".into(),
+                msg: format!("prior coverage must be at most 1, got {}", self.coverage),
+            });
         }
         if self.explained > 1.0 {
             return Err(Error::Input {
@@ -133,9 +145,15 @@ impl SpatialPrior {
 
     /// Whether the prior is adapted to the strokes after the distances: the prior is on and
     /// either its share on explained colours is below 1 ([`adapt_to_colours`]) or it follows
-    /// the strokes' enclosure ([`scale_by_enclosure`]).
+    /// the strokes' enclosure or coverage ([`scale_by_enclosure`]).
     pub fn adapts(&self) -> bool {
-        self.weight > 0.0 && (self.explained < 1.0 || self.enclosure > 0.0)
+        self.weight > 0.0 && (self.explained < 1.0 || self.scales())
+    }
+
+    /// Whether the whole prior is scaled by a factor of the strokes' layout
+    /// ([`scale_by_enclosure`]): it follows their enclosure or their coverage.
+    pub fn scales(&self) -> bool {
+        self.enclosure > 0.0 || self.coverage > 0.0
     }
 }
 
@@ -170,7 +188,7 @@ pub fn explained_threshold<M: ColorModel>(
 ///
 /// ```
 /// use segcut::segment::prior::{adapt_to_colours, SpatialPrior};
-/// let prior = SpatialPrior { weight: 10.0, contrast: 3.0, softness: 0.15, explained: 0.25, enclosure: 0.0 };
+/// let prior = SpatialPrior { weight: 10.0, contrast: 3.0, softness: 0.15, explained: 0.25, enclosure: 0.0, coverage: 0.0 };
 /// let mut delta = vec![4.0f32, -8.0, 2.0];
 /// adapt_to_colours(&mut delta, &prior, |p| p != 1); // pixel 1's colour is in no stroke
 /// assert_eq!(delta, vec![1.0, -8.0, 0.5]);
@@ -269,43 +287,85 @@ pub fn enclosure_of_counts(halves: u64, border: u64) -> Option<f64> {
     (border > 0).then(|| halves as f64 / (2 * border) as f64)
 }
 
-/// The factor `g = E^k` the whole prior is scaled by ([`scale_by_enclosure`]): computed in
-/// `f64`, rounded to `f32`, on the host for every device (a device's `pow` may differ in the
+/// The strokes' coverage `c`: the share of the pixels that carry a hard seed (either class),
+/// in `f64`. The input of [`coverage_gain`]; computed on the host for every device (the seeds
+/// are there).
+///
+/// ```
+/// use segcut::segment::prior::stroke_coverage;
+/// use segcut::segment::{Seed, Seeds};
+/// let mut seeds = Seeds::unknown([4, 2, 1]);
+/// seeds.labels[0] = Seed::Foreground;
+/// seeds.labels[7] = Seed::Background;
+/// seeds.labels[3] = Seed::ProbablyBackground; // soft: not a stroke
+/// assert_eq!(stroke_coverage(&seeds), 0.25);
+/// ```
+pub fn stroke_coverage(seeds: &Seeds) -> f64 {
+    let c = seeds.counts();
+    let hard = c[Seed::Foreground as usize] + c[Seed::Background as usize];
+    hard as f64 / seeds.labels.len().max(1) as f64
+}
+
+/// The coverage factor `min(1, c₀ / c)` for the strokes' coverage `c` ([`stroke_coverage`])
+/// and `c₀` = [`SpatialPrior::coverage`], in `f64` (1 when `c₀` is 0 or `c ≤ c₀`): above `c₀`
+/// the prior's total weight over the image falls as the strokes' own evidence grows.
+///
+/// ```
+/// use segcut::segment::prior::{coverage_gain, SpatialPrior};
+/// let prior = SpatialPrior { weight: 15.0, contrast: 3.0, softness: 0.15, explained: 1.0, enclosure: 8.0, coverage: 0.02 };
+/// assert_eq!(coverage_gain(0.01, &prior), 1.0);
+/// assert_eq!(coverage_gain(0.04, &prior), 0.5);
+/// ```
+pub fn coverage_gain(coverage: f64, prior: &SpatialPrior) -> f64 {
+    if prior.coverage > 0.0 && coverage > prior.coverage {
+        prior.coverage / coverage
+    } else {
+        1.0
+    }
+}
+
+/// The factor `g = E^k · min(1, c₀ / c)` the whole prior is scaled by ([`scale_by_enclosure`];
+/// `E` the [`enclosure`], `c` the strokes' coverage, [`coverage_gain`]): computed in `f64`,
+/// rounded to `f32` once, on the host for every device (a device's `pow` may differ in the
 /// last bit).
 ///
 /// ```
 /// use segcut::segment::prior::{enclosure_gain, SpatialPrior};
-/// let prior = SpatialPrior { weight: 15.0, contrast: 3.0, softness: 0.15, explained: 1.0, enclosure: 2.0 };
-/// assert_eq!(enclosure_gain(0.5, &prior), 0.25);
+/// let prior = SpatialPrior { weight: 15.0, contrast: 3.0, softness: 0.15, explained: 1.0, enclosure: 2.0, coverage: 0.0 };
+/// assert_eq!(enclosure_gain(0.5, 0.05, &prior), 0.25);
+/// let prior = SpatialPrior { coverage: 0.025, ..prior };
+/// assert_eq!(enclosure_gain(0.5, 0.05, &prior), 0.125);
 /// ```
-pub fn enclosure_gain(e: f64, prior: &SpatialPrior) -> f32 {
-    e.powf(prior.enclosure) as f32
+pub fn enclosure_gain(e: f64, coverage: f64, prior: &SpatialPrior) -> f32 {
+    (e.powf(prior.enclosure) * coverage_gain(coverage, prior)) as f32
 }
 
-/// Scales the whole prior `δ` by `g = E^k` ([`enclosure`] `E`, `k` =
-/// [`SpatialPrior::enclosure`]), `g` computed in `f64` and rounded to `f32`, the product taken
-/// in `f32`, as every device must. Returns `E` (`None`: `k` is 0 or the image is empty, and
-/// nothing changed).
+/// Scales the whole prior `δ` by `g = E^k · min(1, c₀ / c)` ([`enclosure_gain`]; [`enclosure`]
+/// `E`, `k` = [`SpatialPrior::enclosure`], `coverage` `c` = [`stroke_coverage`] of the seeds,
+/// `c₀` = [`SpatialPrior::coverage`]), `g` computed in `f64` and rounded to `f32`, the product
+/// taken in `f32`, as every device must. Returns `E` (`None`: `k` and `c₀` are both 0 or the
+/// image is empty, and nothing changed).
 ///
 /// ```
 /// use segcut::segment::prior::{scale_by_enclosure, SpatialPrior};
-/// let prior = SpatialPrior { weight: 10.0, contrast: 3.0, softness: 0.15, explained: 1.0, enclosure: 2.0 };
+/// let prior = SpatialPrior { weight: 10.0, contrast: 3.0, softness: 0.15, explained: 1.0, enclosure: 2.0, coverage: 0.0 };
 /// // A 2×2 image is all border: two pixels nearer the background, two nearer the foreground.
 /// let mut delta = vec![4.0f32, 2.0, -8.0, -2.0];
-/// assert_eq!(scale_by_enclosure(&mut delta, [2, 2, 1], &prior), Some(0.5));
+/// assert_eq!(scale_by_enclosure(&mut delta, [2, 2, 1], &prior, 0.5), Some(0.5));
 /// assert_eq!(delta, vec![1.0, 0.5, -2.0, -0.5]); // g = 0.5² = 0.25
 /// ```
 pub fn scale_by_enclosure(
     delta: &mut [f32],
     dims: [usize; 3],
     prior: &SpatialPrior,
+    coverage: f64,
 ) -> Option<f64> {
     use rayon::prelude::*;
-    if prior.enclosure == 0.0 {
+    if !prior.scales() {
         return None;
     }
     let e = enclosure(delta, dims)?;
-    let g = enclosure_gain(e, prior);
+    let g = enclosure_gain(e, coverage, prior);
     delta.par_iter_mut().for_each(|d| *d *= g);
     Some(e)
 }

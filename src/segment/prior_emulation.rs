@@ -275,13 +275,18 @@ fn enclosure_kernel(delta: &[f32], dims: [usize; 3]) -> [u64; 2] {
 
 /// The device's enclosure scaling (`GpuEnergy::scale_prior_by_enclosure`): the kernel's
 /// counts, the host's factor, then `prior_scale`'s product per pixel. Returns `E`.
-fn scale_on_device(delta: &mut [f32], dims: [usize; 3], prior: &SpatialPrior) -> Option<f64> {
-    if prior.enclosure == 0.0 {
+fn scale_on_device(
+    delta: &mut [f32],
+    dims: [usize; 3],
+    prior: &SpatialPrior,
+    coverage: f64,
+) -> Option<f64> {
+    if !prior.scales() {
         return None;
     }
     let [halves, border] = enclosure_kernel(delta, dims);
     let e = enclosure_of_counts(halves, border)?;
-    let gain = enclosure_gain(e, prior);
+    let gain = enclosure_gain(e, coverage, prior);
     delta.iter_mut().for_each(|p| *p *= gain);
     Some(e)
 }
@@ -478,20 +483,23 @@ mod tests {
                     enclosure(&delta, dims).map(f64::to_bits),
                     "{dims:?} {trial}"
                 );
-                for k in [0.0, 0.5, 2.5, 8.0] {
+                // The coverage factor with it (c₀ 0: off; 0.03 below and above c).
+                for (k, c0) in [(0.0, 0.0), (0.5, 0.0), (2.5, 0.03), (8.0, 0.0), (0.0, 0.03)] {
                     let prior = SpatialPrior {
                         weight: 10.0,
                         contrast: 3.0,
                         softness: 0.15,
                         explained: 1.0,
                         enclosure: k,
+                        coverage: c0,
                     };
+                    let c = [0.01, 0.07][trial % 2];
                     let (mut host, mut device) = (delta.clone(), delta.clone());
-                    let e_host = scale_by_enclosure(&mut host, dims, &prior);
-                    let e_device = scale_on_device(&mut device, dims, &prior);
+                    let e_host = scale_by_enclosure(&mut host, dims, &prior, c);
+                    let e_device = scale_on_device(&mut device, dims, &prior, c);
                     assert_eq!(e_host.map(f64::to_bits), e_device.map(f64::to_bits));
                     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                    assert_eq!(bits(&host), bits(&device), "{dims:?} {trial} k {k}");
+                    assert_eq!(bits(&host), bits(&device), "{dims:?} {trial} k {k} c0 {c0}");
                 }
             }
         }
