@@ -583,7 +583,7 @@ impl CsrBuilder {
             let step = n.div_ceil(counters).max(1);
             let (tail, head, cap, rev) = (&self.tail, &self.head, &self.cap, &self.rev);
             let mut hist_parts = hist.chunks_mut(step);
-            let jobs: Vec<(usize, &mut [u32], Option<&mut [u32]>)> = first[1..]
+            let jobs: Vec<_> = first[1..]
                 .chunks_mut(step)
                 .enumerate()
                 .map(|(k, deg)| (k * step, deg, hist_parts.next()))
