@@ -66,6 +66,7 @@ pub use tiff_stack::{encode_tiff, save_tiff};
 use crate::graph::Connectivity;
 use crate::{Error, Result};
 pub use image::{Image, ImageFormat, ImageMeta, Seed, Seeds};
+pub(crate) use memory::advise_huge_pages;
 use memory::bytes_text;
 pub use memory::{
     budget_from, check_budget, memory_budget, release_freed_memory, try_reserve, try_vec, Budget,

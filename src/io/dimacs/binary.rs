@@ -272,9 +272,11 @@ const PIECE: usize = 4 << 20;
 /// large block comes as fresh pages that are zero already, first touched by the reads that
 /// fill them (on every core), so no pass writes zeros that the reads then overwrite.
 fn alloc<T: bytemuck::Pod>(len: usize) -> Option<Vec<T>> {
-    bytemuck::allocation::try_zeroed_slice_box(len)
+    let v = bytemuck::allocation::try_zeroed_slice_box(len)
         .ok()
-        .map(<[T]>::into_vec)
+        .map(<[T]>::into_vec)?;
+    crate::io::advise_huge_pages(&v);
+    Some(v)
 }
 
 fn read_from(mut r: Body<'_>, name: &str) -> Result<MaxInstance> {

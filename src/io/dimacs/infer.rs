@@ -17,17 +17,18 @@
 
 use super::grid::grid_of;
 use super::Layout;
-use crate::graph::{CsrGraph, GridGraph, Network};
+use crate::graph::{CsrGraph, GridGraph, Network, OffsetCounts};
 
-/// The network for a file without a hint, and what was found. `source_id` and `sink_id` are
-/// file ids, `nodes` is the `N` of the problem line.
+/// The network for a file without a hint, and what was found. `offsets` are the arcs' offset
+/// counts, `source_id` and `sink_id` file ids, `nodes` the `N` of the problem line.
 pub(super) fn infer_grid(
     csr: CsrGraph,
+    offsets: OffsetCounts,
     source_id: u64,
     sink_id: u64,
     nodes: u64,
 ) -> (Network, Layout) {
-    match infer(&csr, source_id, sink_id, nodes) {
+    match infer(&csr, offsets, source_id, sink_id, nodes) {
         Ok((g, dims)) => {
             let connectivity = g.connectivity();
             (
@@ -95,6 +96,7 @@ pub(super) fn inference_agrees(g: &GridGraph) -> bool {
 /// The grid and its dimensions, or why there is none.
 fn infer(
     csr: &CsrGraph,
+    offsets: OffsetCounts,
     source_id: u64,
     sink_id: u64,
     nodes: u64,
@@ -112,7 +114,10 @@ fn infer(
         return Err("a direct source -> sink arc has no grid form".into());
     }
     let n = csr.num_nodes();
-    let counts = Offsets::count(csr);
+    let counts = Offsets {
+        counts: offsets.counts,
+        total: offsets.total,
+    };
     let total = counts.total;
     if total == 0 {
         return Err("no grid structure (no arcs between nodes)".into());
@@ -243,7 +248,8 @@ fn planes_around(offset: usize, w: usize, n: usize) -> Vec<[usize; 3]> {
 }
 
 /// How many arcs with capacity have each id offset `|u - v|` (offsets run below the node
-/// count, so one dense array of counts, 4 bytes a node, filled on every core), and their total.
+/// count, so one dense array of counts, 4 bytes a node, counted as the graph is built:
+/// [`crate::graph::CsrBuilder`]'s pass over the pairs that counts degrees), and their total.
 /// Every question the inference asks of the offsets is answered from it rather than by another
 /// pass over the arcs.
 struct Offsets {
@@ -255,34 +261,6 @@ struct Offsets {
 const CHUNK: usize = 1 << 14;
 
 impl Offsets {
-    fn count(csr: &CsrGraph) -> Self {
-        use rayon::prelude::*;
-        use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
-        let n = csr.num_nodes();
-        let (heads, caps) = (csr.heads(), csr.caps());
-        let cells: Vec<AtomicU32> = (0..n.max(1))
-            .into_par_iter()
-            .map(|_| AtomicU32::new(0))
-            .collect();
-        let total = (0..n.div_ceil(CHUNK))
-            .into_par_iter()
-            .map(|c| {
-                let mut total = 0u64;
-                for v in c * CHUNK..((c + 1) * CHUNK).min(n) {
-                    for a in csr.arcs_of(v) {
-                        if caps[a] > 0 {
-                            cells[(heads[a] as usize).abs_diff(v)].fetch_add(1, Relaxed);
-                            total += 1;
-                        }
-                    }
-                }
-                total
-            })
-            .sum();
-        let counts = cells.into_par_iter().map(AtomicU32::into_inner).collect();
-        Offsets { counts, total }
-    }
-
     /// The smallest offset above `k` of an arc with capacity.
     fn min_above(&self, k: usize) -> Option<usize> {
         use rayon::prelude::*;

@@ -1056,8 +1056,17 @@ impl<'a> MaxParser<'a> {
             .take()
             .expect("builder exists after the p line");
         let dropped = builder.dropped();
-        let csr = builder.build().map_err(|e| self.err(e.to_string()))?;
         let hint = self.hint;
+        // Without a hint the arcs' offsets are counted as the graph is built (the grid
+        // inference reads them).
+        let (csr, offsets) = match hint {
+            Some(_) => (builder.build(), None),
+            None => match builder.build_counting_offsets() {
+                Ok((g, o)) => (Ok(g), Some(o)),
+                Err(e) => (Err(e), None),
+            },
+        };
+        let csr = csr.map_err(|e| self.err(e.to_string()))?;
         let (network, layout) = match hint {
             Some((dims, is_3d)) => {
                 let fits = source_id == 1
@@ -1092,7 +1101,13 @@ impl<'a> MaxParser<'a> {
                     }
                 }
             }
-            None => infer::infer_grid(csr, source_id, sink_id, p.nodes),
+            None => infer::infer_grid(
+                csr,
+                offsets.expect("counted without a hint"),
+                source_id,
+                sink_id,
+                p.nodes,
+            ),
         };
         Ok(MaxInstance {
             name: self.file.to_string(),
