@@ -185,13 +185,14 @@ impl GpuEnergy {
         }
     }
 
-    /// Scales the prior the t-links add by the strokes' enclosure, as
+    /// Scales the prior the t-links add by the strokes' enclosure and `coverage` (the seeds'
+    /// [`stroke_coverage`](super::prior::stroke_coverage), from the host), as
     /// [`scale_by_enclosure`](super::prior::scale_by_enclosure) does on the host, where the prior is: `E`'s integer counts are
     /// added up on the device (`prior_enclosure`; 16 bytes come back), the factor
     /// [`enclosure_gain`] is the host's expression, and each pixel's product is the host's
     /// `f32` product (`prior_scale`). So the prior, and the `E` returned, are the host's bits,
     /// and the prior never leaves the device. `None` (nothing changed) when
-    /// [`SpatialPrior::enclosure`] is 0 or there is no prior.
+    /// [`SpatialPrior::enclosure`] and [`SpatialPrior::coverage`] are 0 or there is no prior.
     ///
     /// Errors: a device failure.
     pub fn scale_prior_by_enclosure(
