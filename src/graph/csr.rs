@@ -483,10 +483,6 @@ impl CsrBuilder {
         self.head.try_reserve(extra).ok()?;
         self.cap.try_reserve(extra).ok()?;
         self.rev.try_reserve(extra).ok()?;
-        crate::io::advise_huge_pages(self.tail.spare_capacity_mut());
-        crate::io::advise_huge_pages(self.head.spare_capacity_mut());
-        crate::io::advise_huge_pages(self.cap.spare_capacity_mut());
-        crate::io::advise_huge_pages(self.rev.spare_capacity_mut());
         // The four in one round of work on every core (a reader calls this once per batch).
         let zeros = |v: &mut Vec<u32>| v.par_extend(rayon::iter::repeat_n(0, extra));
         let zeros_cap = |v: &mut Vec<Cap>| v.par_extend(rayon::iter::repeat_n(0, extra));

@@ -217,10 +217,11 @@ pub fn release_freed_memory() {
 /// Asks Linux to back `v`'s memory with 2 MiB pages where it first touches it, for a large
 /// array about to be filled once on every core (a graph's arrays as a file is loaded): one page
 /// fault per 2 MiB rather than per 4 KiB, where the faults (each a trip into the kernel, its
-/// page-table lock and memory-group accounting) were a third of an `.sgb` load's time. Only the
-/// whole 2 MiB pages inside the array are advised; a no-op elsewhere, for arrays below 4 MiB,
-/// and where the system does not allow it (transparent huge pages off): the hint changes no
-/// value and no size, only how pages are had.
+/// page-table lock and memory-group accounting) were a quarter of a grid `.sgb` load's CPU.
+/// Only the whole 2 MiB pages inside the array are advised (so the array's resident size can
+/// not grow past what it uses); a no-op elsewhere, for arrays below 4 MiB, and where the system
+/// does not allow it (transparent huge pages off): the hint changes no value and no size, only
+/// how pages are had.
 pub(crate) fn advise_huge_pages<T>(v: &[T]) {
     #[cfg(target_os = "linux")]
     {

@@ -673,7 +673,7 @@ impl<'a> MaxParser<'a> {
     /// ready yet, an id out of range, a pair that overflows, too many arc lines, no memory):
     /// that gives the error with its line. A terminal sum past `Cap::MAX` is the one error found
     /// here, at the first line where a sum passes it, as the serial apply would find it.
-    fn apply_general(&mut self, pieces: &[Piece]) -> Result<bool> {
+    fn apply_general(&mut self, pieces: &mut [Piece]) -> Result<bool> {
         use rayon::prelude::*;
         let (Some(p), Some((s, _)), Some((t, _)), Some(builder)) =
             (self.problem, self.source, self.sink, self.builder.as_ref())
@@ -689,15 +689,21 @@ impl<'a> MaxParser<'a> {
         }
         let map = VertexMap::new(s, t);
         let spare = &mut self.spare_terminals;
-        let bufs: Vec<Vec<TerminalArc>> = pieces
+        // The scans the pre-parse made (for this same problem and terminals: see
+        // `scan_context`), the others made here.
+        let bufs: Vec<Option<Vec<TerminalArc>>> = pieces
             .iter()
-            .map(|_| spare.pop().unwrap_or_default())
+            .map(|pc| pc.scan.is_none().then(|| spare.pop().unwrap_or_default()))
             .collect();
         let scans: Vec<GeneralScan> = pieces
-            .par_iter()
+            .par_iter_mut()
             .zip(bufs)
-            .map(|(pc, buf)| GeneralScan::of(&pc.arcs, p.nodes, map, buf))
+            .map(|(pc, buf)| match (pc.scan.take(), buf) {
+                (Some(sc), _) => sc,
+                (None, buf) => GeneralScan::of(&pc.arcs, p.nodes, map, buf.unwrap_or_default()),
+            })
             .collect();
+        let pieces = &*pieces;
         if scans.iter().any(|sc| !sc.in_range) {
             return Ok(false);
         }
@@ -837,6 +843,18 @@ impl<'a> MaxParser<'a> {
         self.arcs_seen += arcs;
         self.line = base;
         Ok(true)
+    }
+
+    /// What a pre-parse worker needs to scan its piece for [`Self::apply_general`] (the node
+    /// count and the terminals), where the scan will be used: both terminals known, no arc
+    /// waiting for them, and arcs going to the builder for good. None of these can change
+    /// without an error before the batch's pieces are applied.
+    fn scan_context(&self) -> Option<(u64, VertexMap)> {
+        let (Some(p), Some((s, _)), Some((t, _))) = (self.problem, self.source, self.sink) else {
+            return None;
+        };
+        (self.early.is_empty() && matches!(self.grid, GridMode::Off))
+            .then(|| (p.nodes, VertexMap::new(s, t)))
     }
 
     /// Moves to the grid placement once the file is known to be a grid in segcut's layout
@@ -1190,6 +1208,10 @@ struct Piece {
     lines: u64,
     /// Where the worker stopped, if it did: the serial parser reads on from this byte.
     rest: Option<usize>,
+    /// The piece's scan for [`MaxParser::apply_general`], made by the worker that pre-parsed
+    /// it (while its arcs are in that core's cache, and without another round of work on
+    /// every core) where the parser's state allowed it when the batch came.
+    scan: Option<GeneralScan>,
 }
 
 /// What a worker makes of one line.
@@ -1295,6 +1317,7 @@ fn preparse(text: &[u8], from: usize, to: usize, mut arcs: Vec<FastArc>) -> Piec
         specials: Vec::new(),
         lines: 0,
         rest: None,
+        scan: None,
     };
     let mut pos = from;
     let mut line = 0u32;
@@ -1614,15 +1637,32 @@ impl<'a> BatchParser<'a> {
             Msg::Text(buf, len) => {
                 let text = &buf[..len];
                 let ranges = split_at_lines(text, self.parts);
+                let ctx = if self.parallel_apply {
+                    p.scan_context()
+                } else {
+                    None
+                };
                 let spare = &mut self.spare_arcs;
-                let bufs: Vec<Vec<FastArc>> = ranges
+                let spare_terminals = &mut p.spare_terminals;
+                let bufs: Vec<(Vec<FastArc>, Option<Vec<TerminalArc>>)> = ranges
                     .iter()
-                    .map(|_| spare.pop().unwrap_or_default())
+                    .map(|_| {
+                        let terminals = ctx.map(|_| spare_terminals.pop().unwrap_or_default());
+                        (spare.pop().unwrap_or_default(), terminals)
+                    })
                     .collect();
-                let pieces: Vec<Piece> = ranges
+                let mut pieces: Vec<Piece> = ranges
                     .into_par_iter()
                     .zip(bufs)
-                    .map(|((a, b), buf)| preparse(text, a, b, buf))
+                    .map(|((a, b), (buf, terminals))| {
+                        let mut pc = preparse(text, a, b, buf);
+                        if let (Some((nodes, map)), Some(t)) = (ctx, terminals) {
+                            if pc.specials.is_empty() && pc.rest.is_none() {
+                                pc.scan = Some(GeneralScan::of(&pc.arcs, nodes, map, t));
+                            }
+                        }
+                        pc
+                    })
                     .collect();
                 let mut k = 0;
                 while k < pieces.len() {
@@ -1636,7 +1676,7 @@ impl<'a> BatchParser<'a> {
                         .iter()
                         .take_while(|pc| pc.specials.is_empty() && pc.rest.is_none())
                         .count();
-                    if run > 0 && self.parallel_apply && p.apply_general(&pieces[k..k + run])? {
+                    if run > 0 && self.parallel_apply && p.apply_general(&mut pieces[k..k + run])? {
                         k += run;
                         continue;
                     }
