@@ -853,17 +853,16 @@ impl CudaGrid {
             self.stats.bfs_levels += passes as u64;
             let active = self.mark_active(stream, k, shape, dev)?;
             self.stats.relabel_ms += t.elapsed().as_secs_f64() * 1e3;
-            if !active && exact {
+            if active == 0 && exact {
                 return Ok(());
             }
-            if !active {
+            if active == 0 {
                 exact = true;
                 continue;
             }
             exact = true;
             let t = Instant::now();
-            let last = *self.stats.active_nodes.last().unwrap_or(&0);
-            if self.tail(&shape, last) {
+            if self.tail(&shape, active) {
                 // The finish moves excess by paths, not tiles: mark_active's tile flags must
                 // not reach the next relabel's first pass.
                 cuda::clear(stream, &mut dev.flags)?;
@@ -1051,14 +1050,15 @@ impl CudaGrid {
         }
     }
 
-    /// Step 3: flags the tiles holding an active node (excess, finite label); whether any is.
+    /// Step 3: flags the tiles holding an active node (excess, finite label); how many there
+    /// are (also recorded in the activity profile).
     fn mark_active(
         &mut self,
         stream: &Arc<CudaStream>,
         k: &GridPr,
         shape: GridShape,
         dev: &mut DeviceGraph,
-    ) -> Result<bool> {
+    ) -> Result<u32> {
         cuda::clear(stream, &mut dev.counter)?;
         // SAFETY: excess and label have n entries, flags one per tile, counter one.
         unsafe {
@@ -1073,7 +1073,7 @@ impl CudaGrid {
         };
         let active = cuda::read_words::<1>(stream, &dev.counter, "counter")?[0];
         self.stats.active_nodes.push(active);
-        Ok(active != 0)
+        Ok(active)
     }
 
     /// Step 4, tiled: batches of region discharge over the worklist, until it is empty or at
