@@ -35,6 +35,18 @@ fn same(a: &Network, b: &Network) -> bool {
     }
 }
 
+/// `bytes` written to `path` and loaded as a file on disk (read by position on every core).
+fn load_file(path: &std::path::Path, bytes: &[u8]) -> segcut::Result<MaxInstance> {
+    use segcut::io::dimacs::{read_instances, ReadOptions};
+    std::fs::write(path, bytes).unwrap();
+    let mut got = None;
+    read_instances(path, &ReadOptions::default(), |i| {
+        got = Some(i);
+        Ok(())
+    })
+    .map(|_| got.expect("one instance"))
+}
+
 fn sgb(inst: &MaxInstance) -> Vec<u8> {
     let mut out = Vec::new();
     write_sgb(&mut out, inst).unwrap();
@@ -282,7 +294,6 @@ fn grid_headers_that_disagree_with_the_node_count_are_refused() {
 /// when cut short, padded or changed, never with a panic or a bus error.
 #[test]
 fn version_2_grids_are_checked_and_files_read_by_position_refuse_damage() {
-    use segcut::io::dimacs::{read_instances, ReadOptions};
     let inst = instance("2d:6x5:n8:c10:s7", true);
     let good = sgb(&inst);
     assert_eq!(
@@ -323,15 +334,7 @@ fn version_2_grids_are_checked_and_files_read_by_position_refuse_damage() {
     // From disk: the good file loads to the same grid; damaged ones are refused.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("g.sgb");
-    let load = |bytes: &[u8]| {
-        std::fs::write(&path, bytes).unwrap();
-        let mut got = None;
-        read_instances(&path, &ReadOptions::default(), |i| {
-            got = Some(i);
-            Ok(())
-        })
-        .map(|_| got.expect("one instance"))
-    };
+    let load = |bytes: &[u8]| load_file(&path, bytes);
     let back = load(&good).unwrap();
     assert!(same(&back.network, &inst.network));
     let mut padded = good.clone();
@@ -346,5 +349,50 @@ fn version_2_grids_are_checked_and_files_read_by_position_refuse_damage() {
     ] {
         let e = load(&bytes).map(|_| ()).unwrap_err().to_string();
         assert!(e.contains("g.sgb"), "{what}: {e}");
+    }
+}
+
+/// A file on disk large enough to be read in several pieces on every core (pieces are sized
+/// from the file, down to 512 KiB): it loads to the same graph, and damage in any piece, or a
+/// cut anywhere, is refused as in a one-piece file.
+#[test]
+fn files_read_in_many_pieces_load_the_same_and_refuse_damage_in_any_piece() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.sgb");
+    let load = |bytes: &[u8]| load_file(&path, bytes);
+    for spec in ["2d:400x400:n4:c10:s3", "sparse:70000:d4:s2"] {
+        let inst = instance(spec, true);
+        let good = sgb(&inst);
+        assert!(good.len() > 3 << 20, "{spec}: {} bytes", good.len());
+        // Read in 1, 2 and 16 threads: pieces of other sizes and counts.
+        for threads in [1, 2, 16] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let back = pool.install(|| load(&good)).unwrap();
+            assert!(
+                same(&back.network, &inst.network),
+                "{spec}, {threads} threads"
+            );
+            for at in [
+                200,
+                good.len() / 3,
+                good.len() / 2 + 12_345,
+                good.len() - 10,
+            ] {
+                let mut flipped = good.clone();
+                flipped[at] ^= 0x10;
+                let e = pool.install(|| load(&flipped)).map(|_| ()).unwrap_err();
+                assert!(e.to_string().contains("big.sgb"), "{spec}, byte {at}: {e}");
+            }
+            for len in [good.len() / 2, good.len() - 1 - (700 << 10), good.len() - 1] {
+                let e = pool.install(|| load(&good[..len])).map(|_| ()).unwrap_err();
+                assert!(
+                    e.to_string().contains("truncated"),
+                    "{spec}, {len} bytes: {e}"
+                );
+            }
+        }
     }
 }

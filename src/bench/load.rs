@@ -75,20 +75,23 @@ fn status_bytes(field: &str) -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// Runs `f` and returns what it gives with how far the resident size rose above where it
-/// stood (the peak mark reset first, which Linux allows a process for itself).
-fn with_peak<T>(f: impl FnOnce() -> T) -> (T, Option<u64>) {
+/// Runs `f` and returns what it gives, the seconds it took, and how far the resident size rose
+/// above where it stood (the peak mark reset first, which Linux allows a process for itself).
+/// Only `f` is timed: the memory bookkeeping around it is not part of a load.
+fn with_peak<T>(f: impl FnOnce() -> T) -> (T, f64, Option<u64>) {
     // What earlier loads freed would otherwise be reused unseen, hiding this load's peak.
     crate::io::release_freed_memory();
     let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
     let before = status_bytes("VmRSS");
+    let t = Instant::now();
     let out = f();
+    let seconds = t.elapsed().as_secs_f64();
     let peak = status_bytes("VmHWM");
     let rise = match (reset, before, peak) {
         (true, Some(b), Some(p)) => Some(p.saturating_sub(b)),
         _ => None,
     };
-    (out, rise)
+    (out, seconds, rise)
 }
 
 /// What [`run`] reports as it goes.
@@ -261,42 +264,46 @@ pub fn run(
         };
         let text_bytes = size(&max)?;
         let reference = load(&max)?.network;
-        // A load row gives whether its graph is the reference and the graph's bytes; the
-        // single-threaded decoding baselines run once (bzip2 -dc of the large graph alone
-        // takes a minute), the others `runs` times.
-        let mut row =
-            |what: &str, path: &Path, runs: usize, f: &mut dyn FnMut() -> Result<(bool, u64)>| {
-                on(LoadEvent::Timing(&name, what));
-                let mut times = Vec::new();
-                let mut same = true;
-                let (mut graph_bytes, mut peak_bytes) = (0, Some(0u64));
-                for _ in 0..runs {
-                    let t = Instant::now();
-                    let (got, peak) = with_peak(&mut *f);
-                    times.push(t.elapsed().as_secs_f64());
-                    let (s, bytes) = got?;
-                    same &= s;
-                    graph_bytes = bytes;
-                    peak_bytes = peak_bytes.zip(peak).map(|(a, b)| a.max(b));
+        // A load row gives the graph loaded (`None` for a baseline), compared with the
+        // reference and dropped after the clock stops (a load ends with the graph ready, and
+        // comparing 60 MB took a quarter of a small `.sgb` row's time); the single-threaded
+        // decoding baselines run once (bzip2 -dc of the large graph alone takes a minute), the
+        // others `runs` times.
+        let mut row = |what: &str,
+                       path: &Path,
+                       runs: usize,
+                       f: &mut dyn FnMut() -> Result<Option<Network>>| {
+            on(LoadEvent::Timing(&name, what));
+            let mut times = Vec::new();
+            let mut same_graph = true;
+            let (mut graph_bytes, mut peak_bytes) = (0, Some(0u64));
+            for _ in 0..runs {
+                let (got, seconds, peak) = with_peak(&mut *f);
+                times.push(seconds);
+                if let Some(net) = got? {
+                    same_graph &= same(&net, &reference);
+                    graph_bytes = network_bytes(&net);
                 }
-                let seconds = median(times);
-                let file_bytes = size(path)?;
-                let rec = LoadRecord {
-                    instance: name.clone(),
-                    what: what.to_string(),
-                    file_bytes,
-                    text_bytes,
-                    seconds,
-                    file_mb_s: file_bytes as f64 / 1e6 / seconds,
-                    text_mb_s: text_bytes as f64 / 1e6 / seconds,
-                    same_graph: same,
-                    graph_bytes,
-                    peak_bytes: peak_bytes.filter(|_| graph_bytes > 0),
-                };
-                on(LoadEvent::Done(&rec));
-                records.push(rec);
-                Ok::<(), Error>(())
+                peak_bytes = peak_bytes.zip(peak).map(|(a, b)| a.max(b));
+            }
+            let seconds = median(times);
+            let file_bytes = size(path)?;
+            let rec = LoadRecord {
+                instance: name.clone(),
+                what: what.to_string(),
+                file_bytes,
+                text_bytes,
+                seconds,
+                file_mb_s: file_bytes as f64 / 1e6 / seconds,
+                text_mb_s: text_bytes as f64 / 1e6 / seconds,
+                same_graph,
+                graph_bytes,
+                peak_bytes: peak_bytes.filter(|_| graph_bytes > 0),
             };
+            on(LoadEvent::Done(&rec));
+            records.push(rec);
+            Ok::<(), Error>(())
+        };
         let open = |p: &Path| File::open(p).map_err(|e| Error::io(p, e));
         let io = |p: &Path| {
             let p = p.to_path_buf();
@@ -304,7 +311,7 @@ pub fn run(
         };
         row("read .max (baseline)", &max, runs, &mut || {
             drain(open(&max)?).map_err(io(&max))?;
-            Ok((true, 0))
+            Ok(None)
         })?;
         let mut formats = vec![
             (".max", &max),
@@ -317,19 +324,16 @@ pub fn run(
             formats.insert(1, (".max without the grid hint", p));
         }
         for (what, path) in formats {
-            row(what, path, runs, &mut || {
-                let net = load(path)?.network;
-                Ok((same(&net, &reference), network_bytes(&net)))
-            })?;
+            row(what, path, runs, &mut || Ok(Some(load(path)?.network)))?;
         }
         row("gzip -dc alone, 1 thread (baseline)", &gz, 1, &mut || {
             drain(flate2::read::MultiGzDecoder::new(open(&gz)?)).map_err(io(&gz))?;
-            Ok((true, 0))
+            Ok(None)
         })?;
         row("bzip2 -dc alone, 1 thread (baseline)", &bz, 1, &mut || {
             let r = std::io::BufReader::new(open(&bz)?);
             drain(bzip2::bufread::MultiBzDecoder::new(r)).map_err(io(&bz))?;
-            Ok((true, 0))
+            Ok(None)
         })?;
         // The program itself, where it is installed (a missing one is said, not an error).
         let bzip2_here = bzip2_installed();
@@ -340,13 +344,13 @@ pub fn run(
                 1,
                 &mut || {
                     bzip2_program(&bz)?;
-                    Ok((true, 0))
+                    Ok(None)
                 },
             )?;
         }
         row("read .sgb (baseline)", &sgb, runs, &mut || {
             drain(open(&sgb)?).map_err(io(&sgb))?;
-            Ok((true, 0))
+            Ok(None)
         })?;
         if !bzip2_here {
             on(LoadEvent::Missing(

@@ -562,7 +562,7 @@ impl CsrBuilder {
 
     fn build_inner(self, offsets: bool) -> Result<(CsrGraph, Option<OffsetCounts>)> {
         use rayon::prelude::*;
-        use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+        use std::sync::atomic::Ordering::Relaxed;
         let n = self.n;
         let pairs = self.head.len();
         let m = 2 * pairs;
@@ -647,43 +647,48 @@ impl CsrBuilder {
             ..
         } = self;
         let mut head: Vec<u32> = try_zeroed(m)?;
-        let mut sister: Vec<u32> = try_zeroed(m)?;
+        // Where each pair's two arcs land: `place[2i]` for pair `i`'s arc tail → head,
+        // `place[2i + 1]` for its reverse. Written by the scatter's owners, each at the pairs
+        // it owns, in pair order; the capacities and the reverse links then follow it in
+        // passes that read it in order and write each arc once (two random writes a pair
+        // each, where placing the arcs' pair numbers and looking them up again took twice as
+        // many random reads and writes, the slowest part of a general file's load).
+        let mut place: Vec<u32> = try_zeroed(m)?;
         {
             let mut jobs = Vec::with_capacity(bounds.len());
             let starts: Vec<(u32, usize)> = bounds
                 .windows(2)
                 .map(|w| (first[w[0]], (first[w[1]] - first[w[0]]) as usize))
                 .collect();
-            let (mut h_rest, mut s_rest) = (&mut head[..], &mut sister[..]);
+            let mut h_rest = &mut head[..];
             let mut f_rest = &mut first[..n];
             for (w, &(base, len)) in bounds.windows(2).zip(&starts) {
                 let (h, hr) = h_rest.split_at_mut(len);
-                let (s, sr) = s_rest.split_at_mut(len);
                 let (f, fr) = std::mem::take(&mut f_rest).split_at_mut(w[1] - w[0]);
-                (h_rest, s_rest, f_rest) = (hr, sr, fr);
-                jobs.push((w[0], base, f, h, s));
+                (h_rest, f_rest) = (hr, fr);
+                jobs.push((w[0], base, f, h));
             }
             let (tail, hd) = (&tail, &heads);
-            // Each owner reads every pair and keeps those that touch its nodes; `sister` holds
-            // the arc's side (2·pair, or 2·pair + 1 for the reverse) until the links are made.
-            // Its part of `first` is its cursor (no copy of the offsets held): each node's
-            // entry ends at where the next node starts, and is moved back below.
-            jobs.into_par_iter().for_each(|(lo, base, cur, h, s)| {
+            let place = as_atomic(&mut place);
+            // Each owner reads every pair and keeps those that touch its nodes. Its part of
+            // `first` is its cursor (no copy of the offsets held): each node's entry ends at
+            // where the next node starts, and is moved back below.
+            jobs.into_par_iter().for_each(|(lo, base, cur, h)| {
                 let len = cur.len();
                 for i in 0..pairs {
                     let (u, v) = (tail[i], hd[i]);
                     let du = (u as usize).wrapping_sub(lo);
                     if du < len {
-                        let a = (cur[du] - base) as usize;
-                        h[a] = v;
-                        s[a] = 2 * i as u32;
+                        let a = cur[du];
+                        h[(a - base) as usize] = v;
+                        place[2 * i].store(a, Relaxed);
                         cur[du] += 1;
                     }
                     let dv = (v as usize).wrapping_sub(lo);
                     if dv < len {
-                        let b = (cur[dv] - base) as usize;
-                        h[b] = u;
-                        s[b] = 2 * i as u32 + 1;
+                        let b = cur[dv];
+                        h[(b - base) as usize] = u;
+                        place[2 * i + 1].store(b, Relaxed);
                         cur[dv] += 1;
                     }
                 }
@@ -691,43 +696,34 @@ impl CsrBuilder {
             shift_up(&mut first[..n]);
         }
         drop((tail, heads));
-        // Capacities follow the sides.
+        // Capacities go where their arcs landed (every arc once: `place` is a permutation).
         let mut cap: Vec<Cap> = try_zeroed(m)?;
-        cap.par_chunks_mut(CHUNK)
-            .zip(sister.par_chunks(CHUNK))
-            .for_each(|(c, k)| {
-                for (c, &k) in c.iter_mut().zip(k) {
-                    let i = k as usize / 2;
-                    *c = if k.is_multiple_of(2) { caps[i] } else { rev[i] };
+        {
+            let cap = as_atomic_cap(&mut cap);
+            place
+                .par_chunks(2 * CHUNK)
+                .enumerate()
+                .for_each(|(j, part)| {
+                    let i0 = j * CHUNK;
+                    for (k, ab) in part.chunks_exact(2).enumerate() {
+                        cap[ab[0] as usize].store(caps[i0 + k], Relaxed);
+                        cap[ab[1] as usize].store(rev[i0 + k], Relaxed);
+                    }
+                });
+        }
+        drop((caps, rev));
+        // Each arc linked to where its reverse landed.
+        let mut sister: Vec<u32> = try_zeroed(m)?;
+        {
+            let sister = as_atomic(&mut sister);
+            place.par_chunks(2 * CHUNK).for_each(|part| {
+                for ab in part.chunks_exact(2) {
+                    sister[ab[0] as usize].store(ab[1], Relaxed);
+                    sister[ab[1] as usize].store(ab[0], Relaxed);
                 }
             });
-        drop((caps, rev));
-        // Where each side landed, then each arc linked to where its other side landed.
-        let sides = |len: usize| -> Result<Vec<AtomicU32>> {
-            let mut v = Vec::new();
-            v.try_reserve_exact(len).map_err(|_| oom(len, 4))?;
-            v.par_extend((0..len).into_par_iter().map(|_| AtomicU32::new(0)));
-            Ok(v)
-        };
-        let (side_a, side_b) = (sides(pairs)?, sides(pairs)?);
-        let slot_of = |k: u32| {
-            if k.is_multiple_of(2) {
-                &side_a[k as usize / 2]
-            } else {
-                &side_b[k as usize / 2]
-            }
-        };
-        sister.par_chunks(CHUNK).enumerate().for_each(|(j, part)| {
-            for (i, &k) in part.iter().enumerate() {
-                slot_of(k).store((j * CHUNK + i) as u32, Relaxed);
-            }
-        });
-        sister.par_chunks_mut(CHUNK).for_each(|part| {
-            for k in part {
-                *k = slot_of(*k ^ 1).load(Relaxed);
-            }
-        });
-        drop((side_a, side_b));
+        }
+        drop(place);
         // Each total was kept within `Cap::MAX` as it grew: the sums are the graph's arrays.
         let narrow = |t: Vec<Cap>| -> Result<Vec<Cap>> {
             if !t.is_empty() {
@@ -801,6 +797,20 @@ impl CsrBuilder {
             constant: self.constant,
         })
     }
+}
+
+/// `v` as atomics, for threads that each write their own entries of it (plain stores with
+/// `Relaxed`).
+fn as_atomic(v: &mut [u32]) -> &[std::sync::atomic::AtomicU32] {
+    // SAFETY: `AtomicU32` has the size, alignment and bit validity of `u32`, and the
+    // exclusive borrow of `v` is held for as long as the atomic view lives.
+    unsafe { std::slice::from_raw_parts(v.as_mut_ptr().cast(), v.len()) }
+}
+
+/// [`as_atomic`] for capacities.
+fn as_atomic_cap(v: &mut [Cap]) -> &[std::sync::atomic::AtomicI32] {
+    // SAFETY: as for `as_atomic`; `Cap` is `i32`.
+    unsafe { std::slice::from_raw_parts(v.as_mut_ptr().cast(), v.len()) }
 }
 
 /// Moves every entry one place up, 0 into the first, on every core: after the scatter each

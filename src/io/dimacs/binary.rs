@@ -231,8 +231,9 @@ impl Body<'_> {
                 };
                 let mut pieces = Vec::new();
                 let mut at = HEADER as u64;
+                let size = piece_size(views.iter().map(|v| v.len()).sum());
                 for v in views {
-                    for piece in v.chunks_mut(PIECE) {
+                    for piece in v.chunks_mut(size) {
                         let len = piece.len() as u64;
                         pieces.push((at, piece));
                         at += len;
@@ -265,8 +266,16 @@ impl Body<'_> {
     }
 }
 
-/// Bytes per piece of the parallel reads and checksums.
+/// Bytes per piece of the parallel reads and checksums at most.
 const PIECE: usize = 4 << 20;
+
+/// Bytes per piece for a body of `total` bytes: [`PIECE`], or less for a small file, so that
+/// every core gets about four pieces (a 25 MB file in 4 MiB pieces kept 6 of 16 cores busy),
+/// but not below 512 KiB (a positioned read and a checksum each).
+fn piece_size(total: usize) -> usize {
+    let per_core = total.div_ceil(4 * rayon::current_num_threads().max(1));
+    per_core.next_multiple_of(64 << 10).clamp(512 << 10, PIECE)
+}
 
 /// `len` zeroed values, or `None` where the memory cannot be had. Zeroed by the allocator: a
 /// large block comes as fresh pages that are zero already, first touched by the reads that

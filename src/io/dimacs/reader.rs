@@ -1255,12 +1255,58 @@ fn fast_arc(line: &[u8]) -> Option<(u32, u32, Cap)> {
     if !line[i..].iter().all(u8::is_ascii_whitespace) {
         return None;
     }
-    let [u, v, c] = nums;
+    arc_numbers(nums)
+}
+
+/// An arc line's numbers as ids and a capacity, where they fit.
+#[inline]
+fn arc_numbers([u, v, c]: [u64; 3]) -> Option<(u32, u32, Cap)> {
     Some((
         u32::try_from(u).ok()?,
         u32::try_from(v).ok()?,
         Cap::try_from(c).ok()?,
     ))
+}
+
+/// The line at `text[pos..]` when it is `a U V CAP` with single spaces and a `\n` right
+/// after the capacity (what segcut and the Waterloo files write), with the position of that
+/// `\n`: read in one pass, without first looking for the line's end. `None` for any other
+/// line (a tab, a long number, trailing blanks, the last line without `\n`), which
+/// [`classify`] then reads as before.
+#[inline]
+fn arc_line_at(text: &[u8], pos: usize) -> Option<(u32, u32, Cap, usize)> {
+    let t = text.get(pos..)?;
+    if t.first() != Some(&b'a') {
+        return None;
+    }
+    let mut i = 1;
+    let mut nums = [0u64; 3];
+    for n in nums.iter_mut() {
+        if t.get(i) != Some(&b' ') {
+            return None;
+        }
+        i += 1;
+        let digits = i;
+        let mut v = 0u64;
+        while let Some(&c) = t.get(i) {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            v = v * 10 + u64::from(d);
+            i += 1;
+        }
+        // At most 10 digits (u32's): longer numbers take the careful path.
+        if i == digits || i - digits > 10 {
+            return None;
+        }
+        *n = v;
+    }
+    if t.get(i) != Some(&b'\n') {
+        return None;
+    }
+    let (u, v, c) = arc_numbers(nums)?;
+    Some((u, v, c, pos + i))
 }
 
 #[inline]
@@ -1321,7 +1367,15 @@ fn preparse(text: &[u8], from: usize, to: usize, mut arcs: Vec<FastArc>) -> Piec
     };
     let mut pos = from;
     let mut line = 0u32;
+    let piece = &text[..to];
     while pos < to {
+        // Nearly every line: read in one pass that also finds its end.
+        if let Some((u, v, cap, end)) = arc_line_at(piece, pos) {
+            out.arcs.push(FastArc { u, v, cap, line });
+            line += 1;
+            pos = end + 1;
+            continue;
+        }
         let end = memchr::memchr(b'\n', &text[pos..to]).map_or(to, |i| pos + i);
         match classify(&text[pos..end]) {
             Kind::Arc(u, v, cap) => out.arcs.push(FastArc { u, v, cap, line }),
@@ -1446,6 +1500,8 @@ fn parse_max_in_batches<R: Read>(
         if let Some(e) = failed {
             return Err(e);
         }
+        // Not held through the graph's build, where the peak is.
+        drop(spare.borrow_mut().take());
         return parser.finish();
     }
     std::thread::scope(|scope| {
@@ -1475,6 +1531,10 @@ fn parse_max_in_batches<R: Read>(
             || back_rx.try_recv().ok(),
         );
         drop(tx);
+        // The buffers handed back from here on are let go at once: held until the parser
+        // ends, two or three batches of text (12 MiB for most files) stayed alive through the
+        // graph's build, where the peak is.
+        drop(back_rx);
         parser
             .join()
             .unwrap_or_else(|e| std::panic::resume_unwind(e))
@@ -1794,47 +1854,85 @@ impl VertexMap {
     }
 }
 
+/// The reverse-arc pairing as the serial apply does it, one arc at a time: the pairs made, of
+/// them those with their reverse, the arc held waiting for its reverse (by its index), and
+/// whether every pair's capacities fit.
+#[derive(Clone, Copy)]
+struct ChainState {
+    pairs: usize,
+    paired: u64,
+    held: Option<(usize, Link)>,
+    fits: bool,
+}
+
+impl ChainState {
+    const START: ChainState = ChainState {
+        pairs: 0,
+        paired: 0,
+        held: None,
+        fits: true,
+    };
+
+    /// Takes arc `i` (`link`: `None` unless it joins two distinct nodes); `put` gets each pair
+    /// made (an arc and its reverse's capacity, or 0). False where the pair made does not fit.
+    #[inline]
+    fn step(&mut self, i: usize, link: Option<Link>, put: &mut impl FnMut(Link, Cap)) -> bool {
+        let Some(link) = link else {
+            if let Some((_, h)) = self.held.take() {
+                self.pairs += 1;
+                put(h, 0);
+            }
+            return true;
+        };
+        if let Some((_, h)) = self.held.take() {
+            self.pairs += 1;
+            if link.pairs_with(h) {
+                let fits = link.pair_fits(h);
+                self.fits &= fits;
+                self.paired += 1;
+                put(h, link.cap);
+                return fits;
+            }
+            put(h, 0);
+        }
+        self.held = Some((i, link));
+        true
+    }
+
+    fn chain(self) -> GeneralChain {
+        GeneralChain {
+            pairs: self.pairs,
+            paired: self.paired,
+            held: self.held.map(|(i, _)| i),
+            fits: self.fits,
+        }
+    }
+}
+
+/// The link an arc is to the pairing: `Some` where it joins two distinct nodes.
+#[inline]
+fn node_link(a: &FastArc, map: VertexMap) -> Option<Link> {
+    match (map.of(a.u), map.of(a.v)) {
+        (Vertex::Node(u), Vertex::Node(v)) if u != v => Some(Link { u, v, cap: a.cap }),
+        _ => None,
+    }
+}
+
 /// The reverse-arc pairing over a run of arcs with nothing held at its start, as the serial
 /// apply does it: `put` gets each pair in order (an arc and its reverse's capacity, or 0 when
 /// the next arc was not its reverse). Gives the pairing's outcome, the arc left held being an
 /// index into `arcs`.
 #[inline]
 fn pair_chain(arcs: &[FastArc], map: VertexMap, mut put: impl FnMut(Link, Cap)) -> GeneralChain {
-    let mut out = GeneralChain {
-        pairs: 0,
-        paired: 0,
-        held: None,
-        fits: true,
-    };
-    let mut held: Option<(usize, Link)> = None;
+    let mut state = ChainState::START;
     for (i, a) in arcs.iter().enumerate() {
-        if let (Vertex::Node(u), Vertex::Node(v)) = (map.of(a.u), map.of(a.v)) {
-            if u != v {
-                let link = Link { u, v, cap: a.cap };
-                if let Some((_, h)) = held.take() {
-                    out.pairs += 1;
-                    if link.pairs_with(h) {
-                        out.fits &= link.pair_fits(h);
-                        out.paired += 1;
-                        put(h, a.cap);
-                        continue;
-                    }
-                    put(h, 0);
-                }
-                held = Some((i, link));
-                continue;
-            }
-        }
-        if let Some((_, h)) = held.take() {
-            out.pairs += 1;
-            put(h, 0);
-        }
+        state.step(i, node_link(a, map), &mut put);
     }
-    out.held = held.map(|(i, _)| i);
-    out
+    state.chain()
 }
 
 /// What [`pair_chain`] found over a piece from one start.
+#[derive(Debug, PartialEq)]
 struct GeneralChain {
     /// Pairs written.
     pairs: usize,
@@ -1873,51 +1971,87 @@ impl GeneralScan {
     /// an earlier batch).
     fn of(arcs: &[FastArc], nodes: u64, map: VertexMap, mut terminals: Vec<TerminalArc>) -> Self {
         terminals.clear();
-        let in_range = arcs.iter().all(|a| {
-            (1..=nodes).contains(&u64::from(a.u)) && (1..=nodes).contains(&u64::from(a.v))
-        });
         let mut scan = GeneralScan {
-            in_range,
-            fresh: pair_chain(&[], map, |_, _| {}),
-            skip_first: pair_chain(&[], map, |_, _| {}),
+            in_range: true,
+            fresh: ChainState::START.chain(),
+            skip_first: ChainState::START.chain(),
             first: None,
             terminals,
             constant: 0,
             dropped: 0,
         };
-        if !in_range {
-            return scan;
-        }
-        for a in arcs {
-            match (map.of(a.u), map.of(a.v)) {
-                (Vertex::Source, Vertex::Node(v)) => scan.terminals.push(TerminalArc {
-                    node: v,
-                    cap: a.cap,
-                    to_sink: false,
-                    id: a.v,
-                    line: a.line,
-                }),
-                (Vertex::Node(u), Vertex::Sink) => scan.terminals.push(TerminalArc {
-                    node: u,
-                    cap: a.cap,
-                    to_sink: true,
-                    id: a.u,
-                    line: a.line,
-                }),
-                (Vertex::Source, Vertex::Sink) => scan.constant += i64::from(a.cap),
-                (Vertex::Node(u), Vertex::Node(v)) if u != v => {}
-                _ => scan.dropped += 1, // self loops, into the source, out of the sink
+        // One pass: ids, terminal arcs and both pairings. The pairing that skips the first
+        // arc is followed only until it holds what the one from the first arc holds (after an
+        // arc or two): from there the two go alike, and it takes the rest from the other.
+        let mut fresh = ChainState::START;
+        let mut skip = ChainState::START;
+        let mut skip_first = false;
+        // The fresh pairing's counts where the two met, and whether its pairs after fit.
+        let mut met: Option<(usize, u64)> = None;
+        let mut fits_after = true;
+        let mut none = |_: Link, _: Cap| {};
+        for (i, a) in arcs.iter().enumerate() {
+            if !((1..=nodes).contains(&u64::from(a.u)) && (1..=nodes).contains(&u64::from(a.v))) {
+                scan.in_range = false;
+                scan.terminals.clear();
+                return scan;
             }
-        }
-        scan.fresh = pair_chain(arcs, map, |_, _| {});
-        if let Some(a) = arcs.first() {
-            if let (Vertex::Node(u), Vertex::Node(v)) = (map.of(a.u), map.of(a.v)) {
-                if u != v {
-                    scan.first = Some(Link { u, v, cap: a.cap });
-                    scan.skip_first = pair_chain(&arcs[1..], map, |_, _| {});
-                    scan.skip_first.held = scan.skip_first.held.map(|i| i + 1);
+            let link = match (map.of(a.u), map.of(a.v)) {
+                (Vertex::Source, Vertex::Node(v)) => {
+                    scan.terminals.push(TerminalArc {
+                        node: v,
+                        cap: a.cap,
+                        to_sink: false,
+                        id: a.v,
+                        line: a.line,
+                    });
+                    None
+                }
+                (Vertex::Node(u), Vertex::Sink) => {
+                    scan.terminals.push(TerminalArc {
+                        node: u,
+                        cap: a.cap,
+                        to_sink: true,
+                        id: a.u,
+                        line: a.line,
+                    });
+                    None
+                }
+                (Vertex::Source, Vertex::Sink) => {
+                    scan.constant += i64::from(a.cap);
+                    None
+                }
+                (Vertex::Node(u), Vertex::Node(v)) if u != v => Some(Link { u, v, cap: a.cap }),
+                _ => {
+                    scan.dropped += 1; // self loops, into the source, out of the sink
+                    None
+                }
+            };
+            if i == 0 {
+                scan.first = link;
+                skip_first = link.is_some();
+            }
+            let fits = fresh.step(i, link, &mut none);
+            if met.is_some() {
+                fits_after &= fits;
+            } else if skip_first && i > 0 {
+                skip.step(i, link, &mut none);
+                if skip.held.map(|h| h.0) == fresh.held.map(|h| h.0) {
+                    met = Some((fresh.pairs, fresh.paired));
                 }
             }
+        }
+        scan.fresh = fresh.chain();
+        if skip_first {
+            scan.skip_first = match met {
+                Some((pairs, paired)) => GeneralChain {
+                    pairs: skip.pairs + (fresh.pairs - pairs),
+                    paired: skip.paired + (fresh.paired - paired),
+                    held: scan.fresh.held,
+                    fits: skip.fits && fits_after,
+                },
+                None => skip.chain(),
+            };
         }
         scan
     }
@@ -2203,6 +2337,131 @@ mod tests {
             }
         }
         t
+    }
+
+    /// The one-pass read of an arc line takes only lines the careful read reads the same way,
+    /// to the same numbers, and ends at the line's `\n`; every other line is left to it.
+    #[test]
+    fn arc_lines_read_in_one_pass_are_read_as_the_careful_read_reads_them() {
+        let lines: &[&[u8]] = &[
+            b"a 1 2 3\n",
+            b"a 10 20 30\na 1 2 3\n",
+            b"a 4294967295 4294967295 2147483647\n",
+            b"a 0 0 0\n",
+            b"a 0000000001 2 3\n",
+            // Left to the careful read:
+            b"a 1 2 3",
+            b"a 1 2 3 \n",
+            b"a 1 2 3\r\n",
+            b"a\t1 2 3\n",
+            b"a  1 2 3\n",
+            b" a 1 2 3\n",
+            b"a 1 2\n",
+            b"a 1 2 3 4\n",
+            b"a 1 2 x\n",
+            b"a 1 2 -3\n",
+            b"a 1 2 3x\n",
+            b"a 4294967296 1 1\n",
+            b"a 1 1 2147483648\n",
+            b"a 00000000001 2 3\n",
+            b"a 1 2 99999999999\n",
+            b"a 1 2 \n",
+            b"c 1 2 3\n",
+            b"\n",
+            b"a\n",
+            b"",
+        ];
+        let mut fast = 0;
+        for &l in lines {
+            let end = memchr::memchr(b'\n', l).unwrap_or(l.len());
+            if let Some((u, v, c, at)) = arc_line_at(l, 0) {
+                fast += 1;
+                assert_eq!(at, end, "{}", show(l));
+                assert!(
+                    matches!(classify(&l[..end]), Kind::Arc(a, b, d) if (a, b, d) == (u, v, c)),
+                    "{}",
+                    show(l)
+                );
+            }
+        }
+        assert_eq!(fast, 5, "the plain lines take the one-pass read");
+        // From the middle of a text, and never past its end.
+        assert_eq!(arc_line_at(b"x\na 5 6 7\n", 2), Some((5, 6, 7, 9)));
+        assert_eq!(arc_line_at(b"a 5 6 7\n", 8), None);
+        assert_eq!(arc_line_at(&b"a 5 6 7\n"[..7], 0), None);
+    }
+
+    /// The scan's one pass (ids, terminals, and the pairing from the first arc and from the
+    /// second, the latter followed only until the two meet) gives what a pass for each gives.
+    #[test]
+    fn the_one_pass_scan_gives_what_separate_pairings_give() {
+        let mut rng = Rng::new(29);
+        let map = VertexMap::new(1, 2);
+        let nodes = 6u64;
+        let (mut met, mut skipped) = (0, 0);
+        for case in 0..5000 {
+            let len = rng.below(14) as usize;
+            let mut arcs: Vec<FastArc> = Vec::with_capacity(len);
+            for k in 0..len {
+                let cap = match rng.below(6) {
+                    0 => Cap::MAX - 1,
+                    _ => rng.below(9) as Cap,
+                };
+                // Often the reverse of the arc before, as in the files; ids 1 and 2 are the
+                // terminals, 7 is out of range.
+                let (u, v) = match arcs.last() {
+                    Some(a) if rng.below(2) == 0 => (a.v, a.u),
+                    _ => {
+                        let id = |r: &mut Rng| {
+                            if r.below(40) == 0 {
+                                7
+                            } else {
+                                1 + r.below(6) as u32
+                            }
+                        };
+                        (id(&mut rng), id(&mut rng))
+                    }
+                };
+                arcs.push(FastArc {
+                    u,
+                    v,
+                    cap,
+                    line: k as u32,
+                });
+            }
+            let sc = GeneralScan::of(&arcs, nodes, map, Vec::new());
+            let in_range = arcs.iter().all(|a| {
+                (1..=nodes).contains(&u64::from(a.u)) && (1..=nodes).contains(&u64::from(a.v))
+            });
+            assert_eq!(sc.in_range, in_range, "case {case}");
+            if !in_range {
+                continue;
+            }
+            assert_eq!(sc.fresh, pair_chain(&arcs, map, |_, _| {}), "case {case}");
+            let first = arcs.first().and_then(|a| node_link(a, map));
+            assert_eq!(sc.first, first, "case {case}");
+            if first.is_some() {
+                let mut skip = pair_chain(&arcs[1..], map, |_, _| {});
+                skip.held = skip.held.map(|i| i + 1);
+                assert_eq!(sc.skip_first, skip, "case {case}");
+                skipped += 1;
+                met += usize::from(skip.pairs > 2);
+            }
+            let terminals = arcs
+                .iter()
+                .filter(|a| {
+                    matches!(
+                        (map.of(a.u), map.of(a.v)),
+                        (Vertex::Source, Vertex::Node(_)) | (Vertex::Node(_), Vertex::Sink)
+                    )
+                })
+                .count();
+            assert_eq!(sc.terminals.len(), terminals, "case {case}");
+        }
+        assert!(
+            skipped > 1000 && met > 200,
+            "{skipped} scans from the second arc, {met} long"
+        );
     }
 
     #[test]
