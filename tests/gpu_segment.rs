@@ -681,6 +681,75 @@ fn enclosure_prior_masks_agree_on_the_dev_photos() {
     adapted_priors_agree(&priors);
 }
 
+/// The geometric first fits of issue 25 (the background's first model on the background
+/// strokes plus the unlabelled pixels they reach first, all of them or only the colours the
+/// foreground strokes do not explain), applied on every image (`initial_enclosure` 1), with the
+/// default prior and with none (the device then computes the unit geometry for the fit alone and
+/// no prior reaches the t-links): the GPU build must fit the same first models (the first
+/// round's graphs cut to the same flow) and give the same masks as the CPU build, on both
+/// scribble sets.
+#[test]
+fn geometric_first_fits_agree_on_the_dev_photos() {
+    use segcut::segment::pipeline::InitialModels;
+    if !gpu_or_skip() {
+        return;
+    }
+    let photos = common::dev_photos();
+    if photos.is_empty() {
+        return;
+    }
+    let base = SegmentOptions::default();
+    let (mut differ, mut pixels) = (0, 0);
+    for initial in [
+        InitialModels::NearerBackground,
+        InitialModels::NearerUnexplained,
+    ] {
+        for weight in [base.prior.weight, 0.0] {
+            for (_, image, strokes) in &photos {
+                let image = load_image(image).unwrap();
+                let one = strokes.to_string_lossy().to_string();
+                for set in [one.clone(), one.replace("scribbles-1", "scribbles-2")] {
+                    let seeds =
+                        load_seeds(std::path::Path::new(&set), image.dims, &Default::default())
+                            .unwrap();
+                    let gpu_opts = SegmentOptions {
+                        solver: SolverKind::CudaGrid,
+                        initial,
+                        initial_enclosure: 1.0,
+                        prior: SpatialPrior {
+                            weight,
+                            ..base.prior
+                        },
+                        ..SegmentOptions::default()
+                    };
+                    let g = segment(&image, &seeds, &gpu_opts).unwrap();
+                    let cpu_opts = SegmentOptions {
+                        gpu_build: false,
+                        ..gpu_opts.clone()
+                    };
+                    let c = segment(&image, &seeds, &cpu_opts).unwrap();
+                    let what = format!("{set} {initial:?} prior {weight}");
+                    assert!(g.stats.gpu.is_some(), "{what}: not built on the GPU");
+                    assert!(g.verified && c.verified);
+                    // The geometry runs on the device either way; the prior reaches the
+                    // t-links only with a weight.
+                    assert_eq!(g.stats.prior_run == PriorRun::Off, weight == 0.0, "{what}");
+                    assert_eq!(
+                        g.stats.iterations[0].flow, c.stats.iterations[0].flow,
+                        "{what}: the first round's graphs differ"
+                    );
+                    let d = g.mask.iter().zip(&c.mask).filter(|(a, b)| a != b).count();
+                    eprintln!("{what}: {d} pixels differ");
+                    differ += d;
+                    pixels += g.mask.len();
+                    assert!(d * 200 <= g.mask.len(), "{what}: {d} pixels differ");
+                }
+            }
+        }
+    }
+    eprintln!("geometric first fits: {differ} of {pixels} pixels differ");
+}
+
 fn adapted_priors_agree(priors: &[SpatialPrior]) {
     if !gpu_or_skip() {
         return;

@@ -46,8 +46,9 @@ pub struct Args {
     /// A grid axis as KEY=V1,V2,... (any segmentation option; V1|V2|... for values with commas);
     /// repeat for more axes (the candidates are all combinations).
     /// Keys: every flag above (docs/options.md), e.g. lambda, prior-contrast, initial (seeds,
-    /// nearest, background), drop-unseeded, fill-holes. Put the post-processing keys
-    /// last: consecutive candidates that differ only in them share one segmentation.
+    /// nearest, background, nearer-background, nearer-unexplained), initial-enclosure,
+    /// drop-unseeded, fill-holes. Put the post-processing keys last: consecutive candidates
+    /// that differ only in them share one segmentation.
     #[arg(long, value_name = "KEY=VALUES")]
     grid: Vec<String>,
     #[command(flatten)]

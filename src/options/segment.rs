@@ -158,10 +158,31 @@ pub static SEGMENT: &[Spec] = &[
         short: None,
         value_name: "FIT",
         example: "nearest",
-        kind: Kind::Choice(&["seeds", "nearest", "background"]),
+        kind: Kind::Choice(&[
+            "seeds",
+            "nearest",
+            "background",
+            "nearer-background",
+            "nearer-unexplained",
+        ]),
         default: DefaultValue::Of(|| initial_name(d().initial).into()),
         help: "What the first round's models are fitted on: the seeds, the seeds plus the \
-               unlabelled pixels by their nearest stroke, or every unlabelled pixel as background.",
+               unlabelled pixels by their nearest stroke, every unlabelled pixel as background, \
+               the unlabelled pixels the background strokes reach first as background, or those \
+               of them whose colour the foreground strokes do not explain (the last two only \
+               where initial-enclosure allows).",
+        colour_models_only: true,
+    },
+    Spec {
+        name: "initial-enclosure",
+        short: None,
+        value_name: "E0",
+        example: "0.5",
+        kind: Kind::Float(Range::UNIT),
+        default: DefaultValue::Of(|| d().initial_enclosure.to_string()),
+        help: "With initial nearer-background or nearer-unexplained: the strokes' enclosure E \
+               (share of the image border the background strokes reach first) up to which that \
+               first fit applies; above it the first fit is the seeds' (1: every image).",
         colour_models_only: true,
     },
     Spec {
@@ -375,6 +396,8 @@ fn initial_name(i: InitialModels) -> &'static str {
         InitialModels::Seeds => "seeds",
         InitialModels::NearestStroke => "nearest",
         InitialModels::UnlabelledBackground => "background",
+        InitialModels::NearerBackground => "nearer-background",
+        InitialModels::NearerUnexplained => "nearer-unexplained",
     }
 }
 
@@ -445,7 +468,12 @@ impl Values {
             Some("seeds") => o.initial = InitialModels::Seeds,
             Some("nearest") => o.initial = InitialModels::NearestStroke,
             Some("background") => o.initial = InitialModels::UnlabelledBackground,
+            Some("nearer-background") => o.initial = InitialModels::NearerBackground,
+            Some("nearer-unexplained") => o.initial = InitialModels::NearerUnexplained,
             _ => {}
+        }
+        if let Some(x) = self.float("initial-enclosure") {
+            o.initial_enclosure = x;
         }
         if let Some(s) = self.text("solver") {
             o.solver = s

@@ -84,6 +84,11 @@ pub struct SegmentOptions {
     pub post: PostProcess,
     /// Which pixels the first round's models are fitted on.
     pub initial: InitialModels,
+    /// The enclosure `E₀` up to which [`InitialModels::NearerBackground`] and
+    /// [`InitialModels::NearerUnexplained`] apply: on an image whose strokes' enclosure `E`
+    /// ([`super::prior::enclosure`]) is above it, the first round's models are the seeds'.
+    /// 1 applies them on every image.
+    pub initial_enclosure: f64,
     /// Warm-start rounds 2.. from the last round's flow: only the t-links change between rounds,
     /// so the solve continues instead of starting over. Applies to BK, to `cuda-grid` on a graph
     /// built on the GPU ([`WarmGrid`]: the preflow stays on the
@@ -131,6 +136,7 @@ impl Default for SegmentOptions {
                 max_hole: 0,
             },
             initial: InitialModels::Seeds,
+            initial_enclosure: 1.0,
             warm_start: true,
             device: Device::default(),
         }
@@ -410,8 +416,12 @@ fn fit_seed_models(
 /// | `Seeds` | foreground seeds (hard and soft) | background seeds |
 /// | `NearestStroke` | + unlabelled pixels geodesically nearer a foreground stroke ([`super::prior`]) | + the other unlabelled pixels |
 /// | `UnlabelledBackground` | foreground seeds | + every unlabelled pixel (GrabCut's rectangle rule) |
+/// | `NearerBackground` | foreground seeds | + the unlabelled pixels geodesically nearer a background stroke (`δ_geo > 0`) |
+/// | `NearerUnexplained` | foreground seeds | + those of them whose colour the foreground seeds' model does not explain |
 ///
-/// The refit rounds' blend partner ([`SegmentOptions::seed_weight`]) is always the seeds' model.
+/// The last two apply only where the strokes' enclosure `E` is at most
+/// [`SegmentOptions::initial_enclosure`] (elsewhere: `Seeds`). The refit rounds' blend partner
+/// ([`SegmentOptions::seed_weight`]) is always the seeds' model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum InitialModels {
     /// The seeds alone.
@@ -421,6 +431,27 @@ pub enum InitialModels {
     NearestStroke,
     /// Seeds, and every unlabelled pixel in the background.
     UnlabelledBackground,
+    /// The foreground seeds; the background seeds plus the unlabelled pixels the background
+    /// strokes reach first (geodesically, the prior's `δ_geo > 0`), where the strokes do not
+    /// enclose the object.
+    NearerBackground,
+    /// As [`InitialModels::NearerBackground`], but of those unlabelled pixels only the ones whose
+    /// colour the foreground seeds' model does not explain (a cost above its
+    /// [`explained_threshold`]): a large object that reaches past the background strokes keeps
+    /// its own colours out of the background's first model.
+    NearerUnexplained,
+}
+
+impl InitialModels {
+    /// Whether the first fit needs the strokes' geodesic geometry (the prior's `δ_geo`).
+    pub fn needs_geometry(self) -> bool {
+        matches!(
+            self,
+            InitialModels::NearestStroke
+                | InitialModels::NearerBackground
+                | InitialModels::NearerUnexplained
+        )
+    }
 }
 
 /// The prior's per-pixel `δ` when the prior or the initial fit needs it (weight 1 when only the
@@ -433,7 +464,7 @@ fn initial_geometry(
     if opts.prior.weight > 0.0 {
         return prior_costs(image, seeds, &opts.prior);
     }
-    if opts.initial == InitialModels::NearestStroke {
+    if opts.initial.needs_geometry() {
         let unit = SpatialPrior {
             weight: 1.0,
             ..opts.prior
@@ -453,13 +484,13 @@ fn device_geometry(
     opts: &SegmentOptions,
     download: bool,
 ) -> Result<(Option<Vec<f32>>, PriorRun)> {
-    let prior = match (opts.prior.weight > 0.0, opts.initial) {
+    let prior = match (opts.prior.weight > 0.0, opts.initial.needs_geometry()) {
         (true, _) => opts.prior,
-        (false, InitialModels::NearestStroke) => SpatialPrior {
+        (false, true) => SpatialPrior {
             weight: 1.0,
             ..opts.prior
         },
-        (false, _) => return Ok((None, PriorRun::Off)),
+        (false, false) => return Ok((None, PriorRun::Off)),
     };
     let run = d.compute_prior(image, seeds, &prior)?;
     let host = if download { d.prior_host()? } else { None };
@@ -490,12 +521,15 @@ fn split_geometry(
 }
 
 /// The first round's models when [`SegmentOptions::initial`] asks for more than the seeds
-/// (`None`: the seeds' models are the first round's).
+/// (`None`: the seeds' models are the first round's). `fitted` are the seeds' models (the
+/// foreground one is kept by the nearer-background rules), `geometry` the prior's `δ_geo`
+/// before any scaling (its sign is what the rules use).
 fn fit_initial_models(
     work: &Work,
     params: &ModelParams,
     opts: &SegmentOptions,
     seeds: &Seeds,
+    fitted: &(Model, Model),
     geometry: Option<&[f32]>,
     buf: &mut Vec<f32>,
 ) -> Result<Option<(Model, Model)>> {
@@ -503,15 +537,7 @@ fn fit_initial_models(
     let is_fg = |i: usize| matches!(l[i], Seed::Foreground | Seed::ProbablyForeground);
     let is_bg = |i: usize| matches!(l[i], Seed::Background | Seed::ProbablyBackground);
     let models = match (opts.initial, geometry) {
-        (InitialModels::Seeds, _) | (InitialModels::NearestStroke, None) => return Ok(None),
-        (InitialModels::NearestStroke, Some(g)) => fit_models(
-            work,
-            params,
-            opts.model,
-            |i| is_fg(i) || (l[i] == Seed::Unknown && g[i] < 0.0),
-            |i| is_bg(i) || (l[i] == Seed::Unknown && g[i] >= 0.0),
-            buf,
-        )?,
+        (InitialModels::Seeds, _) => return Ok(None),
         (InitialModels::UnlabelledBackground, _) => fit_models(
             work,
             params,
@@ -520,8 +546,79 @@ fn fit_initial_models(
             |i| is_bg(i) || l[i] == Seed::Unknown,
             buf,
         )?,
+        // The geometric rules without geometry (a class has no hard seed): the seeds' models.
+        (_, None) => return Ok(None),
+        (InitialModels::NearestStroke, Some(g)) => fit_models(
+            work,
+            params,
+            opts.model,
+            |i| is_fg(i) || (l[i] == Seed::Unknown && g[i] < 0.0),
+            |i| is_bg(i) || (l[i] == Seed::Unknown && g[i] >= 0.0),
+            buf,
+        )?,
+        (InitialModels::NearerBackground | InitialModels::NearerUnexplained, Some(g)) => {
+            match nearer_background(work, params, opts, seeds, &fitted.0, g, buf)? {
+                Some(bg) => (fitted.0.clone(), bg),
+                None => return Ok(None),
+            }
+        }
     };
     Ok(Some(models))
+}
+
+/// The first background model of [`InitialModels::NearerBackground`] and
+/// [`InitialModels::NearerUnexplained`]: the background seeds plus the unlabelled pixels with
+/// `δ_geo > 0` (for the second, only those whose colour `fg`, the foreground seeds' model, does
+/// not explain: a cost above its [`explained_threshold`] over its own samples). `None` where the
+/// strokes' enclosure `E` of `δ_geo` is above [`SegmentOptions::initial_enclosure`] (the seeds'
+/// models are the first round's there).
+fn nearer_background(
+    work: &Work,
+    params: &ModelParams,
+    opts: &SegmentOptions,
+    seeds: &Seeds,
+    fg: &Model,
+    geometry: &[f32],
+    buf: &mut Vec<f32>,
+) -> Result<Option<Model>> {
+    let image = work.image();
+    let e = super::prior::enclosure(geometry, image.dims);
+    if e.is_none_or(|e| e > opts.initial_enclosure) {
+        return Ok(None);
+    }
+    let l = &seeds.labels;
+    let is_bg = |i: usize| matches!(l[i], Seed::Background | Seed::ProbablyBackground);
+    let nearer = |i: usize| l[i] == Seed::Unknown && geometry[i] > 0.0;
+    let bg = if opts.initial == InitialModels::NearerUnexplained {
+        // The threshold from the very samples the foreground model was fitted on.
+        let fg_seed = |i: usize| matches!(l[i], Seed::Foreground | Seed::ProbablyForeground);
+        gather(work, opts.model, fg_seed, buf);
+        let t_fg = explained_threshold(fg, buf, image.channels).unwrap_or(f64::INFINITY);
+        let ch = image.channels;
+        // Judged once per pixel, in parallel (the GPU build converts each pixel on the host).
+        let handed: Vec<bool> = (0..image.num_pixels())
+            .into_par_iter()
+            .map_init(Vec::new, |px, i| {
+                nearer(i) && {
+                    let x: &[f32] = match work {
+                        Work::Host(image) => image.pixel(i),
+                        Work::Lazy(image, space) => {
+                            px.clear();
+                            space.push_pixel(image, i, px);
+                            px
+                        }
+                    };
+                    fg.neg_log_likelihood(&x[..ch]) > t_fg
+                }
+            })
+            .collect();
+        gather(work, opts.model, |i| is_bg(i) || handed[i], buf);
+        Model::fit(opts.model, buf, params, "background")?
+    } else {
+        gather(work, opts.model, |i| is_bg(i) || nearer(i), buf);
+        Model::fit(opts.model, buf, params, "background")?
+    };
+    Ok(Some(bg))
 }
 
 /// Fits the models on the seeds and builds the plain Boykov–Jolly graph of them: no stroke
@@ -713,6 +810,12 @@ fn check_options(image: &Image, opts: &SegmentOptions) -> Result<()> {
     opts.model.check()?;
     if !(0.0..1.0).contains(&opts.outlier) {
         return bad(format!("outlier must be in [0, 1), got {}", opts.outlier));
+    }
+    if !(0.0..=1.0).contains(&opts.initial_enclosure) {
+        return bad(format!(
+            "initial_enclosure must be in [0, 1], got {}",
+            opts.initial_enclosure
+        ));
     }
     opts.prior.check()
 }
@@ -1017,19 +1120,19 @@ impl<'a> Rounds<'a> {
         // From the input image (checked by now), not the working space: the GPU build never
         // converts the whole image on the host.
         let t_prior = Instant::now();
-        let nearest = opts.initial == InitialModels::NearestStroke;
+        let geometric = opts.initial.needs_geometry();
         let (geometry, prior, prior_run) = match (data, device.as_mut()) {
             // On the device (gpu_prior.rs): the same values, left there for the t-links; the
-            // host gets a copy only for the nearest-stroke fit or the explained-colour share
+            // host gets a copy only for a geometric first fit or the explained-colour share
             // (the enclosure alone scales it on the device).
             (DataTerm::ColourModels, Some(d)) => {
                 let on_host = adapts_on_host(&opts.prior);
-                let (delta, run) = device_geometry(d, image, seeds, opts, nearest || on_host)?;
+                let (delta, run) = device_geometry(d, image, seeds, opts, geometric || on_host)?;
                 if opts.prior.weight == 0.0 {
-                    // The unit prior of the nearest-stroke fit is no t-link.
+                    // The unit prior of a geometric first fit is no t-link.
                     d.set_prior(None)?;
                 }
-                let (geometry, prior) = split_geometry(delta, nearest, on_host);
+                let (geometry, prior) = split_geometry(delta, geometric, on_host);
                 (geometry, prior, run)
             }
             (DataTerm::ColourModels, None) => {
@@ -1038,13 +1141,13 @@ impl<'a> Rounds<'a> {
                     Some(_) => PriorRun::Cpu,
                     None => PriorRun::Off,
                 };
-                let (geometry, prior) = split_geometry(delta, nearest, opts.prior.weight > 0.0);
+                let (geometry, prior) = split_geometry(delta, geometric, opts.prior.weight > 0.0);
                 (geometry, prior, run)
             }
             (DataTerm::Probability(_), _) => (None, None, PriorRun::Off),
         };
         let prior_time = t_prior.elapsed();
-        // Only the geometry of the nearest-stroke fit: no prior on the t-links.
+        // Only the geometry of a geometric first fit: no prior on the t-links.
         let prior_run = match opts.prior.weight > 0.0 {
             true => prior_run,
             false => PriorRun::Off,
@@ -1085,8 +1188,10 @@ impl<'a> Rounds<'a> {
     /// the prior is adapted to the seeds' models here, once.
     fn first_models(&mut self) -> Result<FirstModels> {
         let (fg, bg) = self.fit(0, &[])?;
-        let seeds = (fg.clone(), bg.clone());
-        let models = self.initial_models()?.unwrap_or((fg, bg));
+        let seeds = (fg, bg);
+        let models = self
+            .initial_models(&seeds)?
+            .unwrap_or_else(|| seeds.clone());
         let enclosure = self.adapt_prior(&seeds.0, &seeds.1)?;
         Ok(FirstModels {
             models,
@@ -1173,13 +1278,14 @@ impl<'a> Rounds<'a> {
     }
 
     /// The first round's models when [`SegmentOptions::initial`] asks for more than the seeds.
-    fn initial_models(&mut self) -> Result<Option<(Model, Model)>> {
+    fn initial_models(&mut self, fitted: &(Model, Model)) -> Result<Option<(Model, Model)>> {
         let g = self.geometry.as_deref();
         fit_initial_models(
             &self.work,
             &self.params,
             self.opts,
             self.seeds,
+            fitted,
             g,
             &mut self.buf,
         )
@@ -1337,8 +1443,120 @@ impl<'a> Rounds<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::apply_cut;
+    use super::*;
     use crate::rng::Rng;
+
+    /// A 40×20 grey image: an object of value 200 (columns 0–13) that reaches the border,
+    /// background of 100 (14–25) and of 30 (26–39) that no stroke samples. A short foreground
+    /// stroke in the object's top corner, a background stroke down column 16: with plain
+    /// distances (no contrast term) the object's lower part is nearer the background stroke.
+    fn object_past_the_strokes() -> (Image, Seeds, Vec<f32>) {
+        let (w, h) = (40, 20);
+        let data = (0..w * h)
+            .map(|i| match i % w {
+                0..14 => 200.0,
+                14..26 => 100.0,
+                _ => 30.0,
+            })
+            .collect();
+        let image = Image::new([w, h, 1], 1, data);
+        let mut seeds = Seeds::unknown(image.dims);
+        for x in 10..13 {
+            seeds.labels[x + w] = Seed::Foreground;
+        }
+        for y in 0..h {
+            seeds.labels[16 + w * y] = Seed::Background;
+        }
+        let unit = SpatialPrior {
+            weight: 1.0,
+            contrast: 0.0,
+            ..SegmentOptions::default().prior
+        };
+        let geometry = prior_costs(&image, &seeds, &unit).unwrap().unwrap();
+        (image, seeds, geometry)
+    }
+
+    #[test]
+    fn nearer_unexplained_keeps_the_objects_colours_out_of_the_background() {
+        let (image, seeds, geometry) = object_past_the_strokes();
+        // Part of the object is handed to the background by the geometry alone.
+        assert!(geometry[40 * 19] > 0.0 && geometry[13 + 40 * 19] > 0.0);
+        let work = Work::Host(Cow::Borrowed(&image));
+        let params = ModelParams::from_image(&image.data, 1);
+        let mut buf = Vec::new();
+        let base = SegmentOptions::default();
+        let fitted = fit_seed_models(&work, &params, base.model, &seeds, &mut buf).unwrap();
+        let first = |initial, initial_enclosure| {
+            let opts = SegmentOptions {
+                initial,
+                initial_enclosure,
+                ..base.clone()
+            };
+            let mut buf = Vec::new();
+            fit_initial_models(
+                &work,
+                &params,
+                &opts,
+                &seeds,
+                &fitted,
+                Some(&geometry),
+                &mut buf,
+            )
+            .unwrap()
+        };
+        let (nb_fg, nb_bg) = first(InitialModels::NearerBackground, 1.0).unwrap();
+        let (nu_fg, nu_bg) = first(InitialModels::NearerUnexplained, 1.0).unwrap();
+        let cost = |m: &Model, v: f32| m.neg_log_likelihood(&[v]);
+        // Both keep the seeds' foreground model.
+        for v in [30.0, 100.0, 200.0] {
+            assert_eq!(cost(&nb_fg, v), cost(&fitted.0, v));
+            assert_eq!(cost(&nu_fg, v), cost(&fitted.0, v));
+        }
+        // Both teach the background the colour no stroke sampled...
+        assert!(cost(&nb_bg, 30.0) + 5.0 < cost(&fitted.1, 30.0));
+        assert!(cost(&nu_bg, 30.0) + 5.0 < cost(&fitted.1, 30.0));
+        // ...but only the plain rule the object's own colour.
+        assert!(cost(&nb_bg, 200.0) + 5.0 < cost(&nu_bg, 200.0));
+        assert!(cost(&nu_bg, 200.0) > cost(&nu_fg, 200.0) + 5.0);
+        // Above the enclosure threshold the first models are the seeds'.
+        let e = crate::segment::prior::enclosure(&geometry, image.dims).unwrap();
+        assert!(e > 0.0 && e < 1.0, "{e}");
+        for initial in [
+            InitialModels::NearerBackground,
+            InitialModels::NearerUnexplained,
+        ] {
+            assert!(first(initial, e).is_some());
+            assert!(first(initial, e - 1e-9).is_none());
+        }
+    }
+
+    #[test]
+    fn nearer_background_rules_reach_the_first_round() {
+        let (image, seeds, _) = object_past_the_strokes();
+        let run = |initial, initial_enclosure| {
+            let opts = SegmentOptions {
+                initial,
+                initial_enclosure,
+                solver: SolverKind::Bk,
+                ..SegmentOptions::default()
+            };
+            segment(&image, &seeds, &opts).unwrap()
+        };
+        let seeds_only = run(InitialModels::Seeds, 1.0);
+        for initial in [
+            InitialModels::NearerBackground,
+            InitialModels::NearerUnexplained,
+        ] {
+            // Gated off: the seeds' first models, the same cut.
+            let first = |s: &Segmentation| s.stats.iterations[0].energy.to_bits();
+            let off = run(initial, 0.0);
+            assert_eq!(first(&off), first(&seeds_only));
+            assert_eq!(off.mask, seeds_only.mask);
+            // On: another first model, another first energy.
+            let on = run(initial, 1.0);
+            assert_ne!(first(&on), first(&seeds_only), "{initial:?}");
+        }
+    }
 
     #[test]
     fn apply_cut_counts_across_chunks() {
