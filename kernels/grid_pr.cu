@@ -516,6 +516,43 @@ template <int DEG> __device__ void res_bits(const Grid g, const int *rcap, unsig
     if (i < res_bits_threads(g)) res_bits_at<DEG>(g, rcap, bits, i); // whole warps: 32 | total
 }
 
+// The work queue of the queued global relabel (bfs_wqueue, below). Tiles whose halo fell are
+// queued at once instead of being flagged for the next pass, so a relabel is one launch whose
+// warps take tiles as they come, not a pass per tile width of the longest path.
+// ring[ntiles]: slot i % ntiles holds tile + 1 once published, 0 when empty (zero at launch).
+// ctl[QCTL_*]: head and tail (claimed and published slot counts), work (tiles queued and not yet
+// finished: the relabel is over when it is 0 with nothing left to claim), visits (tiles
+// processed), depth (the deepest chain of queuings, the queued relabel's "passes").
+// depth[t]: the chain length at which t was last queued.
+// A tile is in the ring at most once: its flag is set (atomicExch) by whoever queues it and
+// cleared by the warp that takes it, so at most ntiles slots are ever published and not yet
+// taken, and a slot is never reused before its tile was read.
+#define QCTL_HEAD 10
+#define QCTL_TAIL 11
+#define QCTL_WORK 12
+#define QCTL_VISITS 13
+#define QCTL_DEPTH 14
+struct TileQueue {
+    unsigned *ring;
+    unsigned *ctl;
+    unsigned *depth;
+    unsigned ntiles;
+    unsigned level; // the depth of the tile being processed
+};
+
+// Queues tile t unless it is queued already. The caller has just lowered a label on t's
+// border (the fence makes that label visible before t can be taken).
+__device__ __forceinline__ void queue_tile(const TileQueue &q, unsigned *flags, unsigned t) {
+    __threadfence();
+    if (atomicExch(flags + t, 1u) != 0u) return;
+    q.depth[t] = q.level + 1;
+    atomicMax(q.ctl + QCTL_DEPTH, q.level + 1);
+    atomicAdd(q.ctl + QCTL_WORK, 1u); // before it can be taken: work never reads 0 early
+    const unsigned at = atomicAdd(q.ctl + QCTL_TAIL, 1u);
+    __threadfence(); // depth[t] before the slot
+    atomicExch(q.ring + at % q.ntiles, t + 1);
+}
+
 // sync: label (halo reads, through L2, see old or new values of the tiles next to this one)
 // safe: label of the tile's own nodes (only this warp writes them), lv (this warp's own)
 // One tile's fixed point of label(v) = min over residual arcs v -> w of 1 + label(w), by one
@@ -529,9 +566,13 @@ template <int DEG> __device__ void res_bits(const Grid g, const int *rcap, unsig
 // come from these seeds: it uses bfs_tile.) Levels that hold no node are skipped: when the
 // frontier empties, the search jumps to the smallest seed not yet reached.
 // `lv` holds TY * 32 entries, this warp's own: the new labels by row.
-template <int DEG>
+// With QUEUE the tiles next to a lowered border node are queued at once (`q`) and labels fall
+// by atomicMin: a tile queued again while a warp still works on it may be taken by a second
+// warp, and of two writers the lower label must win (each is the length of a real path).
+template <int DEG, bool QUEUE = false>
 __device__ void bfs_warp_tile(const Grid g, const unsigned *bits, unsigned *label,
-                              const unsigned tile, unsigned *flags, unsigned *lv) {
+                              const unsigned tile, unsigned *flags, unsigned *lv,
+                              const TileQueue q = TileQueue{}) {
     typedef TileGeom<DEG> G;
     const unsigned FULL = 0xffffffffu, INF = g.n + 1, TOP = 0x80000000u;
     const int TY = G::TY;
@@ -639,13 +680,22 @@ __device__ void bfs_warp_tile(const Grid g, const unsigned *bits, unsigned *labe
         const size_t v = gidx(g, cx, y, 0);
         const unsigned nw = lv[r * 32 + lane];
         if (nw >= load_label(label, v)) continue;
-        label[v] = nw;
+        if (QUEUE) {
+            if (atomicMin(label + v, nw) <= nw) continue; // another warp got lower first
+        } else {
+            label[v] = nw;
+        }
         if (lane == 0 || lane == 31 || r == 0 || r == TY - 1) {
             for (int d = 0; d < DEG; ++d) {
                 const int *o = OFFSETS_2D[d];
                 const int ax = (int)cx + o[0], ay = (int)y + o[1];
-                if (!G::inside(lane + o[0], r + o[1], 0) && in_grid(g, ax, ay, 0))
-                    flags[tile_of<DEG>(p, ax, ay, 0)] = 1;
+                if (!G::inside(lane + o[0], r + o[1], 0) && in_grid(g, ax, ay, 0)) {
+                    const unsigned nt = tile_of<DEG>(p, ax, ay, 0);
+                    if (QUEUE)
+                        queue_tile(q, flags, nt);
+                    else
+                        flags[nt] = 1;
+                }
             }
         }
     }
@@ -664,6 +714,86 @@ __device__ void bfs_wtile(const Grid g, const unsigned *bits, unsigned *label,
     const unsigned m = *count, w = threadIdx.x >> 5;
     for (unsigned b = blockIdx.x * WTILE_WARPS + w; b < m; b += gridDim.x * WTILE_WARPS)
         bfs_warp_tile<DEG>(g, bits, label, list[b], flags, lv[w]);
+}
+
+// sync: ring, ctl (atomic), flags (set and cleared by atomicExch)
+// safe: none
+// Puts the flagged tiles into the empty ring of a queued relabel (flags stay set: they mean
+// "queued"); ring and ctl are zero.
+extern "C" __global__ void queue_fill(unsigned ntiles, const unsigned *flags, unsigned *ring,
+                                      unsigned *ctl, unsigned *depth) {
+    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    const bool f = t < ntiles && flags[t] != 0;
+    const unsigned lane = threadIdx.x & 31, m = __ballot_sync(0xffffffffu, f);
+    if (m == 0) return;
+    const unsigned leader = __ffs(m) - 1;
+    unsigned base = 0;
+    if (lane == leader) {
+        atomicAdd(ctl + QCTL_WORK, (unsigned)__popc(m));
+        base = atomicAdd(ctl + QCTL_TAIL, (unsigned)__popc(m));
+    }
+    base = __shfl_sync(0xffffffffu, base, leader);
+    if (f) {
+        depth[t] = 0;
+        ring[base + __popc(m & ((1u << lane) - 1))] = t + 1;
+    }
+}
+
+// sync: label (atomicMin; halo reads through L2), flags, ring and ctl (atomics, see TileQueue)
+// safe: lv (the warp's own)
+// The queued global relabel (2D): one launch after bfs_seed, res_bits and queue_fill. Each warp
+// takes a tile from the ring, computes its fixed point as bfs_warp_tile does, and queues the
+// tiles whose halo it lowered; warps wait (briefly sleeping) while tiles are still being worked
+// on, and all leave when none is queued or in work. Labels only fall, each to the length of a
+// real path, and a tile is processed again after every fall of its halo (the flag is cleared
+// before its labels are read; a fall after that queues it again), so the result is the same
+// fixed point as the passes': the exact distances.
+template <int DEG>
+__device__ void bfs_wqueue(const Grid g, const unsigned *bits, unsigned *label, unsigned *flags,
+                           unsigned *ring, unsigned *ctl, unsigned *depth, unsigned ntiles) {
+    __shared__ unsigned lv[WTILE_WARPS][TileGeom<DEG>::TY * 32];
+    if (TileGeom<DEG>::IS3D) return;
+    const unsigned w = threadIdx.x >> 5, lane = threadIdx.x & 31, DONE = 0xffffffffu;
+    volatile unsigned *vctl = ctl;
+    unsigned visits = 0;
+    for (;;) {
+        unsigned got = 0; // tile + 1, or DONE
+        if (lane == 0) {
+            unsigned nap = 32;
+            for (;;) {
+                const unsigned h = vctl[QCTL_HEAD], t = vctl[QCTL_TAIL];
+                if ((int)(t - h) > 0) {
+                    if (atomicCAS(ctl + QCTL_HEAD, h, h + 1) != h) continue;
+                    // Claimed: the slot is published, or about to be (its tail was taken).
+                    while ((got = atomicExch(ring + h % ntiles, 0u)) == 0u) __nanosleep(32);
+                    break;
+                }
+                if (vctl[QCTL_WORK] == 0) {
+                    got = DONE;
+                    break;
+                }
+                __nanosleep(nap);
+                nap = min(nap * 2, 1024u);
+            }
+        }
+        got = __shfl_sync(0xffffffffu, got, 0);
+        if (got == DONE) break;
+        const unsigned tile = got - 1;
+        unsigned level = 0;
+        if (lane == 0) {
+            level = *(volatile unsigned *)(depth + tile);
+            atomicExch(flags + tile, 0u); // a fall of the halo from now on queues it again
+            __threadfence();
+        }
+        TileQueue q{ring, ctl, depth, ntiles, __shfl_sync(0xffffffffu, level, 0)};
+        __syncwarp();
+        bfs_warp_tile<DEG, true>(g, bits, label, tile, flags, lv[w], q);
+        __threadfence();
+        __syncwarp();
+        if (lane == 0) atomicSub(ctl + QCTL_WORK, 1u); // after every queuing it made
+        ++visits;
+    }
+    if (lane == 0 && visits) atomicAdd(ctl + QCTL_VISITS, visits);
 }
 
 // sync: flags (set to 1), any (set to 1)
@@ -1105,6 +1235,11 @@ extern "C" __global__ void update_arcs(const Grid g, const int *old_caps, const 
         bfs_wtile_n##DEG(const Grid g, const unsigned *bits, unsigned *label,                      \
                          const unsigned *list, const unsigned *count, unsigned *flags) {           \
         bfs_wtile<DEG>(g, bits, label, list, count, flags);                                        \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(BLOCK)                                            \
+        bfs_wqueue_n##DEG(const Grid g, const unsigned *bits, unsigned *label, unsigned *flags,    \
+                          unsigned *ring, unsigned *ctl, unsigned *depth, unsigned ntiles) {       \
+        bfs_wqueue<DEG>(g, bits, label, flags, ring, ctl, depth, ntiles);                          \
     }                                                                                              \
     extern "C" __global__ void __launch_bounds__(BLOCK)                                            \
         mark_active_n##DEG(const Grid g, const i64 *excess, const unsigned *label,                 \

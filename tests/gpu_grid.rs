@@ -180,6 +180,8 @@ fn tunings() -> Vec<GridTuning> {
                     _ => 0.01,
                 },
                 tail_pushes: if graphs { 1 } else { 8 },
+                // The queued relabel and its passes (where the warp pass runs).
+                queue: graphs,
                 ..GridTuning::default()
             });
         }
@@ -584,6 +586,88 @@ fn sanitizer_tail_finish() {
         let what = format!("{tuning} grid #{i} {conn} {:?}", g.dims());
         check_with(&mut solver, &g, &what);
     }
+}
+
+/// The queued global relabel (`bfs_wqueue`, the default for 2D grids in the host loop) on
+/// random grids of every kind and on vision grids large enough for long label chains: the same
+/// cut as BK, and the queue did run (and did not where it is off or the grid is 3D).
+#[test]
+fn queued_relabel_agrees_with_bk() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let kinds = [Caps::Small, Caps::Saturated, Caps::NearLimits, Caps::Sparse];
+    let mut rng = Rng::new(0x9e0e_0001);
+    for queue in [true, false] {
+        let tuning = GridTuning {
+            queue,
+            persistent_max_nodes: 0,
+            ..GridTuning::default()
+        };
+        let mut solver = CudaGrid::new(segcut::cuda::Device::default(), tuning.clone());
+        let mut visits = 0;
+        for i in 0..60u64 {
+            let conn = ALL[(i % 3) as usize];
+            let kind = kinds[((i / 3) % kinds.len() as u64) as usize];
+            let side = if conn.is_3d() {
+                24
+            } else {
+                40 + (i * 37) % 260
+            };
+            let g = random_grid(&mut rng, conn, kind, side);
+            let what = format!("{tuning} grid #{i} {conn} {:?} {kind:?}", g.dims());
+            check_with(&mut solver, &g, &what);
+            if queue && !conn.is_3d() {
+                visits += solver.stats.queue_visits;
+            } else {
+                assert_eq!(solver.stats.queue_visits, 0, "{what}: the queue ran");
+            }
+        }
+        assert_eq!(visits > 0, queue, "{tuning}: {visits} queued tiles");
+    }
+    let specs = [
+        GridSpec::new_2d(1000, 613, Connectivity::N8).with_scale(100),
+        GridSpec::new_2d(777, 1030, Connectivity::N4).with_scale(10),
+        GridSpec::new_2d(1500, 1200, Connectivity::N8).with_scale(10),
+    ];
+    for spec in specs {
+        let g = vision_grid(&spec).unwrap();
+        let bk = Bk::default().solve_grid(&g).unwrap();
+        let mut solver = CudaGrid::on(segcut::cuda::Device::default());
+        let cut = solver.solve_grid(&g).unwrap();
+        eprintln!("{spec:?}: {}", solver.stats.profile());
+        assert_eq!(cut.flow, bk.flow, "{spec:?}");
+        assert!(cut.sink_side == bk.sink_side, "{spec:?}: canonical cut");
+        verify(&g, &cut).unwrap();
+        assert!(
+            solver.stats.queue_visits > 0,
+            "{spec:?}: the queue did not run"
+        );
+    }
+}
+
+/// Small 2D grids through the queued relabel: the test to run under compute-sanitizer memcheck
+/// for `queue_fill` and `bfs_wqueue`.
+#[test]
+fn sanitizer_queued_relabel() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng::new(0x5a71_9e0e);
+    let tuning = GridTuning {
+        persistent_max_nodes: 0,
+        ..GridTuning::default()
+    };
+    let mut solver = CudaGrid::new(segcut::cuda::Device::default(), tuning.clone());
+    let mut visits = 0;
+    for i in 0..6u64 {
+        let conn = [Connectivity::N4, Connectivity::N8][(i % 2) as usize];
+        let g = random_grid(&mut rng, conn, Caps::Small, 50 + 13 * i);
+        let what = format!("{tuning} grid #{i} {conn} {:?}", g.dims());
+        check_with(&mut solver, &g, &what);
+        visits += solver.stats.queue_visits;
+    }
+    assert!(visits > 0, "the queue did not run");
 }
 
 #[test]

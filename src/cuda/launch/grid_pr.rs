@@ -147,6 +147,39 @@ kernel_file! {
             flags: &mut CudaSlice<u32>,
         ) => blocks(grid_blocks);
 
+        /// Queued global relabel, start: puts the flagged tiles into the empty `ring` (their
+        /// flags stay set), counting them in `ctl`'s queue words (`QCTL_*` in the kernel).
+        ///
+        /// # Safety
+        /// `flags`, `ring` and `depth` have `ntiles` entries, `ring` zeroed; `ctl` has 16
+        /// entries, zeroed.
+        fn queue_fill = "queue_fill"(
+            ntiles: u32,
+            flags: &CudaSlice<u32>,
+            ring: &mut CudaSlice<u32>,
+            ctl: &mut CudaSlice<u32>,
+            depth: &mut CudaSlice<u32>,
+        ) => per_item(ntiles);
+
+        /// 2D grids: the whole global relabel in one launch (after `bfs_seed`, `res_bits` and
+        /// [`GridPr::queue_fill`]): `grid_blocks` blocks of 8 warps take tiles from the ring
+        /// and queue the tiles next to every border label they lower, until none is queued or
+        /// in work. `ctl` then holds the tiles processed and the deepest chain of queuings.
+        ///
+        /// # Safety
+        /// As [`GridPr::bfs_wtile`]; `ring`, `depth` as [`GridPr::queue_fill`] left them, `ctl`
+        /// 16 entries; no other kernel touches these buffers meanwhile.
+        fn bfs_wqueue = "bfs_wqueue_n{deg}" [grid_blocks: u32](
+            g: GridShape,
+            bits: &CudaSlice<u32>,
+            label: &mut CudaSlice<u32>,
+            flags: &mut CudaSlice<u32>,
+            ring: &mut CudaSlice<u32>,
+            ctl: &mut CudaSlice<u32>,
+            depth: &mut CudaSlice<u32>,
+            ntiles: u32,
+        ) => blocks(grid_blocks);
+
         /// After a global relabel: flags the tiles holding an active node, and adds the
         /// number of active nodes to `count`.
         ///

@@ -116,8 +116,11 @@ pub struct GridStats {
     pub global_relabels: u64,
     /// Local relabels (the first of a warm start, see [`GridTuning::warm_local`]).
     pub local_relabels: u64,
-    /// Tile passes launched by the global relabels, over all of them.
+    /// Tile passes launched by the global relabels, over all of them (for a queued relabel,
+    /// see [`GridTuning::queue`], its deepest chain of queuings: the passes it stands for).
     pub bfs_levels: u64,
+    /// Tiles processed by queued global relabels, over all of them.
+    pub queue_visits: u64,
     /// Milliseconds in global relabels (host clock, including the read-backs).
     pub relabel_ms: f64,
     /// Milliseconds in discharge rounds (host clock, including the read-backs).
@@ -175,13 +178,14 @@ impl GridStats {
             }
         }
         format!(
-            "{} rounds, {} relabels ({} local, {} passes, {:.1} ms), discharge {:.1} ms, {} graph replays, \
+            "{} rounds, {} relabels ({} local, {} passes, {} queued tiles, {:.1} ms), discharge {:.1} ms, {} graph replays, \
              peak {} tiles, tail {} of {} batches, {:.0}% of discharge time, \
              {} path launches ({:.1} ms)",
             self.rounds,
             self.global_relabels + self.local_relabels,
             self.local_relabels,
             self.bfs_levels,
+            self.queue_visits,
             self.relabel_ms,
             self.discharge_ms,
             self.graph_replays,
@@ -237,8 +241,11 @@ struct DeviceGraph {
     bits: CudaSlice<u32>,
     /// Whether global relabels run the warp-per-tile pass (2D grids, [`GridTuning::warp_bfs`]).
     warp_bfs: bool,
-    /// The persistent solve's control words (`CTL_WORDS` in `kernels/grid_pr.cu`).
+    /// The persistent solve's control words (`CTL_WORDS` in `kernels/grid_pr.cu`), also the
+    /// queued relabel's (`QCTL_*`; the two never run at once).
     ctl: CudaSlice<u32>,
+    /// The queued relabel's depth per tile (the ring is `list`).
+    depth: CudaSlice<u32>,
     /// Blocks of the persistent solve's cooperative launch; 0 where the device has none.
     coop_blocks: u32,
 }
@@ -249,6 +256,9 @@ const CTL_STATUS: usize = 5;
 const CTL_ROUNDS: usize = 6;
 const CTL_RELABELS: usize = 7;
 const CTL_PASSES: usize = 8;
+/// Entries of [`DeviceGraph::ctl`] written by the queued relabel (`QCTL_*`).
+const QCTL_VISITS: usize = 13;
+const QCTL_DEPTH: usize = 14;
 
 impl CudaGrid {
     /// A solver on `device` with the default tuning.
@@ -678,6 +688,7 @@ impl CudaGrid {
             flags: pool.zeros("grid tile flags", ntiles as usize)?,
             list: pool.zeros("grid tile list", ntiles as usize)?,
             ctl: pool.zeros("grid control", CTL_WORDS)?,
+            depth: pool.zeros("grid tile depth", ntiles as usize)?,
             ntiles,
             discharge_blocks,
             bfs_blocks,
@@ -713,6 +724,7 @@ impl CudaGrid {
         s.keep("grid tile flags", dev.flags);
         s.keep("grid tile list", dev.list);
         s.keep("grid control", dev.ctl);
+        s.keep("grid tile depth", dev.depth);
         s.keep("grid residual bits", dev.bits);
         if let Some(src) = source {
             s.keep("grid source", src);
@@ -1029,6 +1041,9 @@ impl CudaGrid {
             // SAFETY: rcap has deg·n entries; bits was sized by res_bits_words for this
             // shape (warp_bfs is set only then).
             unsafe { k.res_bits(stream, shape, &dev.rcap, &mut dev.bits)? };
+            if self.tuning.queue {
+                return self.relabel_queued(stream, k, shape, dev);
+            }
             Batch::WarpRelabel
         } else {
             Batch::Relabel
@@ -1048,6 +1063,49 @@ impl CudaGrid {
                 ));
             }
         }
+    }
+
+    /// The queued form of a global relabel's passes ([`GridTuning::queue`]): the flagged
+    /// tiles go into a ring (`list`), one launch works through it, queuing every tile whose
+    /// halo falls, and the control words come back once. Returns the deepest chain of
+    /// queuings, the passes this relabel stands for (the discharge budget follows it).
+    fn relabel_queued(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        k: &GridPr,
+        shape: GridShape,
+        dev: &mut DeviceGraph,
+    ) -> Result<u32> {
+        cuda::clear(stream, &mut dev.list)?;
+        cuda::clear(stream, &mut dev.ctl)?;
+        // SAFETY: flags, list (the ring, zeroed) and depth have ntiles entries, ctl CTL_WORDS
+        // (16, zeroed); bits as res_bits just wrote it; the stream runs nothing else on these
+        // buffers meanwhile.
+        unsafe {
+            k.queue_fill(
+                stream,
+                dev.ntiles,
+                &dev.flags,
+                &mut dev.list,
+                &mut dev.ctl,
+                &mut dev.depth,
+            )?;
+            k.bfs_wqueue(
+                stream,
+                dev.wbfs_blocks,
+                shape,
+                &dev.bits,
+                &mut dev.label,
+                &mut dev.flags,
+                &mut dev.list,
+                &mut dev.ctl,
+                &mut dev.depth,
+                dev.ntiles,
+            )?;
+        }
+        let ctl = cuda::read_words::<CTL_WORDS>(stream, &dev.ctl, "grid control")?;
+        self.stats.queue_visits += ctl[QCTL_VISITS] as u64;
+        Ok(ctl[QCTL_DEPTH] + 1)
     }
 
     /// Step 3: flags the tiles holding an active node (excess, finite label); how many there
