@@ -633,7 +633,11 @@ fn queued_relabel_agrees_with_bk() {
     for spec in specs {
         let g = vision_grid(&spec).unwrap();
         let bk = Bk::default().solve_grid(&g).unwrap();
-        let mut solver = CudaGrid::on(segcut::cuda::Device::default());
+        let tuning = GridTuning {
+            queue: true,
+            ..GridTuning::default()
+        };
+        let mut solver = CudaGrid::new(segcut::cuda::Device::default(), tuning);
         let cut = solver.solve_grid(&g).unwrap();
         eprintln!("{spec:?}: {}", solver.stats.profile());
         assert_eq!(cut.flow, bk.flow, "{spec:?}");
@@ -655,6 +659,7 @@ fn sanitizer_queued_relabel() {
     }
     let mut rng = Rng::new(0x5a71_9e0e);
     let tuning = GridTuning {
+        queue: true,
         persistent_max_nodes: 0,
         ..GridTuning::default()
     };

@@ -37,7 +37,7 @@ pub enum TileBlocks {
 /// | `warp_bfs` | [`warp_bfs`](Self::warp_bfs) | 1 | 2D grids: global relabel passes with a warp per tile over packed residual bits (0: a block per tile) |
 /// | `tail` | [`tail_active`](Self::tail_active) | 0 | once a global relabel finds at most this share of the nodes active, carry their excess down whole paths (`push_paths`) instead of tile rounds (0: never; an experiment that did not pay, see the field) |
 /// | `tail_pushes` | [`tail_pushes`](Self::tail_pushes) | 4 | at most this many path launches between two global relabels of the tail finish |
-/// | `queue` | [`queue`](Self::queue) | 1 | 2D grids: each global relabel is one launch whose warps take tiles from a queue, not a launch per pass (0: passes) |
+/// | `queue` | [`queue`](Self::queue) | 0 | 2D grids: each global relabel is one launch whose warps take tiles from a queue, not a launch per pass (1; an experiment that did not pay, see the field) |
 ///
 /// ```
 /// use segcut::maxflow::cuda::{GridTuning, TileBlocks};
@@ -46,7 +46,7 @@ pub enum TileBlocks {
 /// assert_eq!(t.check_every, GridTuning::default().check_every);
 /// assert_eq!(
 ///     t.to_string(),
-///     "sweeps=4,ops=4,min_rounds=8,ratio=1,check=4,blocks=3,graphs=1,warm_local=0,persistent=262144,warp_bfs=1,tail=0,tail_pushes=4,queue=1"
+///     "sweeps=4,ops=4,min_rounds=8,ratio=1,check=4,blocks=3,graphs=1,warm_local=0,persistent=262144,warp_bfs=1,tail=0,tail_pushes=4,queue=0"
 /// );
 /// assert!("sweep=4".parse::<GridTuning>().is_err());
 /// ```
@@ -118,6 +118,10 @@ pub struct GridTuning {
     /// graph's solve a relabel took about 180 passes of 70 µs, each waiting for its slowest
     /// tile and then for the launch of the next; the queue lets a tile start as soon as its
     /// halo fell.
+    ///
+    /// Off because it did not pay: on the 4K photo graphs (H200, 2026-11-27) whole
+    /// segmentations took 7-15 s instead of 1-2.4 s with it (docs/benchmarks.md, sixth
+    /// session); the passes stay the default.
     pub queue: bool,
 }
 
@@ -136,7 +140,7 @@ impl Default for GridTuning {
             warp_bfs: true,
             tail_active: 0.0,
             tail_pushes: 4,
-            queue: true,
+            queue: false,
         }
     }
 }
