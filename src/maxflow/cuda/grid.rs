@@ -407,7 +407,12 @@ fn res_bits_words(shape: &GridShape) -> Option<usize> {
 fn check_memory(gpu: &Gpu, shape: &GridShape, conn: Connectivity) -> Result<()> {
     let n = shape.num_nodes();
     let bits = 4 * res_bits_words(shape).unwrap_or(1) as u64;
-    let needed = (n as u64) * grid_bytes_per_node(conn) as u64 + bits + 64;
+    // The tile arrays: flags, list (also the queued relabel's ring) and depth, a word each.
+    let [tx, ty, tz] = tile_shape(conn);
+    let ntiles = (shape.w as u64).div_ceil(tx as u64)
+        * (shape.h as u64).div_ceil(ty as u64)
+        * (shape.d as u64).div_ceil(tz as u64);
+    let needed = (n as u64) * grid_bytes_per_node(conn) as u64 + bits + 12 * ntiles + 64;
     let free = gpu.free_memory()?;
     if needed > free {
         return Err(Error::Unsupported(format!(
