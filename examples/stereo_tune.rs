@@ -6,7 +6,9 @@
 //! ```
 //!
 //! A tuning that starts with `scratch` (`scratch`, `scratch:check=4`) solves every move from
-//! scratch instead of from the last preflow of its label (the engine's dynamic moves).
+//! scratch instead of from the last preflow of its label (the engine's dynamic moves); one that
+//! starts with `first` (`first`, `first:check=4`) also starts each label's first move from the
+//! preflow of the move before it (`DeviceTuning::warm_first`).
 //!
 //! Prints, per tuning, the median total time of RUNS runs one at a time, the summed solve time, the
 //! moves solved and the energy (the same for every tuning); then, with THREADS > 1, the pairs per
@@ -41,12 +43,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..Default::default()
     };
     for t in args.iter().skip(4) {
-        let (warm_moves, grid) = match t.strip_prefix("scratch") {
-            Some(rest) => (false, rest.trim_start_matches(':')),
-            None => (true, t.as_str()),
+        let (warm_moves, warm_first, grid) = if let Some(rest) = t.strip_prefix("scratch") {
+            (false, false, rest.trim_start_matches(':'))
+        } else if let Some(rest) = t.strip_prefix("first") {
+            (true, true, rest.trim_start_matches(':'))
+        } else {
+            (true, false, t.as_str())
         };
         let grid: GridTuning = grid.parse()?;
-        let tuning = DeviceTuning { grid, warm_moves };
+        let tuning = DeviceTuning {
+            grid,
+            warm_moves,
+            warm_first,
+        };
         let mut times = Vec::new();
         let mut last = None;
         for _ in 0..runs.max(1) {

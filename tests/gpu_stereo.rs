@@ -129,16 +129,33 @@ fn dynamic_moves_and_scratch_moves_equal_bk() {
         ..Default::default()
     };
     let cpu = segcut::stereo::stereo(&s.left, &s.right, &o).unwrap();
-    for warm_moves in [true, false] {
+    for (warm_moves, warm_first) in [(true, false), (false, false), (true, true)] {
         let tuning = DeviceTuning {
             warm_moves,
+            warm_first,
             ..DeviceTuning::default()
         };
         let gpu = stereo_on_device_tuned(&s.left, &s.right, &o, &tuning).unwrap();
-        let what = format!("tsukuba, warm moves {warm_moves}");
+        let what = format!("tsukuba, warm moves {warm_moves}, first {warm_first}");
         assert_same(&gpu.expansion, &cpu.expansion, &what);
         let warm = gpu.expansion.moves.iter().filter(|m| m.warm).count();
-        if warm_moves {
+        if warm_first {
+            // Every move but the very first starts from a kept preflow.
+            let first_pass_warm = gpu
+                .expansion
+                .moves
+                .iter()
+                .filter(|m| m.pass == 0 && m.warm)
+                .count();
+            assert!(
+                first_pass_warm > 0,
+                "{what}: no first-pass move started warm"
+            );
+            assert!(
+                !gpu.expansion.moves[0].warm,
+                "{what}: the first move has nothing to start from"
+            );
+        } else if warm_moves {
             assert!(
                 gpu.expansion.moves.iter().all(|m| m.pass > 0 || !m.warm),
                 "{what}: a first-pass move cannot be warm"

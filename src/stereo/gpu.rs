@@ -54,6 +54,10 @@ pub struct DeviceTuning {
     /// Start each move from the preflow of the last move for the same label (the module's
     /// "dynamic moves"), where device memory allows; `false`: every move from scratch.
     pub warm_moves: bool,
+    /// With `warm_moves`: a label's first move (first pass) starts from the preflow of the move
+    /// solved just before it, for another label, instead of from scratch. Exact for the same
+    /// reason as the dynamic moves (any new capacities are admitted); only the time differs.
+    pub warm_first: bool,
 }
 
 impl Default for DeviceTuning {
@@ -61,6 +65,7 @@ impl Default for DeviceTuning {
         DeviceTuning {
             grid: GridTuning::default(),
             warm_moves: true,
+            warm_first: false,
         }
     }
 }
@@ -349,6 +354,8 @@ impl Problem {
         // move was taken (see the module's note on skipped moves).
         let mut last: Vec<Option<(u64, bool)>> = vec![None; self.labels];
         let mut last_flow: Vec<i64> = vec![0; self.labels];
+        // The label of the move solved last (its kept flow starts a first move with `warm_first`).
+        let mut prev_solved: Option<usize> = None;
         let mut changes = 0u64;
         let mut converged = false;
         while opts.max_passes.is_none_or(|m| passes.len() < m) {
@@ -407,7 +414,14 @@ impl Problem {
                 let build = t.elapsed();
                 let t = Instant::now();
                 if warm_moves {
+                    if tuning.warm_first && kept[alpha as usize].is_none() {
+                        if let Some(from) = prev_solved.and_then(|p| kept[p].as_ref()) {
+                            let copy = grid.copy_kept(from)?;
+                            kept[alpha as usize] = Some(copy);
+                        }
+                    }
                     warm[m] = grid.solve_keeping(&mut solver, &mut kept[alpha as usize])?;
+                    prev_solved = Some(alpha as usize);
                 } else {
                     grid.solve(&mut solver)?;
                 }

@@ -1747,6 +1747,31 @@ impl ResidentGrid {
         (2 * deg + 5) * n * 4 + 8
     }
 
+    /// A copy of `from` on this grid's stream (to start another label's move from it).
+    pub(crate) fn copy_kept(&self, from: &KeptFlow) -> Result<KeptFlow> {
+        let s = &self.stream;
+        let dup_i32 = |a: &CudaSlice<i32>, what: &str| -> Result<CudaSlice<i32>> {
+            let mut d = cuda::zeros::<i32>(s, a.len(), what)?;
+            s.memcpy_dtod(a, &mut d).call("cuMemcpyDtoD (kept copy)")?;
+            Ok(d)
+        };
+        let mut excess = cuda::zeros::<i64>(s, from.excess.len(), "kept excesses")?;
+        s.memcpy_dtod(&from.excess, &mut excess)
+            .call("cuMemcpyDtoD (kept copy)")?;
+        let mut flow = cuda::zeros::<u64>(s, from.flow.len(), "kept flow")?;
+        s.memcpy_dtod(&from.flow, &mut flow)
+            .call("cuMemcpyDtoD (kept copy)")?;
+        Ok(KeptFlow {
+            caps: dup_i32(&from.caps, "kept capacities")?,
+            rcap: dup_i32(&from.rcap, "kept residuals")?,
+            sink_r: dup_i32(&from.sink_r, "kept sink residuals")?,
+            excess,
+            flow,
+            source: dup_i32(&from.source, "kept source capacities")?,
+            sink: dup_i32(&from.sink, "kept sink capacities")?,
+        })
+    }
+
     /// As [`solve`](ResidentGrid::solve), and the graph's capacities and the maximum preflow
     /// it ends with are kept in `slot`; when `slot` already holds those of an earlier graph of
     /// this grid, the solve starts from that preflow instead of from scratch (dynamic graph
