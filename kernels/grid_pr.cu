@@ -200,7 +200,7 @@ extern "C" __global__ void push_paths(const Grid g, int *rcap, int *sink_r, i64 
 // (a fresh global relabel finds no active node), never on the labels.
 
 template <int DEG> struct Tile;
-template <> struct Tile<4> { enum { X = 32, Y = 32, Z = 1, IS3D = 0, NCOL = 2 }; };
+template <> struct Tile<4> { enum { X = 32, Y = 16, Z = 1, IS3D = 0, NCOL = 2 }; };
 template <> struct Tile<8> { enum { X = 32, Y = 16, Z = 1, IS3D = 0, NCOL = 4 }; };
 template <> struct Tile<6> { enum { X = 32, Y = 4, Z = 4, IS3D = 1, NCOL = 2 }; };
 template <> struct Tile<26> { enum { X = 16, Y = 4, Z = 4, IS3D = 1, NCOL = 8 }; };

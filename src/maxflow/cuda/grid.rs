@@ -54,7 +54,7 @@ const SWEEP_BATCH: u32 = 8;
 /// which must agree).
 fn tile_shape(conn: Connectivity) -> [usize; 3] {
     match conn {
-        Connectivity::N4 => [32, 32, 1],
+        Connectivity::N4 => [32, 16, 1],
         Connectivity::N8 => [32, 16, 1],
         Connectivity::N6 => [32, 4, 4],
         Connectivity::N26 => [16, 4, 4],
