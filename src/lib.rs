@@ -28,6 +28,7 @@ pub mod graph;
 pub mod io;
 pub mod maxflow;
 pub mod options;
+pub(crate) mod phases;
 pub mod progress;
 pub mod rng;
 pub mod segment;

@@ -54,6 +54,11 @@ pub struct LoadRecord {
     /// the runs: the graph and everything alive with it at the load's peak (`None` where the
     /// system cannot tell: it needs Linux's `/proc/self/clear_refs`).
     pub peak_bytes: Option<u64>,
+    /// Where the time of the median run went: milliseconds per stage of the text reader and
+    /// the CSR build, summed per stage, in the order the stages first ran (empty for
+    /// baselines and `.sgb`). The reading thread runs beside the parser, so the stages overlap
+    /// and do not add up to `seconds`.
+    pub phases: Vec<(String, f64)>,
 }
 
 /// Bytes a network's arrays take.
@@ -275,18 +280,22 @@ pub fn run(
                        f: &mut dyn FnMut() -> Result<Option<Network>>| {
             on(LoadEvent::Timing(&name, what));
             let mut times = Vec::new();
+            let mut all_phases = Vec::new();
             let mut same_graph = true;
             let (mut graph_bytes, mut peak_bytes) = (0, Some(0u64));
             for _ in 0..runs {
-                let (got, seconds, peak) = with_peak(&mut *f);
+                let ((got, seconds, peak), phases) = crate::phases::record(|| with_peak(&mut *f));
                 times.push(seconds);
+                all_phases.push(phases);
                 if let Some(net) = got? {
                     same_graph &= same(&net, &reference);
                     graph_bytes = network_bytes(&net);
                 }
                 peak_bytes = peak_bytes.zip(peak).map(|(a, b)| a.max(b));
             }
-            let seconds = median(times);
+            let seconds = median(times.clone());
+            let at = times.iter().position(|&t| t == seconds).unwrap_or(0);
+            let phases = std::mem::take(&mut all_phases[at]);
             let file_bytes = size(path)?;
             let rec = LoadRecord {
                 instance: name.clone(),
@@ -299,6 +308,7 @@ pub fn run(
                 same_graph,
                 graph_bytes,
                 peak_bytes: peak_bytes.filter(|_| graph_bytes > 0),
+                phases,
             };
             on(LoadEvent::Done(&rec));
             records.push(rec);

@@ -548,6 +548,23 @@ fn run_load(args: &Args) -> Result<ExitCode> {
         let text = serde_json::to_string_pretty(&records)?;
         segcut::io::write_atomic(path, |w| w.write_all(text.as_bytes()))?;
     }
+    // Where the text rows' time went: which stage stops scaling on a many-core machine.
+    let staged: Vec<_> = records.iter().filter(|r| !r.phases.is_empty()).collect();
+    if !staged.is_empty() {
+        writeln!(
+            out,
+            "\nStages of the median run, ms (the reading thread runs beside the parser: they overlap)\n"
+        )?;
+        for r in staged {
+            let stages: Vec<String> = r
+                .phases
+                .iter()
+                .map(|(name, ms)| format!("{name} {ms:.1}"))
+                .collect();
+            writeln!(out, "- {} {}: {}", r.instance, r.what, stages.join(", "))?;
+        }
+        writeln!(out)?;
+    }
     writeln!(
         out,
         "median of {} runs from the page cache; machine: {}",

@@ -7,8 +7,8 @@
 mod csr;
 mod grid;
 
+pub(crate) use csr::PairParts;
 pub use csr::{CsrBuilder, CsrGraph, CsrParts, Vertex};
-pub(crate) use csr::{OffsetCounts, PairParts};
 pub use grid::{offset_step, valid_box, Connectivity, GridGraph};
 
 /// An arc capacity.

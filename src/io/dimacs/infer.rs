@@ -17,13 +17,14 @@
 
 use super::grid::grid_of;
 use super::Layout;
-use crate::graph::{CsrGraph, GridGraph, Network, OffsetCounts};
+use crate::graph::{CsrGraph, GridGraph, Network};
 
-/// The network for a file without a hint, and what was found. `offsets` are the arcs' offset
-/// counts, `source_id` and `sink_id` file ids, `nodes` the `N` of the problem line.
+/// The network for a file without a hint, and what was found. `offsets` is what the arcs'
+/// offset counts answered ([`OffsetPlan::of`]), `source_id` and `sink_id` file ids, `nodes`
+/// the `N` of the problem line.
 pub(super) fn infer_grid(
     csr: CsrGraph,
-    offsets: OffsetCounts,
+    offsets: OffsetPlan,
     source_id: u64,
     sink_id: u64,
     nodes: u64,
@@ -96,7 +97,7 @@ pub(super) fn inference_agrees(g: &GridGraph) -> bool {
 /// The grid and its dimensions, or why there is none.
 fn infer(
     csr: &CsrGraph,
-    offsets: OffsetCounts,
+    plan: OffsetPlan,
     source_id: u64,
     sink_id: u64,
     nodes: u64,
@@ -113,26 +114,15 @@ fn infer(
     if csr.constant_flow() != 0 {
         return Err("a direct source -> sink arc has no grid form".into());
     }
-    let n = csr.num_nodes();
-    let counts = Offsets {
-        counts: offsets.counts,
-        total: offsets.total,
-    };
-    let total = counts.total;
+    debug_assert_eq!(plan.nodes, csr.num_nodes(), "planned for this graph");
+    let total = plan.total;
     if total == 0 {
         return Err("no grid structure (no arcs between nodes)".into());
     }
-    let Some(w0) = counts.min_above(1) else {
+    let Some(w0) = plan.w0 else {
         return Err("no grid structure (every arc joins consecutive ids: no row width)".into());
     };
-    // W itself (N4, or N8 with no up-right diagonal) or W - 1 (N8's up-right diagonal).
-    let widths: Vec<usize> = [w0, w0 + 1].into_iter().filter(|&w| w >= 2).collect();
-    let flat: Vec<[usize; 3]> = widths
-        .iter()
-        .filter(|&&w| n.is_multiple_of(w) && n / w >= 2)
-        .map(|&w| [w, n / w, 1])
-        .collect();
-    let fits = fitting(csr, &counts, &flat, false);
+    let fits = fitting(csr, total, &plan.flat, false);
     if let [(dims, _), (other, _)] = &fits[..] {
         return Err(format!(
             "no grid structure (widths {} and {} both hold the arcs: ambiguous)",
@@ -142,10 +132,9 @@ fn infer(
     if let Some((dims, g)) = fits.into_iter().next() {
         return Ok((g, dims));
     }
-    let volumes = volume_candidates(&counts, &widths, n);
-    let mut fits = fitting(csr, &counts, &volumes, true);
+    let mut fits = fitting(csr, total, &plan.volumes, true);
     match fits.len() {
-        0 => Err(describe_misfit(csr, &counts, w0, &volumes)),
+        0 => Err(describe_misfit(csr, &plan, w0)),
         1 => {
             let (dims, g) = fits.remove(0);
             dense_enough(g, dims, total)
@@ -157,6 +146,88 @@ fn infer(
                 sizes.join(", ")
             ))
         }
+    }
+}
+
+/// What the inference asks of the arcs' offset counts, asked while they exist (in the graph's
+/// build, right after they are counted) so that they can be let go before the build's peak:
+/// the smallest offset above 1 (`w0`), the candidate grids with a bound on the arcs each can
+/// hold, and those [`describe_misfit`] weighs. Only the graph's arcs are needed after it.
+pub(crate) struct OffsetPlan {
+    nodes: usize,
+    total: u64,
+    w0: Option<usize>,
+    /// The 2D candidates `[W, N / W, 1]` for `W` in `w0` and `w0 + 1` (whole rows, at least
+    /// two), each with [`Offsets::at_most_grid_arcs`].
+    flat: Vec<([usize; 3], u64)>,
+    /// The volumes the offsets suggest for those widths, with their bounds.
+    volumes: Vec<([usize; 3], u64)>,
+    /// [`describe_misfit`]'s candidates: dimensions, whether a volume, whether detection tried
+    /// it, and its bound.
+    misfit: Vec<([usize; 3], bool, bool, u64)>,
+}
+
+impl OffsetPlan {
+    /// The plan for a graph of `nodes` nodes whose arcs with capacity join nodes `k` apart
+    /// `counts[k]` times (`total` of them).
+    pub(crate) fn of(counts: &[u32], total: u64, nodes: usize) -> Self {
+        let n = nodes;
+        let counts = Offsets { counts };
+        let mut plan = OffsetPlan {
+            nodes,
+            total,
+            w0: None,
+            flat: Vec::new(),
+            volumes: Vec::new(),
+            misfit: Vec::new(),
+        };
+        if total == 0 {
+            return plan;
+        }
+        let Some(w0) = counts.min_above(1) else {
+            return plan;
+        };
+        plan.w0 = Some(w0);
+        let bounded = |d: [usize; 3]| (d, counts.at_most_grid_arcs(d));
+        // W itself (N4, or N8 with no up-right diagonal) or W - 1 (N8's up-right diagonal).
+        let widths: Vec<usize> = [w0, w0 + 1].into_iter().filter(|&w| w >= 2).collect();
+        plan.flat = widths
+            .iter()
+            .filter(|&&w| n.is_multiple_of(w) && n / w >= 2)
+            .map(|&w| bounded([w, n / w, 1]))
+            .collect();
+        let volumes = volume_candidates(&counts, &widths, n);
+        plan.volumes = volumes.iter().map(|&d| bounded(d)).collect();
+        // The candidates detection tried first; the ones from frequent offsets may win only
+        // when they miss an arc: one that holds every arc is a shape detection does not try
+        // (e.g. a tiny graph that fits some 8-connected grid), and naming it would contradict
+        // the answer.
+        let mut cands: Vec<([usize; 3], bool, bool)> = vec![([w0, n.div_ceil(w0), 1], false, true)];
+        cands.extend(volumes.iter().map(|&d| (d, true, true)));
+        if let Some(wm) = counts.mode_above(1) {
+            // The most frequent offset is W, or W ± 1 for 8-connected grids.
+            // The modes above `wm`, `wm + 1` and `wm + 2` from one pass over the counts.
+            let m3 = counts.mode_above(wm + 2);
+            let m2 = counts.with_mode(m3, wm + 2);
+            let m1 = counts.with_mode(m2, wm + 1);
+            for (cand, pm) in [(wm - 1, m1), (wm, m2), (wm + 1, m3)] {
+                if cand >= 2 {
+                    cands.push(([cand, n.div_ceil(cand), 1], false, false));
+                }
+                if let Some(pm) = pm {
+                    cands.extend(
+                        planes_around(pm, cand, n)
+                            .into_iter()
+                            .map(|d| (d, true, false)),
+                    );
+                }
+            }
+        }
+        plan.misfit = cands
+            .into_iter()
+            .map(|(d, is_3d, tried)| (d, is_3d, tried, counts.at_most_grid_arcs(d)))
+            .collect();
+        plan
     }
 }
 
@@ -187,13 +258,13 @@ fn dense_enough(
 /// over without building its grid (a random sparse graph is refused in one counting pass).
 fn fitting(
     csr: &CsrGraph,
-    counts: &Offsets,
-    candidates: &[[usize; 3]],
+    total: u64,
+    candidates: &[([usize; 3], u64)],
     is_3d: bool,
 ) -> Vec<([usize; 3], GridGraph)> {
     let mut fits = Vec::new();
-    for &dims in candidates {
-        if counts.at_most_grid_arcs(dims) < counts.total {
+    for &(dims, bound) in candidates {
+        if bound < total {
             continue;
         }
         if let Some(g) = grid_of(csr, dims, is_3d) {
@@ -252,15 +323,14 @@ fn planes_around(offset: usize, w: usize, n: usize) -> Vec<[usize; 3]> {
 /// [`crate::graph::CsrBuilder`]'s pass over the pairs that counts degrees), and their total.
 /// Every question the inference asks of the offsets is answered from it rather than by another
 /// pass over the arcs.
-struct Offsets {
-    counts: Vec<u32>,
-    total: u64,
+struct Offsets<'a> {
+    counts: &'a [u32],
 }
 
 /// Nodes per task of the passes over the arcs.
 const CHUNK: usize = 1 << 14;
 
-impl Offsets {
+impl Offsets<'_> {
     /// The smallest offset above `k` of an arc with capacity.
     fn min_above(&self, k: usize) -> Option<usize> {
         use rayon::prelude::*;
@@ -282,6 +352,17 @@ impl Offsets {
             .map(|(i, &c)| (c, std::cmp::Reverse(from + i)))
             .max()
             .map(|(_, std::cmp::Reverse(off))| off)
+    }
+
+    /// The most frequent offset among `off` and those above it, given `mode`, the most
+    /// frequent above `off` ([`mode_above`](Self::mode_above)`(off)`): ties go to the smaller.
+    fn with_mode(&self, mode: Option<usize>, off: usize) -> Option<usize> {
+        let c = self.counts.get(off).copied().unwrap_or(0);
+        match mode {
+            _ if c == 0 => mode,
+            Some(m) if self.counts[m] > c => Some(m),
+            _ => Some(off),
+        }
     }
 
     /// An upper bound on [`grid_arcs`] for `dims`: the arcs whose offset is one a grid
@@ -349,35 +430,13 @@ fn size_text([w, h, d]: [usize; 3], is_3d: bool) -> String {
 /// how many it misses. Candidates: the width `w` read off the smallest offset, the `volumes`
 /// tried, and, because one stray short arc spoils the smallest offset, the sizes suggested by
 /// the most frequent offsets.
-fn describe_misfit(csr: &CsrGraph, counts: &Offsets, w: usize, volumes: &[[usize; 3]]) -> String {
+fn describe_misfit(csr: &CsrGraph, plan: &OffsetPlan, w: usize) -> String {
     let n = csr.num_nodes();
-    let total = counts.total;
-    // The candidates detection tried first; the ones from frequent offsets may win only when
-    // they miss an arc: one that holds every arc is a shape detection does not try (e.g. a
-    // tiny graph that fits some 8-connected grid), and naming it would contradict the answer.
-    let mut cands: Vec<([usize; 3], bool, bool)> = vec![([w, n.div_ceil(w), 1], false, true)];
-    cands.extend(volumes.iter().map(|&d| (d, true, true)));
-    let mode_above = |k: usize| counts.mode_above(k);
-    if let Some(wm) = mode_above(1) {
-        // The most frequent offset is W, or W ± 1 for 8-connected grids.
-        for cand in [wm - 1, wm, wm + 1] {
-            if cand >= 2 {
-                cands.push(([cand, n.div_ceil(cand), 1], false, false));
-            }
-            if let Some(pm) = mode_above(cand + 1) {
-                cands.extend(
-                    planes_around(pm, cand, n)
-                        .into_iter()
-                        .map(|d| (d, true, false)),
-                );
-            }
-        }
-    }
+    let total = plan.total;
     let mut best: (u64, usize, Option<[usize; 3]>) = (0, w, None);
-    for (dims, is_3d, tried) in cands {
+    for &(dims, is_3d, tried, bound) in &plan.misfit {
         // A candidate that cannot reach half the arcs never decides the answer (below half it
         // is "no grid structure", and any candidate at half or more beats it): skip its pass.
-        let bound = counts.at_most_grid_arcs(dims);
         if 2 * bound < total || bound <= best.0 {
             continue;
         }
@@ -420,5 +479,55 @@ fn describe_misfit(csr: &CsrGraph, counts: &Offsets, w: usize, volumes: &[[usize
             "{pct} % of arcs ({fit} of {total}) are grid arcs of width {w} but {misfits} are \
              not: a grid needs all of them"
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Rng;
+
+    #[test]
+    fn modes_extended_by_one_offset_are_the_modes_counted_anew() {
+        // The plan takes the modes above `wm`, `wm + 1` and `wm + 2` from one pass; each must
+        // be what a pass of its own gives, ties to the smaller offset included.
+        let mut rng = Rng::new(5);
+        let mut checked = 0;
+        for _ in 0..300 {
+            let n = 1 + rng.below(40) as usize;
+            // Few distinct small counts, so that ties and zeros are common.
+            let counts: Vec<u32> = (0..n).map(|_| rng.below(4) as u32).collect();
+            let o = Offsets { counts: &counts };
+            for k in 0..n + 2 {
+                let above = o.mode_above(k + 1);
+                assert_eq!(
+                    o.with_mode(above, k + 1),
+                    o.mode_above(k),
+                    "{counts:?} k {k}"
+                );
+                checked += usize::from(above.is_some());
+            }
+        }
+        assert!(checked > 100, "most cases have a mode to extend");
+    }
+
+    #[test]
+    fn the_plan_asks_what_the_counts_answer() {
+        // A 6x4 N4 grid's offsets: 1 (rows) and 6 (columns).
+        let (w, h) = (6usize, 4usize);
+        let mut counts = vec![0u32; w * h];
+        counts[1] = ((w - 1) * h * 2) as u32;
+        counts[w] = (w * (h - 1) * 2) as u32;
+        let total = u64::from(counts[1] + counts[w]);
+        let plan = OffsetPlan::of(&counts, total, w * h);
+        assert_eq!(plan.w0, Some(w));
+        // Width 6 holds every arc by the counts; width 7 does not divide 24 nodes.
+        assert_eq!(plan.flat, vec![([w, h, 1], total)]);
+        assert!(plan.misfit.iter().any(|&(d, ..)| d == [w, h, 1]));
+        let empty = OffsetPlan::of(&[], 0, 0);
+        assert_eq!(
+            (empty.w0, empty.flat.len(), empty.misfit.len()),
+            (None, 0, 0)
+        );
     }
 }

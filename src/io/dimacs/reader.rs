@@ -787,6 +787,7 @@ impl<'a> MaxParser<'a> {
             return Ok(false);
         }
         let first_pair = builder.num_pairs();
+        let tz = std::time::Instant::now();
         let Some(parts) = builder.append_pairs(at - first_pair) else {
             return Ok(false);
         };
@@ -805,6 +806,8 @@ impl<'a> MaxParser<'a> {
             (tail, head, cap, rev) = (t1, h1, c1, r1);
             jobs.push((pc, plan, t0, h0, c0, r0));
         }
+        crate::phases::mark("apply: zeroing pair arrays", tz);
+        let tw = std::time::Instant::now();
         jobs.into_par_iter().for_each(|(pc, plan, t, h, c, r)| {
             let mut k = 0;
             let mut put = |l: Link, rev_cap: Cap| {
@@ -827,6 +830,8 @@ impl<'a> MaxParser<'a> {
             }
             debug_assert_eq!(k, plan.len, "the write follows the scan");
         });
+        crate::phases::mark("apply: writing pairs", tw);
+        let tt = std::time::Instant::now();
         if terminals {
             let (source, sink) = builder.terminal_sums_mut().expect("allocated above");
             let first_bad = add_terminals(source, sink, pieces, &scans, self.line);
@@ -834,6 +839,7 @@ impl<'a> MaxParser<'a> {
                 return Err(self.err_at(line, terminal_overflow(is_source, id)));
             }
         }
+        crate::phases::mark("apply: terminal sums", tt);
         let added = builder.add_counts(constant, dropped);
         debug_assert!(added && builder.num_pairs() == at, "checked above");
         self.spare_terminals
@@ -1042,11 +1048,13 @@ impl<'a> MaxParser<'a> {
                 .into());
         }
         if let GridMode::On(place, _, dropped) = std::mem::replace(&mut self.grid, GridMode::Off) {
+            let t = std::time::Instant::now();
             let grid = place.finish().ok_or(Fail::Reread)?;
             let (dims, _, inferred) = self.placed.expect("the placement knows its grid");
             if inferred && !infer::inference_agrees(&grid) {
                 return Err(Fail::Reread);
             }
+            crate::phases::mark("grid: finishing the placed grid", t);
             return Ok(MaxInstance {
                 name: self.file.to_string(),
                 member: None,
@@ -1075,15 +1083,20 @@ impl<'a> MaxParser<'a> {
             .expect("builder exists after the p line");
         let dropped = builder.dropped();
         let hint = self.hint;
-        // Without a hint the arcs' offsets are counted as the graph is built (the grid
-        // inference reads them).
+        // Without a hint the arcs' offsets are counted as the graph is built, and what the
+        // grid inference asks of them is answered there (the counts are gone by the peak).
+        let tb = std::time::Instant::now();
         let (csr, offsets) = match hint {
             Some(_) => (builder.build(), None),
-            None => match builder.build_counting_offsets() {
+            None => match builder.build_counting_offsets(|counts, total| {
+                infer::OffsetPlan::of(counts, total, counts.len())
+            }) {
                 Ok((g, o)) => (Ok(g), Some(o)),
                 Err(e) => (Err(e), None),
             },
         };
+        crate::phases::mark("build: total", tb);
+        let ti = std::time::Instant::now();
         let csr = csr.map_err(|e| self.err(e.to_string()))?;
         let (network, layout) = match hint {
             Some((dims, is_3d)) => {
@@ -1127,6 +1140,7 @@ impl<'a> MaxParser<'a> {
                 p.nodes,
             ),
         };
+        crate::phases::mark("grid inference", ti);
         Ok(MaxInstance {
             name: self.file.to_string(),
             member: None,
@@ -1512,12 +1526,19 @@ fn parse_max_in_batches<R: Read>(
             let work = move || {
                 let mut parser = BatchParser::new(name, stream, grid, adapt);
                 parser.parallel_apply = parallel_apply;
+                let mut waited = std::time::Instant::now();
                 for msg in rx {
-                    if let Some(buf) = parser.handle(msg)? {
+                    crate::phases::mark("parser: waiting for text", waited);
+                    let r = parser.handle(msg)?;
+                    waited = std::time::Instant::now();
+                    if let Some(buf) = r {
                         let _ = back_tx.send(buf);
                     }
                 }
-                parser.finish()
+                let t = std::time::Instant::now();
+                let r = parser.finish();
+                crate::phases::mark("end of text to graph", t);
+                r
             };
             match parse_pool(stream) {
                 Some(pool) => pool.install(work),
@@ -1527,7 +1548,12 @@ fn parse_max_in_batches<R: Read>(
         read_batches(
             src,
             &size,
-            |msg| tx.send(msg).is_ok(),
+            |msg| {
+                let t = std::time::Instant::now();
+                let sent = tx.send(msg).is_ok();
+                crate::phases::mark("reader: waiting for the parser", t);
+                sent
+            },
             || back_rx.try_recv().ok(),
         );
         drop(tx);
@@ -1596,7 +1622,10 @@ fn read_batches<R: Read>(
                 if buf.len() < want {
                     buf.resize(want, 0);
                 }
-                match src.read(&mut buf[len..want]) {
+                let t = std::time::Instant::now();
+                let got = src.read(&mut buf[len..want]);
+                crate::phases::mark("reader: reading (and decompressing)", t);
+                match got {
                     Ok(0) => {
                         eof = true;
                         break;
@@ -1711,6 +1740,7 @@ impl<'a> BatchParser<'a> {
                         (spare.pop().unwrap_or_default(), terminals)
                     })
                     .collect();
+                let tp = std::time::Instant::now();
                 let mut pieces: Vec<Piece> = ranges
                     .into_par_iter()
                     .zip(bufs)
@@ -1724,6 +1754,8 @@ impl<'a> BatchParser<'a> {
                         pc
                     })
                     .collect();
+                crate::phases::mark("pre-parse", tp);
+                let ta = std::time::Instant::now();
                 let mut k = 0;
                 while k < pieces.len() {
                     p.try_grid();
@@ -1743,6 +1775,7 @@ impl<'a> BatchParser<'a> {
                     p.apply_piece(text, &pieces[k], stream)?;
                     k += 1;
                 }
+                crate::phases::mark("apply", ta);
                 self.spare_arcs.extend(pieces.into_iter().map(|pc| pc.arcs));
                 if let (Some(size), Some(problem)) = (self.adapt, p.problem) {
                     size.store(batch_for(problem.nodes, problem.arcs), Relaxed);
