@@ -10,6 +10,11 @@ a border). The left view is smoothed random texture; its disparity field is a sl
 plane with a few fronto-parallel boxes in front, reaching labels - 1; the right view is the left
 forward-warped (nearer surfaces win), with fresh texture where nothing lands. gt.png holds 4·d,
 so run it with `--gt-scale 4` (labels ≤ 64).
+
+With --masks it also writes Middlebury-style masks (a 10-pixel border left out of all three, as
+`segcut stereo-eval` does for a scene without masks): all.png, nonocc.png (less the pixels hidden
+in the right view: their match lies outside it, or a nearer surface lands there) and disc.png
+(non-occluded pixels within 3 pixels of a disparity jump of more than 1).
 """
 import argparse
 import os
@@ -33,6 +38,7 @@ def main():
     ap.add_argument("--height", type=int, default=375)
     ap.add_argument("--labels", type=int, default=60)
     ap.add_argument("--seed", type=int, default=24)
+    ap.add_argument("--masks", action="store_true")
     a = ap.parse_args()
     if not 2 <= a.labels <= 64:
         raise SystemExit("--labels must be 2..64 (gt.png holds 4·d in 8 bits)")
@@ -58,6 +64,26 @@ def main():
     Image.fromarray(left.astype(np.uint8)).save(os.path.join(a.out, "imL.png"))
     Image.fromarray(right.astype(np.uint8)).save(os.path.join(a.out, "imR.png"))
     Image.fromarray((4 * disp).astype(np.uint8)).save(os.path.join(a.out, "gt.png"))
+    if a.masks:
+        border = 10
+        inside = np.zeros((h, w), bool)
+        inside[border : h - border, border : w - border] = True
+        xr = xs - disp
+        seen = (xr >= 0) & (zbuf[ys, np.clip(xr, 0, w - 1)] == disp)
+        nonocc = inside & seen
+        jump = np.zeros((h, w), bool)
+        jump[:, 1:] |= np.abs(np.diff(disp, axis=1)) > 1
+        jump[:, :-1] |= np.abs(np.diff(disp, axis=1)) > 1
+        jump[1:, :] |= np.abs(np.diff(disp, axis=0)) > 1
+        jump[:-1, :] |= np.abs(np.diff(disp, axis=0)) > 1
+        near = np.zeros((h, w), bool)
+        r = 3
+        p = np.pad(jump, r)
+        for dy in range(2 * r + 1):
+            for dx in range(2 * r + 1):
+                near |= p[dy : dy + h, dx : dx + w]
+        for name, m in [("all", inside), ("nonocc", nonocc), ("disc", nonocc & near)]:
+            Image.fromarray((255 * m).astype(np.uint8)).save(os.path.join(a.out, name + ".png"))
 
 
 if __name__ == "__main__":

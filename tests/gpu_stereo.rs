@@ -190,6 +190,9 @@ fn device_stereo_equals_bk_on_dev_scenes() {
             via.expansion.labels, cpu.expansion.labels,
             "{name} via stereo()"
         );
+        // The host post-processing (the default weighted median filter) gives the same map.
+        assert_eq!(via.filtered.is_some(), cpu.filtered.is_some(), "{name}");
+        assert_eq!(via.disparity(), cpu.disparity(), "{name} final map");
     }
 }
 

@@ -76,6 +76,57 @@ fn middlebury_scenes_score_in_range() {
     assert_eq!(s.counted[0], 85_438); // the README's mask size
 }
 
+/// The weighted median filter is the last step, on whatever labelling came before (the
+/// α-expansion's, or the left–right check's), and on tsukuba it removes bad pixels.
+#[test]
+fn the_median_filter_runs_last_on_the_final_labels() {
+    use segcut::stereo::median::{weighted_median, WeightedMedian};
+    let Some(data) = shared_data() else { return };
+    let scene = segcut::stereo::eval::load_scene(&data.join("stereo/tsukuba"), None).unwrap();
+    let median = WeightedMedian {
+        radius: 9,
+        sigma_colour: 10.0,
+        sigma_space: 9.0,
+    };
+    let on = StereoOptions {
+        num_disparities: scene.num_disparities,
+        median,
+        ..Default::default()
+    };
+    let r = stereo(&scene.left, &scene.right, &on).unwrap();
+    let filtered = r.filtered.clone().expect("the filter ran");
+    let again = weighted_median(&r.expansion.labels, &scene.left, &median).unwrap();
+    assert_eq!(filtered, again);
+    assert_eq!(r.labels(), &filtered[..]);
+    let bad = |labels: &[u16]| {
+        let d: Vec<f32> = labels.iter().map(|&l| l as f32).collect();
+        segcut::stereo::eval::score(&d, &scene.gt, &scene.masks, 1.0)
+            .unwrap()
+            .nonocc
+    };
+    let (before, after) = (bad(&r.expansion.labels), bad(&filtered));
+    assert!(after < before, "nonocc {before:.2} % → {after:.2} %");
+    // Off: no filtered map, the expansion's labels are the result.
+    let off = StereoOptions {
+        median: WeightedMedian::OFF,
+        ..on.clone()
+    };
+    let r0 = stereo(&scene.left, &scene.right, &off).unwrap();
+    assert!(r0.filtered.is_none());
+    assert_eq!(r0.labels(), &r.expansion.labels[..]);
+    // With the left–right check the filter takes the checked labels.
+    let lr = StereoOptions {
+        left_right: Some(1),
+        ..on
+    };
+    let r = stereo(&scene.left, &scene.right, &lr).unwrap();
+    let checked = &r.occlusions.as_ref().expect("checked").labels;
+    assert_eq!(
+        r.filtered.as_deref(),
+        Some(&weighted_median(checked, &scene.left, &median).unwrap()[..])
+    );
+}
+
 #[test]
 fn cli_stereo_and_eval_end_to_end() {
     let Some(data) = shared_data() else { return };

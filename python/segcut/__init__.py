@@ -802,7 +802,8 @@ def stereo(
     (``segcut.options("stereo")`` lists them): ``data``, ``truncation``, ``census_weight``,
     ``cost_scale``, ``smoothness`` ("potts" or "linear:T"), ``lambda`` / ``lambda_``,
     ``contrast_threshold``, ``contrast_factor``, ``connectivity``, ``iterations``, ``solver``,
-    ``verify``, ``gpu_min_nodes``; ``num_disparities`` is ``disparities``.
+    ``verify``, ``gpu_min_nodes``, ``left_right``, ``median_radius``, ``median_colour``,
+    ``median_space``; ``num_disparities`` is ``disparities``.
 
     >>> tex = lambda x, y: ((x * 37 + y * 11) % 23) * 11
     >>> y, x = np.mgrid[0:8, 0:24]

@@ -161,6 +161,9 @@ def stereo(
     solver: str = ...,
     verify: bool = ...,
     gpu_min_nodes: int = ...,
+    median_radius: int = ...,
+    median_colour: float = ...,
+    median_space: float = ...,
     **options: Any,
 ) -> Disparity: ...
 def alpha_expansion(

@@ -88,7 +88,9 @@ fn stats_json(r: &StereoResult, solver: SolverKind) -> serde_json::Value {
         "initial_energy": ex.initial_energy, "energy": ex.energy, "converged": ex.converged,
         "left_right_inconsistent": r.occlusions.as_ref().map(|o| o.inconsistent),
         "passes": ex.passes, "moves": ex.moves,
+        "median_filter": r.filtered.is_some(),
         "times_ms": { "cost_volume": super::ms(r.cost_time), "total": super::ms(r.total_time),
+            "median_filter": super::ms(r.filter_time),
             "expansion_build": ex.moves.iter().map(|m| super::ms(m.build)).sum::<f64>(),
             "expansion_solve": ex.moves.iter().map(|m| super::ms(m.solve)).sum::<f64>() },
     })

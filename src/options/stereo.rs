@@ -3,6 +3,7 @@
 use super::{DefaultValue, Kind, OptionError, Range, Spec, Table, Values};
 use crate::graph::Connectivity;
 use crate::maxflow::{SolverKind, AUTO_MIN_GPU_NODES};
+use crate::stereo::median::MAX_RADIUS;
 use crate::stereo::{CostOptions, DataTerm, Smoothness, StereoOptions};
 
 /// The front ends' stereo defaults: the library's [`StereoOptions::default`] with solver `auto`
@@ -239,6 +240,41 @@ pub static STEREO: &[Spec] = &[
                background.",
         colour_models_only: false,
     },
+    Spec {
+        name: "median-radius",
+        short: None,
+        value_name: "R",
+        example: "9",
+        kind: Kind::Int {
+            min: 0,
+            max: MAX_RADIUS as i64,
+        },
+        default: DefaultValue::Of(|| d().median.radius.to_string()),
+        help: "Joint weighted median filter of the final map, guided by the left view: window \
+               (2R+1)², each neighbour weighing exp(−colour distance / median-colour − pixel \
+               distance / median-space); 0: off.",
+        colour_models_only: false,
+    },
+    Spec {
+        name: "median-colour",
+        short: None,
+        value_name: "SIGMA",
+        example: "20",
+        kind: Kind::Float(Range::POSITIVE),
+        default: DefaultValue::Of(|| d().median.sigma_colour.to_string()),
+        help: "The weighted median's colour scale σ_c (8-bit units).",
+        colour_models_only: false,
+    },
+    Spec {
+        name: "median-space",
+        short: None,
+        value_name: "SIGMA",
+        example: "9",
+        kind: Kind::Float(Range::POSITIVE),
+        default: DefaultValue::Of(|| d().median.sigma_space.to_string()),
+        help: "The weighted median's spatial scale σ_s (pixels).",
+        colour_models_only: false,
+    },
 ];
 
 /// Parses `off` or a tolerance in disparity steps.
@@ -330,6 +366,15 @@ impl Values {
         }
         if let Some(t) = self.text("left-right") {
             o.left_right = parse_left_right(t).map_err(|m| self.error("left-right", m))?;
+        }
+        if let Some(r) = self.int("median-radius") {
+            o.median.radius = r as u32;
+        }
+        if let Some(x) = self.float("median-colour") {
+            o.median.sigma_colour = x as f32;
+        }
+        if let Some(x) = self.float("median-space") {
+            o.median.sigma_space = x as f32;
         }
         // Costs and weights are rounded to integers after scaling: refuse what overflows.
         let most = (o.cost.truncation + 24.0 * o.cost.census_weight) * o.cost.scale;

@@ -574,6 +574,8 @@ pub fn stereo_on_device_tuned(
         expansion,
         cost_time,
         occlusions: None,
+        filtered: None,
+        filter_time: Duration::ZERO,
         total_time: t.elapsed(),
     })
 }

@@ -26,6 +26,7 @@ pub mod eval;
 pub mod expansion;
 pub mod export;
 pub mod gpu;
+pub mod median;
 pub mod multilabel;
 pub mod occlusion;
 
@@ -34,6 +35,7 @@ pub use expansion::{
     build_move, energy, expand, expand_observed, CostVolume, Expansion, ExpansionOptions,
     MoveStats, Pairwise, PairwiseModel, PassStats, MAX_COST,
 };
+pub use median::WeightedMedian;
 
 use crate::graph::Connectivity;
 use crate::io::Image;
@@ -91,6 +93,9 @@ pub struct StereoOptions {
     /// finds inconsistent filled from their row's background ([`occlusion`]); `None`: off. The
     /// right view's map costs a second α-expansion.
     pub left_right: Option<u32>,
+    /// The joint weighted median filter applied last to the map, on the host, whatever the solver
+    /// ([`median`]); radius 0: off.
+    pub median: median::WeightedMedian,
 }
 
 impl Default for StereoOptions {
@@ -106,6 +111,7 @@ impl Default for StereoOptions {
             connectivity: Connectivity::N4,
             expansion: ExpansionOptions::default(),
             left_right: DEFAULT_LEFT_RIGHT,
+            median: DEFAULT_MEDIAN,
         }
     }
 }
@@ -113,6 +119,14 @@ impl Default for StereoOptions {
 /// The default of [`StereoOptions::left_right`], chosen by cross-validation over the dev scenes
 /// (docs/stereo.md).
 pub const DEFAULT_LEFT_RIGHT: Option<u32> = None;
+
+/// The default of [`StereoOptions::median`], chosen by cross-validation over the dev scenes
+/// (docs/stereo.md).
+pub const DEFAULT_MEDIAN: median::WeightedMedian = median::WeightedMedian {
+    radius: 4,
+    sigma_colour: 10.0,
+    sigma_space: 4.0,
+};
 
 /// Whether the left–right check of [`stereo`] fills mismatched pixels too, not only occluded
 /// ones ([`occlusion::left_right_fill`]); chosen by cross-validation (docs/stereo.md).
@@ -134,16 +148,28 @@ pub struct StereoResult {
     /// With [`StereoOptions::left_right`]: the check's result, whose labels are the disparities
     /// (the energy and the moves are the left view's α-expansion, before the filling).
     pub occlusions: Option<occlusion::Occlusions>,
+    /// With [`StereoOptions::median`] on: the labels after the filter (the last step).
+    pub filtered: Option<Vec<u16>>,
+    /// Time of the weighted median filter.
+    pub filter_time: Duration,
     /// Time of the whole call.
     pub total_time: Duration,
 }
 
 impl StereoResult {
+    /// The final labels: after the filter if it ran, else after the left–right check if it ran,
+    /// else the α-expansion's.
+    pub fn labels(&self) -> &[u16] {
+        match (&self.filtered, &self.occlusions) {
+            (Some(f), _) => f,
+            (None, Some(o)) => &o.labels,
+            (None, None) => &self.expansion.labels,
+        }
+    }
+
     /// The disparity of every left-view pixel, row by row.
     pub fn disparity(&self) -> Vec<f32> {
-        self.occlusions
-            .as_ref()
-            .map_or(&self.expansion.labels, |o| &o.labels)
+        self.labels()
             .iter()
             .map(|&l| (self.min_disparity + l as i32) as f32)
             .collect()
@@ -199,6 +225,7 @@ fn on_device(left: &Image, opts: &StereoOptions) -> bool {
 pub fn stereo(left: &Image, right: &Image, opts: &StereoOptions) -> Result<StereoResult> {
     let t = Instant::now();
     budget::check(left.dims, left.channels, opts)?;
+    opts.median.check()?;
     let mut res = stereo_one_view(left, right, opts)?;
     if let Some(tolerance) = opts.left_right {
         // The right view as the reference: the mirrored pair (module occlusion).
@@ -212,8 +239,13 @@ pub fn stereo(left: &Image, right: &Image, opts: &StereoOptions) -> Result<Stere
             tolerance,
             LEFT_RIGHT_MISMATCHES,
         ));
-        res.total_time = t.elapsed();
     }
+    if opts.median.is_on() {
+        let tf = Instant::now();
+        res.filtered = Some(median::weighted_median(res.labels(), left, &opts.median)?);
+        res.filter_time = tf.elapsed();
+    }
+    res.total_time = t.elapsed();
     Ok(res)
 }
 
@@ -243,6 +275,8 @@ fn stereo_one_view(left: &Image, right: &Image, opts: &StereoOptions) -> Result<
         expansion,
         cost_time,
         occlusions: None,
+        filtered: None,
+        filter_time: Duration::ZERO,
         total_time: t.elapsed(),
     })
 }
