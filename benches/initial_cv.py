@@ -36,7 +36,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from nested_cv import best, cv_error, mean_err  # noqa: E402  (the same nested rule)
+from nested_cv import mean_err, nested_by_family  # noqa: E402  (the same nested rule)
 
 
 def load(spec):
@@ -71,16 +71,29 @@ GROUPS = [("grabcut-bsds-dev", "scribbles-1", "BSDS set 1"), ("grabcut-bsds-dev"
           ("synth-dense", "n8", "dense n8"), ("synth-dense", "n8-wrong", "dense n8-wrong")]
 
 
+def read_enclosure(path):
+    """Each case's enclosure E from `enclosure.txt` (`dataset|scribbles|photo E ...`)."""
+    enc = {}
+    for line in open(path):
+        if line.startswith("#") or not line.strip():
+            continue
+        key, e, _ = line.split()
+        enc[tuple(key.split("|"))] = float(e)
+    return enc
+
+
 def table(rows, cases):
     groups = [g for g in GROUPS if any(c[:2] == g[:2] for c in cases)]
     print("| numbers | " + " | ".join(g[2] for g in groups) + " | all cases |")
     print("|---|" + "---|" * (len(groups) + 1))
     for name, sc in rows:
         cells = []
+        # A reference row may lack cases (a run of fewer sets): its cells cover what it has.
         for g in groups:
-            cs = [c for c in cases if c[:2] == g[:2]]
-            cells.append(f"{mean_err(sc, cs):.2f} / {sum(sc[c][1] for c in cs) / len(cs):.1f}")
-        cells.append(f"{mean_err(sc, cases):.2f}")
+            cs = [c for c in cases if c[:2] == g[:2] and c in sc]
+            cells.append(f"{mean_err(sc, cs):.2f} / {sum(sc[c][1] for c in cs) / len(cs):.1f}"
+                         if cs else "–")
+        cells.append(f"{mean_err(sc, [c for c in cases if c in sc]):.2f}")
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
@@ -92,12 +105,7 @@ def main():
     ap.add_argument("--e0", default="0.5,0.6,0.7,0.8,0.9,1")
     ap.add_argument("--check", action="append", default=[])
     args = ap.parse_args()
-    enc = {}
-    for line in open(args.enclosure):
-        if line.startswith("#") or not line.strip():
-            continue
-        key, e, _ = line.split()
-        enc[tuple(key.split("|"))] = float(e)
+    enc = read_enclosure(args.enclosure)
     default, photo_fold = merge(args.default)
     e0s = [float(x) for x in args.e0.split(",")]
     cands, fams = {"seeds": default}, {"seeds": ["seeds"]}
@@ -118,26 +126,7 @@ def main():
     folds = sorted(set(fold_of.values()))
     print(f"{len(cases)} cases, {len(labels)} candidates in {len(fams)} families, "
           f"{len(folds)} folds\n")
-    nested = {}
-    print("nested: per outer fold, the inner CV errors of the families and the choice")
-    for f in folds:
-        train = [c for c in cases if fold_of[c] != f]
-        inner_folds = [g for g in folds if g != f]
-        inner = {n: mean_err(cv_error(cands, ls, train, fold_of, inner_folds), train)
-                 for n, ls in fams.items()}
-        fam = min(fams, key=lambda n: (inner[n], list(fams).index(n)))
-        chosen = best(cands, fams[fam], train)
-        for c in cases:
-            if fold_of[c] == f:
-                nested[c] = cands[chosen][c]
-        print(f"  outer fold {f}: inner " + ", ".join(f"{n} {e:.3f}" for n, e in inner.items())
-              + f" -> {chosen}")
-    whole = {n: mean_err(cv_error(cands, ls, cases, fold_of, folds), cases)
-             for n, ls in fams.items()}
-    fam = min(fams, key=lambda n: (whole[n], list(fams).index(n)))
-    chosen = best(cands, fams[fam], cases)
-    print(f"\ndefault: family {fam} (5-fold CV error per family: "
-          + ", ".join(f"{n} {e:.3f}" for n, e in whole.items()) + f"), candidate {chosen}\n")
+    nested, chosen = nested_by_family(cands, fams, cases, fold_of, folds)
     rows = [("nested (outer folds)", nested), ("seeds (today's default)", default),
             (f"fitted: {chosen}", cands[chosen])]
     rows += [(l, cands[l]) for l in labels if l not in ("seeds", chosen)]

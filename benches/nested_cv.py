@@ -76,6 +76,34 @@ def cv_error(cands, labels, cases, fold_of, folds):
     return out
 
 
+def nested_by_family(cands, fams, cases, fold_of, folds, name="default", show_family=False):
+    """Per outer fold, every family gets an inner CV on the other folds; the family of lowest
+    inner error wins and its candidate best on all training folds scores the outer fold. Prints
+    the choices; returns the held-out scores and the procedure's choice on all cases."""
+    nested = {}
+    print("nested: per outer fold, the inner CV errors of the families and the choice")
+    for f in folds:
+        train = [c for c in cases if fold_of[c] != f]
+        inner_folds = [g for g in folds if g != f]
+        inner = {n: mean_err(cv_error(cands, ls, train, fold_of, inner_folds), train)
+                 for n, ls in fams.items()}
+        fam = min(fams, key=lambda n: (inner[n], list(fams).index(n)))
+        chosen = best(cands, fams[fam], train)
+        for c in cases:
+            if fold_of[c] == f:
+                nested[c] = cands[chosen][c]
+        errs = ", ".join(f"{n} {e:.3f}" for n, e in inner.items())
+        print(f"  outer fold {f}: inner {errs} -> " + (f"{fam}: " if show_family else "")
+              + chosen)
+    whole = {n: mean_err(cv_error(cands, ls, cases, fold_of, folds), cases)
+             for n, ls in fams.items()}
+    fam = min(fams, key=lambda n: (whole[n], list(fams).index(n)))
+    chosen = best(cands, fams[fam], cases)
+    print(f"\n{name}: family {fam} (5-fold CV error per family: "
+          + ", ".join(f"{n} {e:.3f}" for n, e in whole.items()) + f"), candidate {chosen}\n")
+    return nested, chosen
+
+
 def table(rows, cases):
     groups = sorted({(c[0], c[1]) for c in cases})
     sets = sorted({c[1] for c in cases})
@@ -116,30 +144,10 @@ def main():
           f"{len(folds)} folds")
     for name, ls in fams.items():
         print(f"  {name}: {', '.join(ls)}")
-    nested = {}
-    print("\nnested: per outer fold, the inner CV errors of the families and the choice")
-    for f in folds:
-        train = [c for c in cases if fold_of[c] != f]
-        inner_folds = [g for g in folds if g != f]
-        inner = {}
-        for name, ls in fams.items():
-            held = cv_error(cands, ls, train, fold_of, inner_folds)
-            inner[name] = mean_err(held, train)
-        fam = min(fams, key=lambda n: (inner[n], list(fams).index(n)))
-        chosen = best(cands, fams[fam], train)
-        for c in cases:
-            if fold_of[c] == f:
-                nested[c] = cands[chosen][c]
-        errs = ", ".join(f"{n} {e:.3f}" for n, e in inner.items())
-        print(f"  outer fold {f}: inner {errs} -> {fam}: {chosen}")
-    flat = cv_error(cands, labels, cases, fold_of, folds)
+    print()
     # The default: the procedure run on all photos.
-    whole = {n: mean_err(cv_error(cands, ls, cases, fold_of, folds), cases)
-             for n, ls in fams.items()}
-    fam = min(fams, key=lambda n: (whole[n], list(fams).index(n)))
-    default = best(cands, fams[fam], cases)
-    print(f"\ndefault: family {fam} (5-fold CV error per family: "
-          + ", ".join(f"{n} {e:.3f}" for n, e in whole.items()) + f"), candidate {default}\n")
+    nested, default = nested_by_family(cands, fams, cases, fold_of, folds, show_family=True)
+    flat = cv_error(cands, labels, cases, fold_of, folds)
     rows = [("nested (outer folds)", nested), ("flat CV over all candidates", flat),
             (f"fitted default: {default}", cands[default])]
     for name, ls in fams.items():

@@ -750,6 +750,78 @@ fn geometric_first_fits_agree_on_the_dev_photos() {
     eprintln!("geometric first fits: {differ} of {pixels} pixels differ");
 }
 
+/// The stroke check of issue 25 (`stroke_check`): on every dev photo's strokes with a slip added
+/// (the first 12 background-labelled pixels of the image, in its row, relabelled foreground), the
+/// GPU build must be handed the same seeds as the CPU build (the check runs on the host) and give
+/// the same first round and masks, with today's first fit and the gated one. The check must drop
+/// the slip on some photos, or the test says nothing.
+#[test]
+fn stroke_check_masks_agree_on_the_dev_photos() {
+    use segcut::segment::pipeline::InitialModels;
+    use segcut::segment::strokes::check_strokes;
+    use segcut::segment::Seed;
+    if !gpu_or_skip() {
+        return;
+    }
+    let photos = common::dev_photos();
+    if photos.is_empty() {
+        return;
+    }
+    let base = SegmentOptions::default();
+    let (mut dropped, mut differ, mut pixels) = (0, 0, 0);
+    for (_, image, strokes) in &photos {
+        let image = load_image(image).unwrap();
+        let mut seeds = load_seeds(strokes, image.dims, &Default::default()).unwrap();
+        let w = image.dims[0];
+        if let Some(p) = seeds.labels.iter().position(|&l| l == Seed::Background) {
+            for i in p..(p + 12).min(p - p % w + w) {
+                if seeds.labels[i] == Seed::Background {
+                    seeds.labels[i] = Seed::Foreground;
+                }
+            }
+        }
+        let checked = check_strokes(&image, &seeds, base.color_space, base.model, 0.3).unwrap();
+        dropped += checked.is_some() as usize;
+        for (initial, enclosure) in [
+            (InitialModels::Seeds, 1.0),
+            (InitialModels::NearerBackground, 0.8),
+        ] {
+            let gpu_opts = SegmentOptions {
+                solver: SolverKind::CudaGrid,
+                stroke_check: 0.3,
+                initial,
+                initial_enclosure: enclosure,
+                ..SegmentOptions::default()
+            };
+            let g = segment(&image, &seeds, &gpu_opts).unwrap();
+            let cpu_opts = SegmentOptions {
+                gpu_build: false,
+                ..gpu_opts.clone()
+            };
+            let c = segment(&image, &seeds, &cpu_opts).unwrap();
+            let what = format!("{} {initial:?}", strokes.display());
+            assert!(g.stats.gpu.is_some(), "{what}: not built on the GPU");
+            assert!(g.verified && c.verified);
+            assert_eq!(
+                g.stats.iterations[0].flow, c.stats.iterations[0].flow,
+                "{what}: the first round's graphs differ"
+            );
+            let d = g.mask.iter().zip(&c.mask).filter(|(a, b)| a != b).count();
+            eprintln!("{what}: {d} pixels differ");
+            differ += d;
+            pixels += g.mask.len();
+            assert!(d * 200 <= g.mask.len(), "{what}: {d} pixels differ");
+        }
+    }
+    eprintln!(
+        "stroke check: slips dropped on {dropped} photos; {differ} of {pixels} pixels differ"
+    );
+    assert!(
+        dropped > 0,
+        "the check dropped no slip: the test compares nothing new"
+    );
+}
+
 fn adapted_priors_agree(priors: &[SpatialPrior]) {
     if !gpu_or_skip() {
         return;

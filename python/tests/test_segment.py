@@ -61,13 +61,16 @@ def test_options_change_the_result_and_match_the_cli_defaults():
         img, seeds, connectivity=8, lambda_=100, iterations=5, model="gmm", components=5,
         color_space="lab", prior=15, prior_contrast=3, prior_softness=0.15, prior_enclosure=8,
         prior_coverage=0.025,
-        prior_explained=1, outlier=0, initial="seeds", initial_enclosure=1,
+        prior_explained=1, outlier=0, initial="seeds", initial_enclosure=1, stroke_check=1,
         drop_unseeded=True, fill_holes=0,
     )
     np.testing.assert_array_equal(default, same)
     # The gated first fit (issue 25) is an option like the others.
     gated = segcut.segment(img, seeds, initial="nearer-unexplained", initial_enclosure=0.8)
     assert accuracy(gated, truth) > 0.95
+    # So is the stroke check (issue 25): consistent strokes keep their mask.
+    checked = segcut.segment(img, seeds, stroke_check=0.3)
+    assert accuracy(checked, truth) > 0.95
     assert default.result.extra["connectivity"] == 8
     # The options reach the pipeline: a larger smoothness weight raises the energy of the
     # (same) boundary; iterations and the solver are what the result reports.

@@ -47,8 +47,8 @@ pub struct Args {
     /// repeat for more axes (the candidates are all combinations).
     /// Keys: every flag above (docs/options.md), e.g. lambda, prior-contrast, initial (seeds,
     /// nearest, background, nearer-background, nearer-unexplained), initial-enclosure,
-    /// drop-unseeded, fill-holes. Put the post-processing keys last: consecutive candidates
-    /// that differ only in them share one segmentation.
+    /// stroke-check, drop-unseeded, fill-holes. Put the post-processing keys last: consecutive
+    /// candidates that differ only in them share one segmentation.
     #[arg(long, value_name = "KEY=VALUES")]
     grid: Vec<String>,
     #[command(flatten)]

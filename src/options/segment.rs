@@ -186,6 +186,19 @@ pub static SEGMENT: &[Spec] = &[
         colour_models_only: true,
     },
     Spec {
+        name: "stroke-check",
+        short: None,
+        value_name: "RHO",
+        example: "0.5",
+        kind: Kind::Float(Range::UNIT),
+        default: DefaultValue::Of(|| d().stroke_check.to_string()),
+        help: "Drop a short hard stroke (a connected component of seeds with fewer than half \
+               the pixels of another of its class) when the share of its pixels the other \
+               class's strokes explain exceeds the share its own class's other strokes explain \
+               by more than RHO (1: never).",
+        colour_models_only: true,
+    },
+    Spec {
         name: "solver",
         short: None,
         value_name: "SOLVER",
@@ -474,6 +487,9 @@ impl Values {
         }
         if let Some(x) = self.float("initial-enclosure") {
             o.initial_enclosure = x;
+        }
+        if let Some(x) = self.float("stroke-check") {
+            o.stroke_check = x;
         }
         if let Some(s) = self.text("solver") {
             o.solver = s

@@ -23,6 +23,7 @@ pub mod prior;
 mod prior_emulation;
 pub mod report;
 pub mod session;
+pub mod strokes;
 #[cfg(test)]
 mod test_maze;
 pub mod unary;

@@ -89,6 +89,11 @@ pub struct SegmentOptions {
     /// ([`super::prior::enclosure`]) is above it, the first round's models are the seeds'.
     /// 1 applies them on every image.
     pub initial_enclosure: f64,
+    /// The threshold `ρ` of the stroke check ([`super::strokes`]): a short hard stroke whose
+    /// pixels the opposite class's strokes explain more often than the other strokes of its own
+    /// class, by a share above `ρ`, is dropped before the models, the prior and the constraints
+    /// see the seeds. 1 turns the check off.
+    pub stroke_check: f64,
     /// Warm-start rounds 2.. from the last round's flow: only the t-links change between rounds,
     /// so the solve continues instead of starting over. Applies to BK, to `cuda-grid` on a graph
     /// built on the GPU ([`WarmGrid`]: the preflow stays on the
@@ -137,6 +142,7 @@ impl Default for SegmentOptions {
             },
             initial: InitialModels::Seeds,
             initial_enclosure: 1.0,
+            stroke_check: 1.0,
             warm_start: true,
             device: Device::default(),
         }
@@ -739,6 +745,10 @@ pub fn first_round_graph(
         gpu_build: false,
         ..opts.clone()
     };
+    check_options(image, &opts)?;
+    // The seeds the segmentation's first round sees.
+    let checked = checked_seeds(image, seeds, &opts)?;
+    let seeds = checked.as_ref().unwrap_or(seeds);
     let data = DataTerm::ColourModels;
     let (choice, _) = plan_solve(image, &opts, data);
     let mut solvers = Solvers::on(opts.device);
@@ -817,6 +827,12 @@ fn check_options(image: &Image, opts: &SegmentOptions) -> Result<()> {
             opts.initial_enclosure
         ));
     }
+    if !(0.0..=1.0).contains(&opts.stroke_check) {
+        return bad(format!(
+            "stroke_check must be in [0, 1], got {}",
+            opts.stroke_check
+        ));
+    }
     opts.prior.check()
 }
 
@@ -833,6 +849,18 @@ pub enum DataTerm<'a> {
 /// Segments `image` given `seeds`, with colour models.
 pub fn segment(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Segmentation> {
     segment_with(image, seeds, DataTerm::ColourModels, opts)
+}
+
+/// The seeds without the strokes [`SegmentOptions::stroke_check`] drops ([`super::strokes`]),
+/// or `None` when it drops none.
+fn checked_seeds(image: &Image, seeds: &Seeds, opts: &SegmentOptions) -> Result<Option<Seeds>> {
+    super::strokes::check_strokes(
+        image,
+        seeds,
+        opts.color_space,
+        opts.model,
+        opts.stroke_check,
+    )
 }
 
 /// Checks a probability map against the image: one value per pixel, each in `[0, 1]`.
@@ -931,6 +959,13 @@ pub(crate) fn segment_in(
         }
     };
     check_options(image, opts)?;
+    // Strokes the others contradict are dropped here, on the host, before either device's
+    // build sees the seeds: both are handed the same seeds.
+    let checked = match data {
+        DataTerm::ColourModels => checked_seeds(image, seeds, opts)?,
+        DataTerm::Probability(_) => None,
+    };
+    let seeds = checked.as_ref().unwrap_or(seeds);
     if matches!(data, DataTerm::Probability(_)) && opts.iterations > 1 {
         return Err(Error::Input {
             file: "segment options".into(),
