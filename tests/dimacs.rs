@@ -1611,31 +1611,3 @@ fn forty_million_blank_lines_read_under_a_one_gigabyte_limit() {
     let e = read_max(&text[..], "t.max").unwrap_err().to_string();
     assert!(e.contains(&format!("t.max:{}:", 3 + (3 << 20) + 2)), "{e}");
 }
-
-#[test]
-fn the_load_suite_says_where_a_text_loads_time_went() {
-    // `segcut bench --suite load` reports the stages of each text row's median run (what a
-    // many-core run needs to see which stage stops scaling).
-    let inst: segcut::bench::BenchInstance = "sparse:3000:d4:m100:s1".parse().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let recs = segcut::bench::load::run(&[inst], dir.path(), 1, |_| {}).unwrap();
-    assert!(recs.iter().all(|r| r.same_graph));
-    for what in [".max", ".max.gz"] {
-        let r = recs.iter().find(|r| r.what == what).unwrap();
-        let names: Vec<&str> = r.phases.iter().map(|(n, _)| n.as_str()).collect();
-        for stage in [
-            "pre-parse",
-            "apply",
-            "build: scatter",
-            "build: reverse links",
-        ] {
-            assert!(names.contains(&stage), "{what}: {names:?}");
-        }
-        assert!(r.phases.iter().all(|(_, ms)| ms.is_finite() && *ms >= 0.0));
-    }
-    let baseline = recs
-        .iter()
-        .find(|r| r.what.starts_with("read .max"))
-        .unwrap();
-    assert!(!baseline.phases.iter().any(|(n, _)| n.starts_with("build")));
-}
