@@ -12,8 +12,8 @@
 //!
 //! Prints, per tuning, the median total time of RUNS runs one at a time, the summed solve time, the
 //! moves solved and the energy (the same for every tuning); then, with THREADS > 1, the pairs per
-//! second of THREADS threads each running RUNS pairs at once on the GPU (what `segcut batch` does
-//! with THREADS workers, less the decoding).
+//! second of THREADS threads each running RUNS pairs at once on the GPU, each solver sized to its
+//! share of the GPU (what `segcut batch` does with THREADS workers, less the decoding).
 
 use segcut::maxflow::cuda::GridTuning;
 use segcut::stereo::eval::load_scene;
@@ -84,14 +84,40 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             solve,
             r.expansion.energy
         );
+        // Per pass: where the solve time goes (the grid solver's counters summed over the moves).
+        for pass in 0..r.expansion.passes.len() {
+            let ms: Vec<_> = r
+                .expansion
+                .moves
+                .iter()
+                .filter(|m| m.pass == pass)
+                .collect();
+            let sum = |f: fn(&segcut::stereo::GpuWork) -> u64| -> u64 {
+                ms.iter().filter_map(|m| m.gpu_work.as_ref()).map(f).sum()
+            };
+            println!(
+                "  pass {pass}: {} moves ({} warm), solves {:.1} ms, rounds {}, relabels {}, relabel passes {}",
+                ms.len(),
+                ms.iter().filter(|m| m.warm).count(),
+                ms.iter().map(|m| m.solve.as_secs_f64() * 1e3).sum::<f64>(),
+                sum(|w| w.rounds),
+                sum(|w| w.relabels),
+                sum(|w| w.relabel_passes)
+            );
+        }
         if threads > 1 {
+            // As `segcut batch` does: each worker's solves take 1/THREADS of the GPU's blocks,
+            // so that their cooperative launches run side by side.
+            let mut shared = opts.clone();
+            shared.expansion.solve.device = shared.expansion.solve.device.shared_by(threads as u32);
+            let opts = &shared;
             let t0 = std::time::Instant::now();
             std::thread::scope(|sc| {
                 let hs: Vec<_> = (0..threads)
                     .map(|_| {
                         sc.spawn(|| {
                             for _ in 0..runs {
-                                stereo_on_device_tuned(&scene.left, &scene.right, &opts, &tuning)
+                                stereo_on_device_tuned(&scene.left, &scene.right, opts, &tuning)
                                     .expect("a run");
                             }
                         })

@@ -628,12 +628,21 @@ __device__ void bfs_warp_tile(const Grid g, const unsigned *bits, unsigned *labe
         if (b0[1] & bit) cb = min(cb, hb_l + 1); // (-1, +1)
         if (b0[2] & bit) cb = min(cb, hb_r + 1); // (+1, +1)
     }
-    // The distance-1 nodes, row by row (coalesced: lane = column).
-    unsigned front = 0;
+    // The tile's labels (lane = column, coalesced), every row's load issued before the first is
+    // used: a ballot per row right after its load made the TY round trips to L2 follow one
+    // another. They are also the labels the write-back compares with: in a pass only this warp
+    // writes the tile's labels (queued relabel: labels only fall, and atomicMin decides).
+    unsigned old[TY];
+#pragma unroll
     for (int r = 0; r < TY; ++r) {
         const unsigned y = p.oy + r;
-        const bool in = col && y < g.h;
-        const unsigned m = __ballot_sync(FULL, in && load_label(label, gidx(g, cx, y, 0)) == 1u);
+        old[r] = col && y < g.h ? load_label(label, gidx(g, cx, y, 0)) : INF;
+    }
+    // The distance-1 nodes, row by row.
+    unsigned front = 0;
+#pragma unroll
+    for (int r = 0; r < TY; ++r) {
+        const unsigned m = __ballot_sync(FULL, old[r] == 1u);
         if (lane == r) front = m;
     }
     // The search: `front` holds the nodes first reached at level L.
@@ -672,6 +681,7 @@ __device__ void bfs_warp_tile(const Grid g, const unsigned *bits, unsigned *labe
     }
     __syncwarp();
     // Write back what fell (lane = column), flagging the tiles next to a changed border node.
+#pragma unroll
     for (int r = 0; r < TY; ++r) {
         const unsigned y = p.oy + r;
         if (y >= g.h) break;
@@ -679,7 +689,7 @@ __device__ void bfs_warp_tile(const Grid g, const unsigned *bits, unsigned *labe
         if (!col || !reached) continue;
         const size_t v = gidx(g, cx, y, 0);
         const unsigned nw = lv[r * 32 + lane];
-        if (nw >= load_label(label, v)) continue;
+        if (nw >= old[r]) continue;
         if (QUEUE) {
             if (atomicMin(label + v, nw) <= nw) continue; // another warp got lower first
         } else {

@@ -443,6 +443,21 @@ pub struct MoveStats {
     /// The solve started from the preflow of the last move for the same label (the device
     /// engine's dynamic moves, `src/stereo/gpu.rs`); `false` for a solve from scratch.
     pub warm: bool,
+    /// The GPU grid solver's work on this move (`None` for a CPU solver or a skipped move):
+    /// what a move's solve time is made of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_work: Option<GpuWork>,
+}
+
+/// The grid solver's counters for one move ([`MoveStats::gpu_work`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct GpuWork {
+    /// Discharge rounds.
+    pub rounds: u64,
+    /// Global relabels (a warm start's local relabel included).
+    pub relabels: u64,
+    /// Tile passes over all the relabels.
+    pub relabel_passes: u64,
 }
 
 /// One pass over all labels.
@@ -550,6 +565,7 @@ pub fn expand_observed(
                 energy: e,
                 solver: solved.ran.solver,
                 warm: false,
+                gpu_work: None,
             });
             observe(moves.last().expect("just pushed"), &graph)?;
         }

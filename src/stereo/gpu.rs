@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use cudarc::driver::{CudaSlice, CudaStream};
 
 use super::cost::{check_pair, View};
-use super::expansion::{check_2d, start_and_order};
+use super::expansion::{check_2d, start_and_order, GpuWork};
 use super::{
     CostVolume, DataTerm, Expansion, ExpansionOptions, MoveStats, Pairwise, PairwiseModel,
     PassStats, StereoOptions, StereoResult, MAX_COST,
@@ -367,6 +367,7 @@ impl Problem {
             let mut solved = vec![false; moves_per];
             let mut times = vec![(Duration::ZERO, Duration::ZERO); moves_per];
             let mut warm = vec![false; moves_per];
+            let mut work = vec![None; moves_per];
             for (m, &alpha) in order.iter().enumerate() {
                 let a = alpha as u32;
                 let skip = last[alpha as usize] == Some((changes, false));
@@ -426,6 +427,11 @@ impl Problem {
                     grid.solve(&mut solver)?;
                 }
                 let solve = t.elapsed();
+                work[m] = Some(GpuWork {
+                    rounds: solver.stats.rounds,
+                    relabels: solver.stats.global_relabels + solver.stats.local_relabels,
+                    relabel_passes: solver.stats.bfs_levels,
+                });
                 // SAFETY: as above; the solver's labels have n entries, sums 2·moves_per + 2.
                 unsafe {
                     k.move_energy(
@@ -501,6 +507,7 @@ impl Problem {
                     energy: hist[m + 1] as i64,
                     solver: SolverKind::CudaGrid,
                     warm: warm[m],
+                    gpu_work: work[m],
                 });
             }
             e = hist[moves_per];

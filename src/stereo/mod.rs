@@ -32,7 +32,7 @@ pub mod occlusion;
 
 pub use cost::{cost_volume, CostOptions, DataTerm};
 pub use expansion::{
-    build_move, energy, expand, expand_observed, CostVolume, Expansion, ExpansionOptions,
+    build_move, energy, expand, expand_observed, CostVolume, Expansion, ExpansionOptions, GpuWork,
     MoveStats, Pairwise, PairwiseModel, PassStats, MAX_COST,
 };
 pub use median::WeightedMedian;
