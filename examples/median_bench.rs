@@ -27,6 +27,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         f.sigma_space,
         rayon::current_num_threads()
     );
+    // The weight tables alone: the filter of one RGB pixel, first building them, then reusing
+    // them.
+    let one = Image::new([1, 1, 1], 3, vec![9.0, 99.0, 199.0]);
+    let mut t: Vec<f64> = (0..runs + 1)
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(weighted_median(&[0], &one, &f).unwrap());
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    let first = t.remove(0);
+    t.sort_by(f64::total_cmp);
+    println!(
+        "one RGB pixel filtered: {first:.3} ms building the weight tables, {:.3} ms reusing them",
+        t[t.len() / 2]
+    );
     for name in ["tsukuba", "venus"] {
         let s = load_scene(&dir.join(name), None)?;
         let o = StereoOptions {
@@ -39,21 +55,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ..Default::default()
         };
         let labels = stereo(&s.left, &s.right, &o)?.expansion.labels;
-        let time = |run: &dyn Fn() -> Vec<u16>| {
-            let mut t: Vec<f64> = (0..runs)
-                .map(|_| {
-                    let t = Instant::now();
-                    std::hint::black_box(run());
-                    t.elapsed().as_secs_f64() * 1e3
-                })
-                .collect();
+        // The two filters alternate, so that a change of the machine's load hits both.
+        let (mut t_new, mut t_old) = (Vec::new(), Vec::new());
+        let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+        for _ in 0..runs {
+            let t = Instant::now();
+            std::hint::black_box(weighted_median(&labels, &s.left, &f)?);
+            t_new.push(ms(t));
+            let t = Instant::now();
+            std::hint::black_box(old_weighted_median(&labels, &s.left, &f));
+            t_old.push(ms(t));
+        }
+        let median = |mut t: Vec<f64>| {
             t.sort_by(f64::total_cmp);
             t[t.len() / 2]
         };
+        let (t_new, t_old) = (median(t_new), median(t_old));
         let new = weighted_median(&labels, &s.left, &f)?;
         let old = old_weighted_median(&labels, &s.left, &f);
-        let t_new = time(&|| weighted_median(&labels, &s.left, &f).unwrap());
-        let t_old = time(&|| old_weighted_median(&labels, &s.left, &f));
         let changed = new.iter().zip(&old).filter(|(a, b)| a != b).count();
         let rates = |l: &[u16]| {
             let d: Vec<f32> = l.iter().map(|&v| v as f32).collect();

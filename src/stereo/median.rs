@@ -19,6 +19,7 @@
 use super::cost::Planes;
 use crate::io::Image;
 use crate::{Error, Result};
+use std::sync::{Arc, Mutex};
 
 /// The largest accepted [`WeightedMedian::radius`]: the work per pixel grows as `(2r + 1)²`.
 pub const MAX_RADIUS: u32 = 32;
@@ -85,7 +86,7 @@ pub const DEVICE_MAX_LABELS: usize = 128;
 pub(crate) struct Weights {
     /// `colour[d²] = round(exp(−√d² / σ_c) · 2²⁴)` for a squared colour distance `d²` (8-bit
     /// units, a whole number); 0 past the table's end (the table stops where the entries reach 0).
-    pub colour: Vec<u32>,
+    pub colour: Arc<Vec<u32>>,
     /// `space[(dy + r)·(2r + 1) + (dx + r)] = round(exp(−√(dx² + dy²) / σ_s) · 2²⁴)`.
     pub space: Vec<u32>,
     /// The window's half-size.
@@ -96,7 +97,7 @@ impl Weights {
     /// The tables of `f` (checked) for a guide of `channels` channels (at most
     /// [`MAX_GUIDE_CHANNELS`]). The colour table's entries are 0 from `d = σ_c · ln 2²⁵` on (the
     /// weight is below half a unit), so it stops there: about 30 000 entries for σ_c = 10, built
-    /// in parallel.
+    /// in parallel and kept for the next call with the same σ_c and channels.
     pub(crate) fn new(f: &WeightedMedian, channels: usize) -> Result<Self> {
         use rayon::prelude::*;
         f.check()?;
@@ -110,16 +111,36 @@ impl Weights {
         }
         let weight =
             |d2: u64, sigma: f32| ((-(d2 as f64).sqrt() / sigma as f64).exp() * ONE).round();
-        // Past this distance every weight rounds to 0 (exp(−d/σ) · 2²⁴ < 1/2); a margin of one.
-        let last = (f.sigma_colour as f64 * (2.0 * ONE).ln() + 1.0).powi(2);
-        let len = (channels as f64 * 255.0 * 255.0).min(last) as usize + 1;
-        let mut colour: Vec<u32> = (0..len as u64)
-            .into_par_iter()
-            .map(|d2| weight(d2, f.sigma_colour) as u32)
-            .collect();
-        while colour.last() == Some(&0) {
-            colour.pop();
-        }
+        // The last colour table made, for its σ and channel count: a run filters with one
+        // setting, so later calls reuse it.
+        static LAST: Mutex<Option<(u32, usize, Arc<Vec<u32>>)>> = Mutex::new(None);
+        let key = (f.sigma_colour.to_bits(), channels);
+        let cached = LAST.lock().ok().and_then(|l| {
+            l.as_ref()
+                .filter(|e| (e.0, e.1) == key)
+                .map(|e| e.2.clone())
+        });
+        let colour = match cached {
+            Some(c) => c,
+            None => {
+                // Past this distance every weight rounds to 0 (exp(−d/σ) · 2²⁴ < 1/2); a
+                // margin of one.
+                let last = (f.sigma_colour as f64 * (2.0 * ONE).ln() + 1.0).powi(2);
+                let len = (channels as f64 * 255.0 * 255.0).min(last) as usize + 1;
+                let mut colour: Vec<u32> = (0..len as u64)
+                    .into_par_iter()
+                    .map(|d2| weight(d2, f.sigma_colour) as u32)
+                    .collect();
+                while colour.last() == Some(&0) {
+                    colour.pop();
+                }
+                let colour = Arc::new(colour);
+                if let Ok(mut l) = LAST.lock() {
+                    *l = Some((key.0, key.1, colour.clone()));
+                }
+                colour
+            }
+        };
         let r = f.radius as i64;
         let space = (-r..=r)
             .flat_map(|dy| (-r..=r).map(move |dx| (dx * dx + dy * dy) as u64))
@@ -133,7 +154,7 @@ impl Weights {
     }
 
     /// The colour weight of a squared distance.
-    #[inline]
+    #[cfg(test)]
     fn colour(&self, d2: u32) -> u32 {
         self.colour.get(d2 as usize).copied().unwrap_or(0)
     }
@@ -204,15 +225,30 @@ pub fn weighted_median(labels: &[u16], guide: &Image, f: &WeightedMedian) -> Res
 }
 
 /// The filter on whole 8-bit colours (`guide`, pixel-interleaved, `labels.len()` pixels in rows
-/// of `w`, `guide.len() / labels.len()` channels) with the given weights.
+/// of `w`, `guide.len() / labels.len()` channels, 1 to [`MAX_GUIDE_CHANNELS`]) with the given
+/// weights.
 pub(crate) fn filter(labels: &[u16], guide: &[u8], w: usize, weights: &Weights) -> Vec<u16> {
+    match guide.len() / labels.len().max(1) {
+        1 => filter_c::<1>(labels, guide, w, weights),
+        2 => filter_c::<2>(labels, guide, w, weights),
+        3 => filter_c::<3>(labels, guide, w, weights),
+        _ => filter_c::<4>(labels, guide, w, weights),
+    }
+}
+
+/// [`filter`] for `C` channels (a fixed count, so the distance loop unrolls).
+fn filter_c<const C: usize>(labels: &[u16], guide: &[u8], w: usize, weights: &Weights) -> Vec<u16> {
     use rayon::prelude::*;
+    let guide: Vec<[u8; C]> = guide
+        .chunks_exact(C)
+        .map(|c| c.try_into().expect("C bytes"))
+        .collect();
     let n = labels.len();
     let h = n / w;
-    let c = guide.len() / n;
     let r = weights.radius as usize;
     let side = 2 * r + 1;
     let top = labels.iter().copied().max().unwrap_or(0) as usize;
+    let colour = &weights.colour[..];
     let mut out = vec![0u16; n];
     out.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
         // Per label, the window's summed weight; `seen` lists the labels with a sum, to find the
@@ -223,23 +259,25 @@ pub(crate) fn filter(labels: &[u16], guide: &[u8], w: usize, weights: &Weights) 
         for (x, o) in row.iter_mut().enumerate() {
             let (x0, x1) = (x.saturating_sub(r), (x + r).min(w - 1));
             let p = x + w * y;
-            let cp = &guide[p * c..p * c + c];
+            let cp = guide[p];
             let mut total = 0u64;
             for qy in y0..=y1 {
-                let srow = &weights.space[(qy + r - y) * side..][..side];
-                for qx in x0..=x1 {
-                    let q = qx + w * qy;
-                    let cq = &guide[q * c..q * c + c];
-                    let d2: u32 = cp
-                        .iter()
-                        .zip(cq)
-                        .map(|(&a, &b)| (a as i32 - b as i32).pow(2) as u32)
-                        .sum();
-                    let wt = weights.colour(d2) as u64 * srow[qx + r - x] as u64;
+                // The window's row qy: colours, labels and spatial weights side by side.
+                let s0 = (qy + r - y) * side + (x0 + r - x);
+                let srow = &weights.space[s0..s0 + (x1 - x0 + 1)];
+                let (g0, g1) = (x0 + w * qy, x1 + w * qy);
+                let neighbours = guide[g0..=g1].iter().zip(&labels[g0..=g1]).zip(srow);
+                for ((cq, &l), &sw) in neighbours {
+                    let mut d2 = 0u32;
+                    for k in 0..C {
+                        let d = cp[k] as i32 - cq[k] as i32;
+                        d2 += (d * d) as u32;
+                    }
+                    let cw = colour.get(d2 as usize).copied().unwrap_or(0);
+                    let wt = cw as u64 * sw as u64;
                     if wt == 0 {
                         continue;
                     }
-                    let l = labels[q];
                     let e = &mut hist[l as usize];
                     if *e == 0 {
                         seen.push(l);
