@@ -93,6 +93,9 @@ pub(crate) struct Weights {
     pub radius: u32,
 }
 
+/// A colour table with its key: σ_c's bits and the channel count.
+type CachedColour = (u32, usize, Arc<Vec<u32>>);
+
 impl Weights {
     /// The tables of `f` (checked) for a guide of `channels` channels (at most
     /// [`MAX_GUIDE_CHANNELS`]). The colour table's entries are 0 from `d = σ_c · ln 2²⁵` on (the
@@ -113,7 +116,7 @@ impl Weights {
             |d2: u64, sigma: f32| ((-(d2 as f64).sqrt() / sigma as f64).exp() * ONE).round();
         // The last colour table made, for its σ and channel count: a run filters with one
         // setting, so later calls reuse it.
-        static LAST: Mutex<Option<(u32, usize, Arc<Vec<u32>>)>> = Mutex::new(None);
+        static LAST: Mutex<Option<CachedColour>> = Mutex::new(None);
         let key = (f.sigma_colour.to_bits(), channels);
         let cached = LAST.lock().ok().and_then(|l| {
             l.as_ref()
