@@ -727,7 +727,8 @@ pub fn weighted_median_on_device(
         )));
     }
     let weights = Weights::new(f, ch)?;
-    check_free(device, (4 * ch * n + ch * n + 12 * n) as u64, "the filter")?;
+    // The view and its planes (4·ch·n bytes each), the guide (ch·n), grey, labels, output (4·n).
+    check_free(device, (9 * ch * n + 12 * n) as u64, "the filter")?;
     let (stream, k) = start(device)?;
     let s = &stream;
     let data = cuda::upload(s, &guide.data, "guide view")?;
