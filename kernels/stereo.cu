@@ -278,3 +278,79 @@ extern "C" __global__ void commit_move(unsigned n, unsigned alpha, unsigned *lab
         if ((threadIdx.x & 31) == 0 && mask) atomicAdd(switched + m, (unsigned)__popc(mask));
     }
 }
+
+// The most labels weighted_median takes: each thread's histogram has this many sums, in local
+// memory (1 KB a thread). DEVICE_MAX_LABELS in src/stereo/median.rs; with more labels the host
+// filters.
+#define MEDIAN_MAX_LABELS 128
+
+// sync: none
+// safe: out[p*ch + c] written by p's thread
+// The weighted median filter's guide: each plane value as a whole 8-bit colour, pixel-interleaved;
+// rounded half away from zero, below 0 (and NaN) to 0, above 255 to 255 (guide_byte in
+// src/stereo/median.rs).
+extern "C" __global__ void guide_bytes(unsigned n, unsigned ch, const float *planes,
+                                       unsigned char *out) {
+    STRIDE(p, n) {
+        for (unsigned c = 0; c < ch; ++c) {
+            float v = roundf(planes[c * (size_t)n + p]);
+            out[p * ch + c] = (unsigned char)(v > 0.0f ? (v < 255.0f ? v : 255.0f) : 0.0f);
+        }
+    }
+}
+
+// sync: none
+// safe: out[p] written by p's thread; hist is the thread's own
+// The joint weighted median filter (src/stereo/median.rs, `filter`), one thread per pixel p: the
+// summed weight of each label over p's (2·radius + 1)² window clipped at the border, a neighbour
+// q weighing colour[d²] · space[(qy − y + r)·(2r + 1) + qx − x + r], where d² is the squared
+// distance of the 8-bit colours of p and q and colour[d²] is 0 from colour_len on; then the
+// smallest label whose running sum reaches half of the total (p's own label if the total is 0,
+// which the tables rule out: the centre weighs 2^48). Integer sums only: the result does not
+// depend on their order and equals the host's bit for bit. Labels ≥ nl add nothing (the launchers
+// never pass one); with nl outside 1..=MEDIAN_MAX_LABELS nothing is written.
+extern "C" __global__ void weighted_median(unsigned w, unsigned h, unsigned ch, unsigned radius,
+                                           unsigned nl, const unsigned char *guide,
+                                           const unsigned *labels, const unsigned *colour,
+                                           unsigned colour_len, const unsigned *space,
+                                           unsigned *out) {
+    if (nl == 0 || nl > MEDIAN_MAX_LABELS) return;
+    u64 hist[MEDIAN_MAX_LABELS];
+    const int r = (int)radius, side = 2 * r + 1;
+    STRIDE(p, (size_t)w * h) {
+        const int x = (int)(p % w), y = (int)(p / w);
+        for (unsigned l = 0; l < nl; ++l) hist[l] = 0;
+        const int x0 = max(x - r, 0), x1 = min(x + r, (int)w - 1);
+        const int y0 = max(y - r, 0), y1 = min(y + r, (int)h - 1);
+        const unsigned char *cp = guide + p * ch;
+        u64 total = 0;
+        for (int qy = y0; qy <= y1; ++qy) {
+            const unsigned *srow = space + (size_t)(qy - y + r) * side;
+            for (int qx = x0; qx <= x1; ++qx) {
+                const size_t q = (size_t)qx + (size_t)w * qy;
+                const unsigned char *cq = guide + q * ch;
+                unsigned d2 = 0;
+                for (unsigned c = 0; c < ch; ++c) {
+                    int d = (int)cp[c] - (int)cq[c];
+                    d2 += (unsigned)(d * d);
+                }
+                const u64 wt = (u64)(d2 < colour_len ? colour[d2] : 0u) * srow[qx - x + r];
+                const unsigned l = labels[q];
+                if (l < nl) {
+                    hist[l] += wt;
+                    total += wt;
+                }
+            }
+        }
+        unsigned med = labels[p];
+        u64 acc = 0;
+        for (unsigned l = 0; l < nl; ++l) {
+            acc += hist[l];
+            if (total > 0 && 2 * acc >= total) {
+                med = l;
+                break;
+            }
+        }
+        out[p] = med;
+    }
+}

@@ -12,10 +12,13 @@ use segcut::graph::Connectivity;
 use segcut::io::Image;
 use segcut::maxflow::{SolveOptions, SolverKind};
 use segcut::rng::Rng;
-use segcut::stereo::gpu::{cost_volume_on_device, expand_on_device, stereo_on_device};
+use segcut::stereo::gpu::{
+    cost_volume_on_device, expand_on_device, stereo_on_device, weighted_median_on_device,
+};
+use segcut::stereo::median::{weighted_median, WeightedMedian, DEVICE_MAX_LABELS};
 use segcut::stereo::{
     cost_volume, expand, CostOptions, CostVolume, DataTerm, Expansion, ExpansionOptions, Pairwise,
-    PairwiseModel, Smoothness, StereoOptions,
+    PairwiseModel, Smoothness, StereoOptions, DEFAULT_MEDIAN,
 };
 
 /// Asserts two expansions are the same run: labels, energies, passes, per-move flows.
@@ -380,5 +383,115 @@ fn device_errors_are_errors() {
     assert!(
         expand_on_device(&cost, &model, &o).is_err(),
         "a start label out of range"
+    );
+}
+
+/// The device engine's weighted median filter (run on its labelling before the map comes down)
+/// gives the host filter's map of the BK labelling, bit for bit, on both dev scenes; and the
+/// device filter alone equals the host's on random guides (grey, RGB, RGBA, 16-bit and float
+/// values) and labellings, with several settings.
+#[test]
+fn device_median_filter_equals_host() {
+    if !gpu_or_skip() {
+        return;
+    }
+    for name in ["tsukuba", "venus"] {
+        let Some(s) = scene(name) else { return };
+        let o = StereoOptions {
+            num_disparities: s.num_disparities,
+            expansion: bk(),
+            ..Default::default()
+        };
+        assert!(o.median.is_on(), "the default filter is on");
+        let cpu = segcut::stereo::stereo(&s.left, &s.right, &o).unwrap();
+        let gpu = stereo_on_device(&s.left, &s.right, &o).unwrap();
+        assert_same(&gpu.expansion, &cpu.expansion, name);
+        let host = weighted_median(&cpu.expansion.labels, &s.left, &o.median).unwrap();
+        let device = gpu.filtered.as_ref().expect("the device engine filtered");
+        if let Some(p) = (0..host.len()).find(|&p| device[p] != host[p]) {
+            panic!(
+                "{name}: filtered maps differ first at pixel {p}: gpu {} cpu {}",
+                device[p], host[p]
+            );
+        }
+        assert_eq!(
+            cpu.filtered.as_ref(),
+            Some(&host),
+            "{name}: stereo() on the host"
+        );
+        // A wider window and other σ, through the device filter alone.
+        let f = WeightedMedian {
+            radius: 9,
+            sigma_colour: 5.0,
+            sigma_space: 9.0,
+        };
+        assert_eq!(
+            weighted_median_on_device(Device::default(), &cpu.expansion.labels, &s.left, &f)
+                .unwrap(),
+            weighted_median(&cpu.expansion.labels, &s.left, &f).unwrap(),
+            "{name}: 9 / 5 / 9"
+        );
+    }
+    let mut rng = Rng::new(28);
+    for case in 0..24 {
+        let (w, h) = (1 + rng.below(90) as usize, 1 + rng.below(60) as usize);
+        let c = [1, 3, 4, 2][case % 4];
+        let max = [255.0f32, 65535.0, 1.0][case % 3];
+        // Few levels, so that neighbours share colours and sums tie.
+        let levels = 2 + rng.below(6);
+        let data: Vec<f32> = (0..w * h * c)
+            .map(|_| {
+                let v = rng.below(levels) as f32 / (levels - 1) as f32 * max;
+                if max > 1.0 {
+                    v.floor()
+                } else {
+                    v
+                }
+            })
+            .collect();
+        let guide = Image::new([w, h, 1], c, data);
+        let top = [2u64, 16, 60, DEVICE_MAX_LABELS as u64 - 1][case % 4];
+        let labels: Vec<u16> = (0..w * h).map(|_| rng.below(top + 1) as u16).collect();
+        let f = WeightedMedian {
+            radius: [1, 4, 9, 32][case % 4],
+            sigma_colour: [0.5f32, 10.0, 1e6][case % 3],
+            sigma_space: [0.1f32, 4.0, 100.0][(case / 3) % 3],
+        };
+        let what = format!("case {case}: {w}x{h}x{c}, max {max}, labels ≤ {top}, {f:?}");
+        assert_eq!(
+            weighted_median_on_device(Device::default(), &labels, &guide, &f).unwrap(),
+            weighted_median(&labels, &guide, &f).unwrap(),
+            "{what}"
+        );
+    }
+    // More labels than the device filter takes: refused alone, filtered on the host in stereo().
+    let guide = Image::new([4, 2, 1], 1, vec![7.0; 8]);
+    let labels = vec![DEVICE_MAX_LABELS as u16; 8];
+    assert!(
+        weighted_median_on_device(Device::default(), &labels, &guide, &DEFAULT_MEDIAN).is_err()
+    );
+    let Some(s) = scene("tsukuba") else { return };
+    let o = StereoOptions {
+        num_disparities: DEVICE_MAX_LABELS + 1,
+        expansion: ExpansionOptions {
+            max_passes: Some(1),
+            ..bk()
+        },
+        ..Default::default()
+    };
+    let mut og = o.clone();
+    og.expansion.solve = SolveOptions::with_solver(SolverKind::CudaGrid);
+    assert!(stereo_on_device(&s.left, &s.right, &og)
+        .unwrap()
+        .filtered
+        .is_none());
+    let via = segcut::stereo::stereo(&s.left, &s.right, &og).unwrap();
+    let cpu = segcut::stereo::stereo(&s.left, &s.right, &o).unwrap();
+    assert!(via.filtered.is_some(), "stereo() filters on the host");
+    assert_eq!(
+        via.disparity(),
+        cpu.disparity(),
+        "{} labels",
+        o.num_disparities
     );
 }

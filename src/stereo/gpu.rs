@@ -35,6 +35,7 @@ use cudarc::driver::{CudaSlice, CudaStream};
 
 use super::cost::{check_pair, View};
 use super::expansion::{check_2d, start_and_order, GpuWork};
+use super::median::{WeightedMedian, Weights, DEVICE_MAX_LABELS};
 use super::{
     CostVolume, DataTerm, Expansion, ExpansionOptions, MoveStats, Pairwise, PairwiseModel,
     PassStats, StereoOptions, StereoResult, MAX_COST,
@@ -80,6 +81,9 @@ struct Problem {
     vtrunc: u32,
     cost: CudaSlice<i32>,
     weights: CudaSlice<i32>,
+    /// The left view's whole 8-bit colours and their channel count (the weighted median
+    /// filter's guide); none for a problem given as a cost volume.
+    guide: Option<(CudaSlice<u8>, u32)>,
 }
 
 /// A new stream on `device` and the stereo kernels loaded there.
@@ -132,6 +136,7 @@ impl Problem {
             shape,
             labels: cost.labels,
             vtrunc: vtrunc(model.distance),
+            guide: None,
         };
         // The host arrays are borrowed: finish the copies.
         cuda::sync(&p.stream)?;
@@ -168,8 +173,9 @@ impl Problem {
         }
         let deg = opts.connectivity.degree();
         // Images, planes, ranges (ch·n floats each, times 2 views × 4), grey and census, costs,
-        // weights.
-        let bytes = 4 * (8 * ch * n + 4 * n + count * n + deg / 2 * n) as u64;
+        // weights; the filter's guide (ch·n bytes) and its output (n).
+        let bytes =
+            4 * (8 * ch * n + 4 * n + count * n + deg / 2 * n) as u64 + (ch * n + 4 * n) as u64;
         let device = opts.expansion.solve.device;
         check_free(device, bytes, "the cost volume")?;
         let (stream, k) = start(device)?;
@@ -218,6 +224,14 @@ impl Problem {
         let rs = side(right, &r, "right view")?;
         let mut cost = cuda::zeros::<i32>(s, count * n, "cost volume")?;
         let mut weights = cuda::zeros::<i32>(s, deg / 2 * n, "pair weights")?;
+        let guide = if opts.median.is_on() {
+            let mut g = cuda::zeros::<u8>(s, ch * n, "filter guide")?;
+            // SAFETY: the planes and the guide have ch·n entries.
+            unsafe { k.guide_bytes(s, n as u32, ch as u32, &ls.planes, &mut g)? };
+            Some((g, ch as u32))
+        } else {
+            None
+        };
         let c = &opts.cost;
         // SAFETY: every plane and range has ch·n entries, the census n, the cost count·n, the
         // weights deg/2·n; the grid is 2D (checked above).
@@ -262,6 +276,7 @@ impl Problem {
             vtrunc: vtrunc(distance),
             cost,
             weights,
+            guide,
         })
     }
 }
@@ -286,8 +301,12 @@ struct PassBuffers {
 
 impl Problem {
     /// α-expansion to convergence (or `opts.max_passes`), as [`expand`](super::expand), with the
-    /// grid solver tuned by `tuning`.
-    fn expand(&self, opts: &ExpansionOptions, tuning: &DeviceTuning) -> Result<Expansion> {
+    /// grid solver tuned by `tuning`; the labelling is left on the device too.
+    fn expand(
+        &self,
+        opts: &ExpansionOptions,
+        tuning: &DeviceTuning,
+    ) -> Result<(Expansion, CudaSlice<u32>)> {
         let (w, h) = (self.shape.w as usize, self.shape.h as usize);
         let n = w * h;
         let (start, order) = start_and_order(w, h, self.labels, opts)?;
@@ -522,15 +541,81 @@ impl Problem {
             }
         }
         let out = cuda::download(s, &labels, "labels")?;
-        Ok(Expansion {
+        let expansion = Expansion {
             labels: out.into_iter().map(|l| l as u16).collect(),
             energy: e as i64,
             initial_energy,
             passes,
             moves,
             converged,
-        })
+        };
+        Ok((expansion, labels))
     }
+
+    /// The weighted median filter of the device labelling `labels` (all below the problem's
+    /// label count), guided by the left view, brought back; `None` when the problem has no guide
+    /// or more labels than the device filter takes ([`DEVICE_MAX_LABELS`]).
+    fn filter(&self, labels: &CudaSlice<u32>, f: &WeightedMedian) -> Result<Option<Vec<u16>>> {
+        let Some((guide, ch)) = &self.guide else {
+            return Ok(None);
+        };
+        if !f.is_on() || self.labels > DEVICE_MAX_LABELS {
+            return Ok(None);
+        }
+        let weights = Weights::new(f, *ch as usize)?;
+        let (w, h) = (self.shape.w, self.shape.h);
+        filter_on_device(
+            &self.stream,
+            &self.k,
+            [w, h, *ch],
+            self.labels,
+            guide,
+            labels,
+            &weights,
+        )
+        .map(Some)
+    }
+}
+
+/// Runs the weighted median filter kernel on a device labelling (`labels`, `w·h` entries below
+/// `count` ≤ [`DEVICE_MAX_LABELS`]) with a device guide (`ch·w·h` bytes) and brings the filtered
+/// map back.
+fn filter_on_device(
+    s: &Arc<CudaStream>,
+    k: &StereoKernels,
+    [w, h, ch]: [u32; 3],
+    count: usize,
+    guide: &CudaSlice<u8>,
+    labels: &CudaSlice<u32>,
+    weights: &Weights,
+) -> Result<Vec<u16>> {
+    let n = w as usize * h as usize;
+    debug_assert!(count <= DEVICE_MAX_LABELS && guide.len() == ch as usize * n);
+    let colour = cuda::upload(s, &weights.colour, "filter colour weights")?;
+    let space = cuda::upload(s, &weights.space, "filter spatial weights")?;
+    let mut out = cuda::zeros::<u32>(s, n, "filtered labels")?;
+    // SAFETY: the guide has ch·w·h entries, labels and out w·h with every label below count;
+    // colour and space are the tables' own lengths, space (2·radius + 1)² as Weights makes it,
+    // radius checked by Weights::new.
+    unsafe {
+        k.weighted_median(
+            s,
+            w,
+            h,
+            ch,
+            weights.radius,
+            count as u32,
+            guide,
+            labels,
+            &colour,
+            weights.colour.len() as u32,
+            &space,
+            &mut out,
+        )?
+    };
+    // The download waits for the kernel; the uploaded tables are the host's own until then.
+    let filtered = cuda::download(s, &out, "filtered labels")?;
+    Ok(filtered.into_iter().map(|l| l as u16).collect())
 }
 
 /// [`expand`](super::expand) on the GPU: the cost volume and the weights are uploaded once, and
@@ -550,13 +635,19 @@ pub fn expand_on_device(
     model: &PairwiseModel,
     opts: &ExpansionOptions,
 ) -> Result<Expansion> {
-    Problem::from_volume(cost, model, opts.solve.device)?.expand(opts, &DeviceTuning::default())
+    Problem::from_volume(cost, model, opts.solve.device)?
+        .expand(opts, &DeviceTuning::default())
+        .map(|(e, _)| e)
 }
 
 /// [`stereo`](super::stereo) on the GPU for the left view: the pair is uploaded, the cost volume
-/// and the weights are computed there, and only the disparities come back.
-/// [`stereo`](super::stereo) calls it (for each view with the left–right check) when the solver
-/// is `cuda-grid` (or `auto` picks it); this function does no left–right check.
+/// and the weights are computed there, and only the disparities come back. With
+/// `opts.median` on, the weighted median filter runs on the device labelling too
+/// (`StereoResult::filtered`, the host filter's map bit for bit), unless the labels are more than
+/// [`DEVICE_MAX_LABELS`] (then `filtered` is `None` and [`stereo`](super::stereo) filters on the
+/// host). [`stereo`](super::stereo) calls it (for each view, with the filter off, with the
+/// left–right check) when the solver is `cuda-grid` (or `auto` picks it); this function does no
+/// left–right check.
 pub fn stereo_on_device(left: &Image, right: &Image, opts: &StereoOptions) -> Result<StereoResult> {
     stereo_on_device_tuned(left, right, opts, &DeviceTuning::default())
 }
@@ -573,7 +664,14 @@ pub fn stereo_on_device_tuned(
     let p = Problem::from_pair(left, right, opts)?;
     cuda::sync(&p.stream)?;
     let cost_time = t.elapsed();
-    let expansion = p.expand(&opts.expansion, tuning)?;
+    let (expansion, labels) = p.expand(&opts.expansion, tuning)?;
+    let tf = Instant::now();
+    let filtered = p.filter(&labels, &opts.median)?;
+    let filter_time = if filtered.is_some() {
+        tf.elapsed()
+    } else {
+        Duration::ZERO
+    };
     Ok(StereoResult {
         width: p.shape.w as usize,
         height: p.shape.h as usize,
@@ -581,10 +679,87 @@ pub fn stereo_on_device_tuned(
         expansion,
         cost_time,
         occlusions: None,
-        filtered: None,
-        filter_time: Duration::ZERO,
+        filtered,
+        filter_time,
         total_time: t.elapsed(),
     })
+}
+
+/// [`weighted_median`](super::median::weighted_median) on the GPU: the guide and the labels are
+/// uploaded, the filter runs there ([`stereo_on_device`]'s kernel), and the map comes back,
+/// equal to the host's bit for bit. Labels must be below [`DEVICE_MAX_LABELS`] (else
+/// `Error::Unsupported`).
+///
+/// ```no_run
+/// use segcut::cuda::Device;
+/// use segcut::io::Image;
+/// use segcut::stereo::gpu::weighted_median_on_device;
+/// use segcut::stereo::median::weighted_median;
+/// use segcut::stereo::DEFAULT_MEDIAN;
+/// let guide = Image::new([16, 4, 1], 1, (0..64).map(|v| (v * 7 % 31) as f32).collect());
+/// let labels: Vec<u16> = (0..64).map(|v| (v * 5 % 9) as u16).collect();
+/// let gpu = weighted_median_on_device(Device::new(0), &labels, &guide, &DEFAULT_MEDIAN).unwrap();
+/// assert_eq!(gpu, weighted_median(&labels, &guide, &DEFAULT_MEDIAN).unwrap()); // needs a GPU
+/// ```
+pub fn weighted_median_on_device(
+    device: Device,
+    labels: &[u16],
+    guide: &Image,
+    f: &WeightedMedian,
+) -> Result<Vec<u16>> {
+    f.check()?;
+    let v = View::of(guide, "guide view")?;
+    let (w, h, ch) = (v.width, v.height, v.channels);
+    let n = w * h;
+    if labels.len() != n {
+        return Err(Error::Graph(format!(
+            "{} labels for a {w}x{h} guide",
+            labels.len()
+        )));
+    }
+    if !f.is_on() || n == 0 {
+        return Ok(labels.to_vec());
+    }
+    let count = labels.iter().copied().max().unwrap_or(0) as usize + 1;
+    if count > DEVICE_MAX_LABELS {
+        return Err(Error::Unsupported(format!(
+            "the device filter takes labels below {DEVICE_MAX_LABELS}, got {}",
+            count - 1
+        )));
+    }
+    if ch * n > u32::MAX as usize {
+        return Err(Error::Unsupported(format!(
+            "the device filter takes up to {} values, not {w}x{h} × {ch}",
+            u32::MAX
+        )));
+    }
+    let weights = Weights::new(f, ch)?;
+    // The view and its planes (4·ch·n bytes each), the guide (ch·n), grey, labels, output (4·n).
+    check_free(device, (9 * ch * n + 12 * n) as u64, "the filter")?;
+    let (stream, k) = start(device)?;
+    let s = &stream;
+    let data = cuda::upload(s, &guide.data, "guide view")?;
+    let l32: Vec<u32> = labels.iter().map(|&l| l as u32).collect();
+    let dl = cuda::upload(s, &l32, "labels")?;
+    let mut planes = cuda::zeros::<f32>(s, ch * n, "planes")?;
+    let mut grey = cuda::zeros::<f32>(s, n, "grey")?;
+    let mut bytes = cuda::zeros::<u8>(s, ch * n, "filter guide")?;
+    // SAFETY: data, planes and bytes have ch·n entries, grey n.
+    unsafe {
+        k.view_planes(
+            s,
+            n as u32,
+            ch as u32,
+            &data,
+            v.factor,
+            &mut planes,
+            &mut grey,
+        )?;
+        k.guide_bytes(s, n as u32, ch as u32, &planes, &mut bytes)?;
+    }
+    let [w, h, ch] = [w as u32, h as u32, ch as u32];
+    // The download inside waits for the uploads, whose host arrays live until then.
+    filter_on_device(s, &k, [w, h, ch], count, &bytes, &dl, &weights)
 }
 
 /// The cost volume of [`cost_volume`](super::cost_volume), computed on the GPU and brought back

@@ -93,8 +93,8 @@ pub struct StereoOptions {
     /// finds inconsistent filled from their row's background ([`occlusion`]); `None`: off. The
     /// right view's map costs a second α-expansion.
     pub left_right: Option<u32>,
-    /// The joint weighted median filter applied last to the map, on the host, whatever the solver
-    /// ([`median`]); radius 0: off.
+    /// The joint weighted median filter applied last to the map, whatever the solver ([`median`];
+    /// the device engine runs it on the GPU, with the same result); radius 0: off.
     pub median: median::WeightedMedian,
 }
 
@@ -226,10 +226,23 @@ pub fn stereo(left: &Image, right: &Image, opts: &StereoOptions) -> Result<Stere
     let t = Instant::now();
     budget::check(left.dims, left.channels, opts)?;
     opts.median.check()?;
-    let mut res = stereo_one_view(left, right, opts)?;
+    // With the left–right check the filter comes after it, on the host; without, the device
+    // engine filters its own labelling (and only the host path is left to do it here).
+    let view_opts = match opts.left_right {
+        Some(_) => &StereoOptions {
+            median: median::WeightedMedian::OFF,
+            ..opts.clone()
+        },
+        None => opts,
+    };
+    let mut res = stereo_one_view(left, right, view_opts)?;
     if let Some(tolerance) = opts.left_right {
         // The right view as the reference: the mirrored pair (module occlusion).
-        let r = stereo_one_view(&occlusion::mirror(right), &occlusion::mirror(left), opts)?;
+        let r = stereo_one_view(
+            &occlusion::mirror(right),
+            &occlusion::mirror(left),
+            view_opts,
+        )?;
         let right_labels = occlusion::mirror_labels(&r.expansion.labels, r.width);
         res.occlusions = Some(occlusion::left_right_fill(
             &res.expansion.labels,
@@ -240,7 +253,7 @@ pub fn stereo(left: &Image, right: &Image, opts: &StereoOptions) -> Result<Stere
             LEFT_RIGHT_MISMATCHES,
         ));
     }
-    if opts.median.is_on() {
+    if opts.median.is_on() && res.filtered.is_none() {
         let tf = Instant::now();
         res.filtered = Some(median::weighted_median(res.labels(), left, &opts.median)?);
         res.filter_time = tf.elapsed();

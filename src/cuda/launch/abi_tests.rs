@@ -399,3 +399,14 @@ fn the_parser_reads_what_the_kernels_write() {
         rust_to_c("&mut CudaSlice<i32>")
     );
 }
+
+/// The device filter's histogram bound is the one the host checks before it launches.
+#[test]
+fn the_median_label_bound_is_the_hosts() {
+    let (_, src) = KERNELS.iter().find(|(n, _)| *n == "stereo").unwrap();
+    let line = format!(
+        "#define MEDIAN_MAX_LABELS {}\n",
+        crate::stereo::median::DEVICE_MAX_LABELS
+    );
+    assert!(src.contains(&line), "kernels/stereo.cu lacks {line:?}");
+}

@@ -3,7 +3,8 @@
 //! Every kernel strides over its items, so the launch size is a matter of speed only
 //! ([`spread`]). Buffers, for an image of `n = w·h` pixels with `ch` channels, `labels` labels and
 //! a grid of degree `deg`: planes, ranges `ch·n`, grey and census `n`, cost `labels·n`, weights
-//! `deg/2·n`, labels and the solver's labels `n`, caps `deg·n`, source and sink `n`.
+//! `deg/2·n`, labels and the solver's labels `n`, caps `deg·n`, source and sink `n`, the filter's
+//! guide `ch·n` bytes.
 
 use cudarc::driver::{CudaSlice, LaunchConfig};
 
@@ -163,6 +164,38 @@ kernel_file! {
             m: u32,
             solved: i32,
         ) => spread(n as u64);
+
+        /// Whole 8-bit colours of `ch` planes, pixel-interleaved: the weighted median filter's
+        /// guide.
+        ///
+        /// # Safety
+        /// `planes` and `out` have `n·ch` entries.
+        fn guide_bytes = "guide_bytes"(
+            n: u32,
+            ch: u32,
+            planes: &CudaSlice<f32>,
+            out: &mut CudaSlice<u8>,
+        ) => spread(n as u64);
+
+        /// The joint weighted median filter of `labels` into `out`.
+        ///
+        /// # Safety
+        /// `guide` has `ch·w·h` entries, `labels` and `out` `w·h`, `colour` at least
+        /// `colour_len`, `space` `(2·radius + 1)²`; `radius` at most
+        /// [`MAX_RADIUS`](crate::stereo::median::MAX_RADIUS).
+        fn weighted_median = "weighted_median"(
+            w: u32,
+            h: u32,
+            ch: u32,
+            radius: u32,
+            nl: u32,
+            guide: &CudaSlice<u8>,
+            labels: &CudaSlice<u32>,
+            colour: &CudaSlice<u32>,
+            colour_len: u32,
+            space: &CudaSlice<u32>,
+            out: &mut CudaSlice<u32>,
+        ) => spread(w as u64 * h as u64);
     }
 }
 
