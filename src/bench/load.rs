@@ -352,14 +352,21 @@ pub fn run(
             drain(flate2::read::MultiGzDecoder::new(open(&gz)?)).map_err(io(&gz))?;
             Ok(None)
         })?;
-        row("gzip inflate alone, libdeflate, whole file (baseline)", &gz, 1, &mut || {
-            let data = std::fs::read(&gz).map_err(io(&gz))?;
-            crate::io::dimacs::inflate_members(&data, usize::MAX).ok_or_else(|| Error::Input {
-                file: gz.display().to_string(),
-                msg: "libdeflate refused the file".into(),
-            })?;
-            Ok(None)
-        })?;
+        row(
+            "gzip inflate alone, libdeflate, whole file (baseline)",
+            &gz,
+            1,
+            &mut || {
+                let data = std::fs::read(&gz).map_err(io(&gz))?;
+                crate::io::dimacs::inflate_members(&data, usize::MAX).ok_or_else(|| {
+                    Error::Input {
+                        file: gz.display().to_string(),
+                        msg: "libdeflate refused the file".into(),
+                    }
+                })?;
+                Ok(None)
+            },
+        )?;
         row("bzip2 -dc alone, 1 thread (baseline)", &bz, 1, &mut || {
             let r = std::io::BufReader::new(open(&bz)?);
             drain(bzip2::bufread::MultiBzDecoder::new(r)).map_err(io(&bz))?;

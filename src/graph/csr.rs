@@ -957,7 +957,10 @@ mod tests {
                 .num_threads(threads)
                 .build()
                 .unwrap();
-            assert!(pool.install(|| b.clone().build()).unwrap() == want, "{threads} threads");
+            assert!(
+                pool.install(|| b.clone().build()).unwrap() == want,
+                "{threads} threads"
+            );
         }
         // No nodes and no arcs at all.
         let empty = CsrBuilder::new(0).unwrap();

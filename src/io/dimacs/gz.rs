@@ -230,6 +230,86 @@ mod tests {
         assert_eq!(inflate_members(&f, 100_000), None);
     }
 
+    /// What reading `file` gives, in a form to compare: the graph and what the reader found,
+    /// or the error's text.
+    fn outcome(path: &Path) -> String {
+        let mut got = Vec::new();
+        let r = crate::io::dimacs::read_instances(path, &Default::default(), |i| {
+            let net = match &i.network {
+                crate::graph::Network::Grid(g) => format!("{g:?}"),
+                crate::graph::Network::Csr(c) => format!("{c:?}"),
+            };
+            got.push(format!(
+                "{net} {} {} {}",
+                i.layout, i.paired_arcs, i.dropped_arcs
+            ));
+            Ok(())
+        });
+        match r {
+            Ok(_) => got.join("\n"),
+            Err(e) => format!("error: {e}"),
+        }
+    }
+
+    #[test]
+    fn the_whole_text_reads_as_the_stream_reads_it() {
+        // Graphs and errors through the whole-file path and the streaming path, same files:
+        // more than one batch of text, members, the grid placement's reread, errors late.
+        let mut rng = crate::rng::Rng::new(3);
+        let mut big = String::from("c a general graph\np max 40002 400000\nn 1 s\nn 2 t\n");
+        for _ in 0..400_000 {
+            let (u, v) = (1 + rng.below(40_002), 1 + rng.below(40_002));
+            big += &format!("a {u} {v} {}\n", rng.below(1000));
+        }
+        // Pixels 0 and 5 of a 3x2 grid are no neighbours: the placement gives up, reads again.
+        let grid_not = "c regulargrid 3 2\np max 8 2\nn 1 s\nn 2 t\na 3 8 1\na 8 3 1\n";
+        let grid =
+            "c regulargrid 2 2\np max 6 4\nn 1 s\nn 2 t\na 1 3 5\na 3 4 1\na 4 3 1\na 6 2 2\n";
+        let mid = big.len() / 2 + big[big.len() / 2..].find('\n').unwrap() + 1;
+        let late = format!("{}a 0 5 1\n{}", &big[..mid], &big[mid..]);
+        let mut bad_end = big.clone();
+        bad_end += "a 3 4 oops\n";
+        let long = format!(
+            "p max 3 1\nn 1 s\nn 2 t\nc {}\na 1 3 4\n",
+            "x".repeat(1 << 21)
+        );
+        let dir = std::env::temp_dir().join(format!("segcut-gz-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("big", gz(big.as_bytes())),
+            ("members", {
+                let (a, b) = big.as_bytes().split_at(big.len() / 3);
+                [gz(a), gz(b""), gz(b)].concat()
+            }),
+            ("grid", gz(grid.as_bytes())),
+            ("grid-not", gz(grid_not.as_bytes())),
+            ("late", gz(late.as_bytes())),
+            ("bad-end", gz(bad_end.as_bytes())),
+            ("long", gz(long.as_bytes())),
+            ("empty", gz(b"")),
+            ("truncated", gz(big.as_bytes())[..100_000].to_vec()),
+        ];
+        for (name, bytes) in cases {
+            let path = dir.join(format!("{name}.max.gz"));
+            std::fs::write(&path, &bytes).unwrap();
+            let stream = with_choice(Some(false), || outcome(&path));
+            let whole = with_choice(Some(true), || {
+                let taken = read_whole(&path, None).is_some();
+                assert_eq!(taken, name != "truncated", "{name}: taken whole");
+                outcome(&path)
+            });
+            assert_eq!(whole, stream, "{name}");
+            let failed = stream.starts_with("error");
+            assert_eq!(
+                failed,
+                ["late", "bad-end", "long", "empty", "truncated"].contains(&name),
+                "{name}: {}",
+                &stream[..stream.len().min(300)]
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn truncated_corrupt_or_trailing_bytes_are_refused() {
         let t = text(100_000);
