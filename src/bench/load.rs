@@ -26,7 +26,9 @@ use serde::Serialize;
 
 use super::{BenchInstance, Source};
 use crate::graph::Network;
-use crate::io::dimacs::{read_instances, write_max_file, write_sgb, MaxInstance, ReadOptions};
+use crate::io::dimacs::{
+    read_instances, with_gzip_choice, write_max_file, write_sgb, MaxInstance, ReadOptions,
+};
 use crate::{Error, Result};
 
 /// One row of the load table.
@@ -336,10 +338,35 @@ pub fn run(
         for (what, path) in formats {
             row(what, path, runs, &mut || Ok(Some(load(path)?.network)))?;
         }
+        // Both ways of reading `.gz` on this machine, whichever `.max.gz` took above.
+        for (what, whole) in [
+            (".max.gz streamed (flate2, inflate beside the parse)", false),
+            (".max.gz inflated whole (libdeflate), then parsed", true),
+        ] {
+            row(what, &gz, runs, &mut || {
+                let inst = with_gzip_choice(Some(whole), || load(&gz))?;
+                Ok(Some(inst.network))
+            })?;
+        }
         row("gzip -dc alone, 1 thread (baseline)", &gz, 1, &mut || {
             drain(flate2::read::MultiGzDecoder::new(open(&gz)?)).map_err(io(&gz))?;
             Ok(None)
         })?;
+        row(
+            "gzip inflate alone, libdeflate, whole file (baseline)",
+            &gz,
+            1,
+            &mut || {
+                let data = std::fs::read(&gz).map_err(io(&gz))?;
+                crate::io::dimacs::inflate_members(&data, usize::MAX).ok_or_else(|| {
+                    Error::Input {
+                        file: gz.display().to_string(),
+                        msg: "libdeflate refused the file".into(),
+                    }
+                })?;
+                Ok(None)
+            },
+        )?;
         row("bzip2 -dc alone, 1 thread (baseline)", &bz, 1, &mut || {
             let r = std::io::BufReader::new(open(&bz)?);
             drain(bzip2::bufread::MultiBzDecoder::new(r)).map_err(io(&bz))?;

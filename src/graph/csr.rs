@@ -545,10 +545,10 @@ impl CsrBuilder {
     }
 
     /// Sorts the arcs by tail (a counting sort, stable: a node's arcs keep the order in which
-    /// their pairs were added) and returns the graph. Every step runs on every core: degrees
-    /// counted, offsets summed, and the arcs scattered by threads that each own one range of
-    /// nodes (so each writes only its own part of the arrays, in pair order), then the reverse
-    /// arcs linked.
+    /// their pairs were added) and returns the graph. Every step runs on every core and reads
+    /// each pair or arc once in all: the arcs sorted into buckets of nodes, each bucket sorted
+    /// by node on its own, then capacities, reverse links and heads placed. At its peak it
+    /// holds 32 bytes a pair against the graph's 24.
     pub fn build(self) -> Result<CsrGraph> {
         Ok(self.build_inner(None::<fn(&[u32], u64)>)?.0)
     }
@@ -577,86 +577,145 @@ impl CsrBuilder {
         let pairs = self.head.len();
         let m = 2 * pairs;
         const CHUNK: usize = 1 << 16;
-        // Degrees (and offsets), counted by threads that each own one range of nodes (and of
-        // offsets) and read every pair, each adding only to its own part of the arrays (a
-        // quarter of a megabyte a thread on a million nodes, which stays in its cache). Not
-        // atomic adds from every thread into one shared array: each add to a line that another
-        // core wrote last waits for that line to move, which grows with the cores.
+        // A counting sort in two levels, each pass touching each pair or arc once in all,
+        // whatever the thread count (owners of node ranges that each read every pair, as
+        // before, paid the whole read once per thread and stopped scaling at about 9x):
+        // 1. the arcs are sorted into buckets of `2^shift` nodes (stable: by pair, chunks of
+        //    pairs in order), each bucket's refs (`2i` for pair `i`'s arc tail -> head, `2i + 1`
+        //    for its reverse) and their tails side by side;
+        // 2. each bucket's arcs are sorted by node within it, giving each ref its place;
+        // 3. capacities and reverse links follow the places, pair by pair; the heads follow
+        //    the reverse links.
         let t0 = std::time::Instant::now();
-        let mut first: Vec<u32> = try_zeroed(n + 1)?;
-        let offsets = summarize.is_some();
-        let mut hist: Vec<u32> = if offsets { try_zeroed(n)? } else { Vec::new() };
-        let total: u64 = {
-            let counters = rayon::current_num_threads().clamp(1, 64);
-            let step = n.div_ceil(counters).max(1);
-            let (tail, head, cap, rev) = (&self.tail, &self.head, &self.cap, &self.rev);
-            let mut hist_parts = hist.chunks_mut(step);
-            let jobs: Vec<_> = first[1..]
-                .chunks_mut(step)
-                .enumerate()
-                .map(|(k, deg)| (k * step, deg, hist_parts.next()))
-                .collect();
-            jobs.into_par_iter()
-                .map(|(lo, deg, hist)| {
-                    let len = deg.len();
-                    // Wrapping: below `lo` becomes large, so one compare tests the range.
-                    let mine = |x: usize| x.wrapping_sub(lo);
-                    let Some(hist) = hist else {
-                        for (&u, &v) in tail.iter().zip(head) {
-                            let (du, dv) = (mine(u as usize), mine(v as usize));
-                            if du < len {
-                                deg[du] += 1;
-                            }
-                            if dv < len {
-                                deg[dv] += 1;
-                            }
-                        }
-                        return 0;
-                    };
-                    let mut total = 0u64;
-                    for (((&u, &v), &c), &r) in tail.iter().zip(head).zip(cap).zip(rev) {
-                        let (du, dv) = (mine(u as usize), mine(v as usize));
-                        if du < len {
-                            deg[du] += 1;
-                        }
-                        if dv < len {
-                            deg[dv] += 1;
-                        }
-                        let off = mine((u as usize).abs_diff(v as usize));
-                        if off < len {
-                            let k = u32::from(c > 0) + u32::from(r > 0);
-                            hist[off] += k;
-                            total += u64::from(k);
-                        }
-                    }
-                    total
-                })
-                .sum()
+        let threads = rayon::current_num_threads().clamp(1, 64);
+        let shift = {
+            let per = n.div_ceil(4 * threads).max(1);
+            per.next_power_of_two().trailing_zeros()
         };
-        crate::phases::mark("build: degrees (and offsets)", t0);
-        let t0 = std::time::Instant::now();
-        // Summed up and let go before the scatter's arrays are had: held to the end, the counts
-        // were 4 bytes a node on top of the peak (1.33 of a sparse graph rather than 1.27).
-        let summary = summarize.map(|f| f(&hist, total));
-        drop(hist);
-        prefix_sum(&mut first);
-        // Owners: ranges of nodes with about the same number of arcs each.
-        let owners = rayon::current_num_threads().clamp(1, 64);
-        let mut bounds: Vec<usize> = (0..=owners)
-            .map(|k| {
-                first
-                    .partition_point(|&f| (f as usize) < m * k / owners)
-                    .min(n)
+        let nb = n.div_ceil(1 << shift).max(1);
+        let csize = pairs.div_ceil(4 * threads).max(CHUNK.min(pairs.max(1)));
+        let chunks = pairs.div_ceil(csize).max(1);
+        let offsets = summarize.is_some();
+        let (tail, head) = (&self.tail, &self.head);
+        let (caps, rev) = (&self.cap, &self.rev);
+        let pair_range = |c: usize| c * csize..((c + 1) * csize).min(pairs);
+        // Pair `i` carries flow one way or both (what the offset counts add).
+        let weight = |i: usize| u32::from(caps[i] > 0) + u32::from(rev[i] > 0);
+        // Per chunk: arcs per node bucket, then (for the offsets) pairs with capacity per
+        // bucket of offsets.
+        let width = if offsets { 2 * nb } else { nb };
+        let counts: Vec<Vec<u32>> = (0..chunks)
+            .into_par_iter()
+            .map(|c| {
+                let mut k = vec![0u32; width];
+                for i in pair_range(c) {
+                    let (u, v) = (tail[i] as usize, head[i] as usize);
+                    k[u >> shift] += 1;
+                    k[v >> shift] += 1;
+                    if offsets && weight(i) > 0 {
+                        k[nb + (u.abs_diff(v) >> shift)] += 1;
+                    }
+                }
+                k
             })
             .collect();
-        bounds[0] = 0;
-        bounds[owners] = n;
-        bounds.dedup();
-        // Memory: the builder's four arrays (16 bytes a pair) are let go as soon as their part
-        // is done, so that at most 32 bytes a pair are held against the graph's 24.
+        // Where each chunk's part of each bucket starts (buckets in order, chunks within).
+        let mut starts: Vec<Vec<u32>> = vec![vec![0u32; width]; chunks];
+        let mut bucket_at = vec![0usize; width + 1];
+        {
+            let mut run = 0usize;
+            for b in 0..width {
+                if b == nb {
+                    run = 0; // the offsets' list is its own array
+                }
+                bucket_at[b] = run;
+                for c in 0..chunks {
+                    starts[c][b] = run as u32;
+                    run += counts[c][b] as usize;
+                }
+            }
+            bucket_at[width] = run;
+        }
+        let bucket_end = |b: usize| {
+            if b + 1 == nb {
+                m
+            } else {
+                bucket_at[b + 1]
+            }
+        };
+        crate::phases::mark("build: buckets", t0);
+        let t0 = std::time::Instant::now();
+        // The offsets (4 bytes a node), counted by owners of offset buckets from a list of the
+        // pairs' offsets sorted into those buckets (4 bytes a pair with capacity, let go before
+        // the arrays of the sort are had), then summed up and let go.
+        let summary = match summarize {
+            None => None,
+            Some(f) => {
+                let listed = bucket_at[width];
+                let mut list: Vec<u32> = try_zeroed(listed)?;
+                {
+                    let list = as_atomic(&mut list);
+                    starts.par_iter().enumerate().for_each(|(c, s)| {
+                        let mut cur = s[nb..].to_vec();
+                        for i in pair_range(c) {
+                            let k = weight(i);
+                            if k > 0 {
+                                let off = (tail[i] as usize).abs_diff(head[i] as usize);
+                                // Offsets are below `MAX_NODES` < 2^31: the top bit says
+                                // "both ways".
+                                let slot = &mut cur[off >> shift];
+                                list[*slot as usize].store(off as u32 | (k - 1) << 31, Relaxed);
+                                *slot += 1;
+                            }
+                        }
+                    });
+                }
+                let mut hist: Vec<u32> = try_zeroed(n)?;
+                let total: u64 = hist
+                    .par_chunks_mut(1 << shift)
+                    .enumerate()
+                    .map(|(b, h)| {
+                        let (lo, hi) = (bucket_at[nb + b], bucket_at[nb + b + 1]);
+                        let base = b << shift;
+                        let mut total = 0u64;
+                        for &x in &list[lo..hi] {
+                            let k = 1 + (x >> 31);
+                            h[(x & (u32::MAX >> 1)) as usize - base] += k;
+                            total += u64::from(k);
+                        }
+                        total
+                    })
+                    .sum();
+                drop(list);
+                let s = f(&hist, total);
+                drop(hist);
+                Some(s)
+            }
+        };
+        crate::phases::mark("build: offsets", t0);
+        let t0 = std::time::Instant::now();
+        // Level 1: each arc's ref and tail, in bucket order. Then the builder's tails and heads
+        // are let go: these two arrays (16 bytes a pair) say the same.
+        let mut refs: Vec<u32> = try_zeroed(m)?;
+        let mut tails: Vec<u32> = try_zeroed(m)?;
+        {
+            let (r_at, t_at) = (as_atomic(&mut refs), as_atomic(&mut tails));
+            starts.par_iter().enumerate().for_each(|(c, s)| {
+                let mut cur = s[..nb].to_vec();
+                for i in pair_range(c) {
+                    for (x, r) in [(tail[i], 2 * i as u32), (head[i], 2 * i as u32 + 1)] {
+                        let slot = &mut cur[x as usize >> shift];
+                        r_at[*slot as usize].store(r, Relaxed);
+                        t_at[*slot as usize].store(x, Relaxed);
+                        *slot += 1;
+                    }
+                }
+            });
+        }
+        drop(starts);
         let CsrBuilder {
             tail,
-            head: heads,
+            head,
             cap: caps,
             rev,
             source: source_sums,
@@ -664,91 +723,92 @@ impl CsrBuilder {
             constant,
             ..
         } = self;
-        crate::phases::mark("build: offset plan, sums, owners", t0);
+        drop((tail, head));
+        crate::phases::mark("build: bucket sort", t0);
         let t0 = std::time::Instant::now();
-        let mut head: Vec<u32> = try_zeroed(m)?;
-        // Where each pair's two arcs land: `place[2i]` for pair `i`'s arc tail → head,
-        // `place[2i + 1]` for its reverse. Written by the scatter's owners, each at the pairs
-        // it owns, in pair order; the capacities and the reverse links then follow it in
-        // passes that read it in order and write each arc once (two random writes a pair
-        // each, where placing the arcs' pair numbers and looking them up again took twice as
-        // many random reads and writes, the slowest part of a general file's load).
+        // Level 2, a bucket at a time on every core: its nodes' degrees (into its own part of
+        // `first`, as starts from the bucket's), then each of its arcs' place, in order.
+        let mut first: Vec<u32> = try_zeroed(n + 1)?;
         let mut place: Vec<u32> = try_zeroed(m)?;
         {
-            let mut jobs = Vec::with_capacity(bounds.len());
-            let starts: Vec<(u32, usize)> = bounds
-                .windows(2)
-                .map(|w| (first[w[0]], (first[w[1]] - first[w[0]]) as usize))
-                .collect();
-            let mut h_rest = &mut head[..];
-            let mut f_rest = &mut first[..n];
-            for (w, &(base, len)) in bounds.windows(2).zip(&starts) {
-                let (h, hr) = h_rest.split_at_mut(len);
-                let (f, fr) = std::mem::take(&mut f_rest).split_at_mut(w[1] - w[0]);
-                (h_rest, f_rest) = (hr, fr);
-                jobs.push((w[0], base, f, h));
-            }
-            let (tail, hd) = (&tail, &heads);
             let place = as_atomic(&mut place);
-            // Each owner reads every pair and keeps those that touch its nodes. Its part of
-            // `first` is its cursor (no copy of the offsets held): each node's entry ends at
-            // where the next node starts, and is moved back below.
-            jobs.into_par_iter().for_each(|(lo, base, cur, h)| {
-                let len = cur.len();
-                for i in 0..pairs {
-                    let (u, v) = (tail[i], hd[i]);
-                    let du = (u as usize).wrapping_sub(lo);
-                    if du < len {
-                        let a = cur[du];
-                        h[(a - base) as usize] = v;
-                        place[2 * i].store(a, Relaxed);
-                        cur[du] += 1;
+            let (refs, tails) = (&refs, &tails);
+            first[..n]
+                .par_chunks_mut(1 << shift)
+                .enumerate()
+                .for_each(|(b, cur)| {
+                    let (lo, hi) = (bucket_at[b], bucket_end(b));
+                    let base = b << shift;
+                    for &x in &tails[lo..hi] {
+                        cur[x as usize - base] += 1;
                     }
-                    let dv = (v as usize).wrapping_sub(lo);
-                    if dv < len {
-                        let b = cur[dv];
-                        h[(b - base) as usize] = u;
-                        place[2 * i + 1].store(b, Relaxed);
-                        cur[dv] += 1;
+                    let mut run = lo as u32;
+                    for d in cur.iter_mut() {
+                        (*d, run) = (run, run + *d);
                     }
-                }
-            });
-            shift_up(&mut first[..n]);
+                    for (&x, &r) in tails[lo..hi].iter().zip(&refs[lo..hi]) {
+                        let slot = &mut cur[x as usize - base];
+                        place[r as usize].store(*slot, Relaxed);
+                        *slot += 1;
+                    }
+                    // Each cursor ends where its node's arcs end: moved back to their start.
+                    if let Some(last) = cur.len().checked_sub(1) {
+                        cur.copy_within(..last, 1);
+                    }
+                    cur[0] = lo as u32;
+                });
+            first[n] = m as u32;
         }
         crate::phases::mark("build: scatter", t0);
-        drop((tail, heads));
         let t0 = std::time::Instant::now();
-        // Capacities go where their arcs landed (every arc once: `place` is a permutation).
-        let mut cap: Vec<Cap> = try_zeroed(m)?;
+        // Capacities and reverse links where the arcs landed, pair by pair (every arc once:
+        // `place` is a permutation), into the arrays of the sort, which are no longer needed.
+        let (mut sister, mut cap) = (refs, bytemuck::allocation::cast_vec::<u32, Cap>(tails));
         {
-            let cap = as_atomic_cap(&mut cap);
+            let (sister, cap) = (as_atomic(&mut sister), as_atomic_cap(&mut cap));
             place
                 .par_chunks(2 * CHUNK)
                 .enumerate()
                 .for_each(|(j, part)| {
                     let i0 = j * CHUNK;
                     for (k, ab) in part.chunks_exact(2).enumerate() {
-                        cap[ab[0] as usize].store(caps[i0 + k], Relaxed);
-                        cap[ab[1] as usize].store(rev[i0 + k], Relaxed);
+                        let (a, b) = (ab[0], ab[1]);
+                        sister[a as usize].store(b, Relaxed);
+                        sister[b as usize].store(a, Relaxed);
+                        cap[a as usize].store(caps[i0 + k], Relaxed);
+                        cap[b as usize].store(rev[i0 + k], Relaxed);
                     }
                 });
         }
-        crate::phases::mark("build: capacities", t0);
-        let t0 = std::time::Instant::now();
         drop((caps, rev));
-        // Each arc linked to where its reverse landed.
-        let mut sister: Vec<u32> = try_zeroed(m)?;
-        {
-            let sister = as_atomic(&mut sister);
-            place.par_chunks(2 * CHUNK).for_each(|part| {
-                for ab in part.chunks_exact(2) {
-                    sister[ab[0] as usize].store(ab[1], Relaxed);
-                    sister[ab[1] as usize].store(ab[0], Relaxed);
+        crate::phases::mark("build: reverse links", t0);
+        let t0 = std::time::Instant::now();
+        // Each arc's head is its reverse arc's tail: the tails written out by node (into
+        // `place`, done with), then looked up.
+        let mut arc_tail = place;
+        arc_tail
+            .par_chunks_mut(2 * CHUNK)
+            .enumerate()
+            .for_each(|(j, part)| {
+                let a0 = j * 2 * CHUNK;
+                let mut v = first.partition_point(|&f| (f as usize) <= a0) - 1;
+                for (k, t) in part.iter_mut().enumerate() {
+                    while first[v + 1] as usize <= a0 + k {
+                        v += 1;
+                    }
+                    *t = v as u32;
                 }
             });
-        }
-        crate::phases::mark("build: reverse links", t0);
-        drop(place);
+        let mut head: Vec<u32> = try_zeroed(m)?;
+        head.par_chunks_mut(2 * CHUNK)
+            .zip(sister.par_chunks(2 * CHUNK))
+            .for_each(|(h, s)| {
+                for (h, &s) in h.iter_mut().zip(s) {
+                    *h = arc_tail[s as usize];
+                }
+            });
+        drop(arc_tail);
+        crate::phases::mark("build: heads", t0);
         // Each total was kept within `Cap::MAX` as it grew: the sums are the graph's arrays.
         let narrow = |t: Vec<Cap>| -> Result<Vec<Cap>> {
             if !t.is_empty() {
@@ -828,54 +888,6 @@ fn as_atomic_cap(v: &mut [Cap]) -> &[std::sync::atomic::AtomicI32] {
     unsafe { std::slice::from_raw_parts(v.as_mut_ptr().cast(), v.len()) }
 }
 
-/// Moves every entry one place up, 0 into the first, on every core: after the scatter each
-/// node's cursor holds where the next node starts.
-fn shift_up(a: &mut [u32]) {
-    use rayon::prelude::*;
-    const CHUNK: usize = 1 << 16;
-    // What each chunk takes in at its front: the last entry of the chunk before it.
-    let carries: Vec<u32> = (0..a.len().div_ceil(CHUNK))
-        .map(|c| if c == 0 { 0 } else { a[c * CHUNK - 1] })
-        .collect();
-    a.par_chunks_mut(CHUNK)
-        .zip(carries)
-        .for_each(|(part, carry)| {
-            part.copy_within(..part.len() - 1, 1);
-            part[0] = carry;
-        });
-}
-
-/// Running sums in place, on every core: each chunk's total, those summed, then each chunk
-/// offset by what comes before it.
-fn prefix_sum(a: &mut [u32]) {
-    use rayon::prelude::*;
-    const CHUNK: usize = 1 << 16;
-    let totals: Vec<u32> = a
-        .par_chunks_mut(CHUNK)
-        .map(|c| {
-            let mut run = 0u32;
-            for x in c.iter_mut() {
-                run += *x;
-                *x = run;
-            }
-            run
-        })
-        .collect();
-    let mut before = Vec::with_capacity(totals.len());
-    let mut run = 0u32;
-    for t in totals {
-        before.push(run);
-        run += t;
-    }
-    a.par_chunks_mut(CHUNK).zip(before).for_each(|(c, b)| {
-        if b != 0 {
-            for x in c {
-                *x += b;
-            }
-        }
-    });
-}
-
 /// The error for an allocation of `len` elements of `size` bytes that failed.
 fn oom(len: usize, size: usize) -> Error {
     Error::Graph(format!(
@@ -936,6 +948,19 @@ mod tests {
             }
             // The result is a valid graph.
             CsrGraph::from_parts(want.to_parts()).unwrap();
+        }
+        // Large enough for many buckets of nodes and chunks of pairs on 16 threads.
+        let b = random_builder(&mut rng, 70_000, 200_000);
+        let want = b.clone().build_serial().unwrap();
+        for threads in [2, 16] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            assert!(
+                pool.install(|| b.clone().build()).unwrap() == want,
+                "{threads} threads"
+            );
         }
         // No nodes and no arcs at all.
         let empty = CsrBuilder::new(0).unwrap();

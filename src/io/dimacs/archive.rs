@@ -7,7 +7,7 @@ use std::io::{self, Read};
 use std::path::Path;
 
 use super::binary::{read_sgb, SGB_MAGIC};
-use super::reader::{parse_max, parse_sol};
+use super::reader::{parse_max, parse_max_text, parse_sol};
 use super::{member_key, stem_of, strip_suffix_ci, MaxInstance, ReadOptions};
 use crate::io::escape_text;
 use crate::progress::ReadProgress;
@@ -255,7 +255,17 @@ pub fn read_instances(
             let file = File::open(path).map_err(|e| Error::io(path, e))?;
             Ok(comp.decode(file))
         };
-        parse_max(data, &name, comp.describe(), Some(&reopen))?
+        // A `.gz` file inflated whole where that pays (`gz::read_whole`); streamed where it is
+        // refused, and also where the parse of the whole text failed: the stream gives the
+        // same graph or error, and the text held may be what ran short of memory.
+        let whole = match comp {
+            Compression::Gzip => super::gz::read_whole(path, opts.progress.as_ref()),
+            _ => None,
+        };
+        match whole.map(|text| parse_max_text(text, &name)) {
+            Some(Ok(Some(inst))) => inst,
+            _ => parse_max(data, &name, comp.describe(), Some(&reopen))?,
+        }
     };
     let stem = stem_of(&name).to_string();
     let mut sols = BTreeMap::new();

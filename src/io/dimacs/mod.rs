@@ -55,6 +55,7 @@ mod archive;
 mod binary;
 mod bz2;
 mod grid;
+mod gz;
 mod infer;
 mod place;
 mod reader;
@@ -63,6 +64,7 @@ mod writer;
 pub use archive::read_instances;
 pub use binary::{read_sgb, write_sgb, SGB_MAGIC, SGB_VERSION};
 pub(crate) use bz2::ParBzEncoder;
+pub(crate) use gz::{inflate_members, with_choice as with_gzip_choice};
 pub use reader::{read_max, read_max_with, read_sol};
 pub use writer::{stage_max_file, write_max, write_max_file};
 

@@ -1467,6 +1467,53 @@ pub(super) fn parse_max<R: Read>(
     }
 }
 
+/// [`parse_max`] of a text already in memory (a `.gz` file inflated whole): cut into the
+/// batches the reading thread would cut, each parsed in place with no copy, so that the graph
+/// and the errors are the stream's. `Ok(None)`: the grid placement asked for a reread and the
+/// text was already let go (before the build, where the peak is): the caller streams the file.
+pub(super) fn parse_max_text(text: Vec<u8>, name: &str) -> Result<Option<MaxInstance>> {
+    let size = AtomicUsize::new(FIRST_BATCH);
+    let mut parser = BatchParser::new(name, "input", true, Some(&size));
+    let mut at = 0;
+    let failed = loop {
+        let batch = size.load(Relaxed);
+        let mut end = (at + batch).min(text.len());
+        // As `read_batches` cuts: at the last line end of a batch, more for one long line.
+        let cut = loop {
+            if end == text.len() {
+                break Ok(end);
+            }
+            match memchr::memrchr(b'\n', &text[at..end]) {
+                Some(i) => break Ok(at + i + 1),
+                None if end - at > MAX_LINE => break Err(()),
+                None => end = (end + batch).min(text.len()),
+            }
+        };
+        let Ok(cut) = cut else {
+            let p = &parser.p;
+            break Some(Fail::Error(line_error(
+                p.file,
+                p.line + 1,
+                LineError::TooLong,
+                "input",
+            )));
+        };
+        if let Err(e) = parser.text(&text[at..cut]) {
+            break Some(e);
+        }
+        if cut == text.len() {
+            break None;
+        }
+        at = cut;
+    };
+    drop(text);
+    match failed.map_or_else(|| parser.finish(), Err) {
+        Ok(inst) => Ok(Some(inst)),
+        Err(Fail::Error(e)) => Err(e),
+        Err(Fail::Reread) => Ok(None),
+    }
+}
+
 /// What the reading thread sends the parser.
 enum Msg {
     /// A buffer whose first `len` bytes are whole lines (or the end of the stream).
@@ -1720,11 +1767,33 @@ impl<'a> BatchParser<'a> {
 
     /// Parses one message; gives back the text's buffer for reuse.
     fn handle(&mut self, msg: Msg) -> Result<Option<Vec<u8>>, Fail> {
-        use rayon::prelude::*;
         let (p, stream) = (&mut self.p, self.stream);
         match msg {
             Msg::Text(buf, len) => {
-                let text = &buf[..len];
+                self.text(&buf[..len])?;
+                Ok(Some(buf))
+            }
+            Msg::ReadError(e, lines) => Err(Fail::Error(line_error(
+                p.file,
+                p.line + 1 + lines,
+                LineError::Io(e),
+                stream,
+            ))),
+            Msg::TooLong => Err(Fail::Error(line_error(
+                p.file,
+                p.line + 1,
+                LineError::TooLong,
+                stream,
+            ))),
+        }
+    }
+
+    /// Parses a batch of whole lines (or the end of the text).
+    fn text(&mut self, text: &[u8]) -> Result<(), Fail> {
+        use rayon::prelude::*;
+        let (p, stream) = (&mut self.p, self.stream);
+        {
+            {
                 let ranges = split_at_lines(text, self.parts);
                 let ctx = if self.parallel_apply {
                     p.scan_context()
@@ -1781,20 +1850,8 @@ impl<'a> BatchParser<'a> {
                     size.store(batch_for(problem.nodes, problem.arcs), Relaxed);
                     self.adapt = None;
                 }
-                Ok(Some(buf))
+                Ok(())
             }
-            Msg::ReadError(e, lines) => Err(Fail::Error(line_error(
-                p.file,
-                p.line + 1 + lines,
-                LineError::Io(e),
-                stream,
-            ))),
-            Msg::TooLong => Err(Fail::Error(line_error(
-                p.file,
-                p.line + 1,
-                LineError::TooLong,
-                stream,
-            ))),
         }
     }
 }
