@@ -189,7 +189,7 @@ pub static SEGMENT: &[Spec] = &[
         name: "initial-coverage",
         short: None,
         value_name: "C1",
-        example: "0.05",
+        example: "0.03",
         kind: Kind::Float(Range::UNIT),
         default: DefaultValue::Of(|| d().initial_coverage.to_string()),
         help: "With initial nearer-background or nearer-unexplained: the strokes' coverage \
@@ -214,7 +214,7 @@ pub static SEGMENT: &[Spec] = &[
         name: "stroke-check",
         short: None,
         value_name: "RHO",
-        example: "0.5",
+        example: "0.3",
         kind: Kind::Float(Range::UNIT),
         default: DefaultValue::Of(|| d().stroke_check.to_string()),
         help: "Drop a short hard stroke (a connected component of seeds with fewer than half \

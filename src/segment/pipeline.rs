@@ -1574,10 +1574,13 @@ mod tests {
         let mut buf = Vec::new();
         let base = SegmentOptions::default();
         let fitted = fit_seed_models(&work, &params, base.model, &seeds, &mut buf).unwrap();
+        // The rules without the coverage gate and the margin (tested on their own below).
         let first = |initial, initial_enclosure| {
             let opts = SegmentOptions {
                 initial,
                 initial_enclosure,
+                initial_coverage: 1.0,
+                initial_margin: 0.0,
                 ..base.clone()
             };
             let mut buf = Vec::new();
