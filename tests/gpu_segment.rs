@@ -701,7 +701,8 @@ fn enclosure_prior_masks_agree_on_the_dev_photos() {
 
 /// The geometric first fits of issue 25 (the background's first model on the background
 /// strokes plus the unlabelled pixels they reach first, all of them or only the colours the
-/// foreground strokes do not explain), applied on every image (`initial_enclosure` 1), with the
+/// foreground strokes do not explain), applied on every image (`initial_enclosure` and
+/// `initial_coverage` 1; without a margin and with the default one), with the
 /// default prior and with none (the device then computes the unit geometry for the fit alone and
 /// no prior reaches the t-links): the GPU build must fit the same first models (the first
 /// round's graphs cut to the same flow) and give the same masks as the CPU build, on both
@@ -718,9 +719,11 @@ fn geometric_first_fits_agree_on_the_dev_photos() {
     }
     let base = SegmentOptions::default();
     let (mut differ, mut pixels) = (0, 0);
-    for initial in [
-        InitialModels::NearerBackground,
-        InitialModels::NearerUnexplained,
+    // Without a margin and with the default one (issue 25's gate by how much the strokes say).
+    for (initial, margin) in [
+        (InitialModels::NearerBackground, 0.0),
+        (InitialModels::NearerBackground, base.initial_margin),
+        (InitialModels::NearerUnexplained, base.initial_margin),
     ] {
         for weight in [base.prior.weight, 0.0] {
             for (_, image, strokes) in &photos {
@@ -734,6 +737,8 @@ fn geometric_first_fits_agree_on_the_dev_photos() {
                         solver: SolverKind::CudaGrid,
                         initial,
                         initial_enclosure: 1.0,
+                        initial_coverage: 1.0,
+                        initial_margin: margin,
                         prior: SpatialPrior {
                             weight,
                             ..base.prior
@@ -746,7 +751,7 @@ fn geometric_first_fits_agree_on_the_dev_photos() {
                         ..gpu_opts.clone()
                     };
                     let c = segment(&image, &seeds, &cpu_opts).unwrap();
-                    let what = format!("{set} {initial:?} prior {weight}");
+                    let what = format!("{set} {initial:?} margin {margin} prior {weight}");
                     assert!(g.stats.gpu.is_some(), "{what}: not built on the GPU");
                     assert!(g.verified && c.verified);
                     // The geometry runs on the device either way; the prior reaches the
@@ -764,7 +769,7 @@ fn geometric_first_fits_agree_on_the_dev_photos() {
 /// The stroke check of issue 25 (`stroke_check`): on every dev photo's strokes with a slip added
 /// (the first 12 background-labelled pixels of the image, in its row, relabelled foreground), the
 /// GPU build must be handed the same seeds as the CPU build (the check runs on the host) and give
-/// the same first round and masks, with today's first fit and the gated one. The check must drop
+/// the same first round and masks, with the seeds' first fit and the gated one (the default). The check must drop
 /// the slip on some photos, or the test says nothing.
 #[test]
 fn stroke_check_masks_agree_on_the_dev_photos() {

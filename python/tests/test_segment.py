@@ -61,7 +61,8 @@ def test_options_change_the_result_and_match_the_cli_defaults():
         img, seeds, connectivity=8, lambda_=100, iterations=5, model="gmm", components=5,
         color_space="lab", prior=15, prior_contrast=3, prior_softness=0.15, prior_enclosure=8,
         prior_coverage=0.025,
-        prior_explained=1, outlier=0, initial="seeds", initial_enclosure=1, stroke_check=1,
+        prior_explained=1, outlier=0, initial="nearer-background", initial_enclosure=0.8,
+        initial_coverage=0.05, initial_margin=0.2, stroke_check=0.5,
         drop_unseeded=True, fill_holes=0,
     )
     np.testing.assert_array_equal(default, same)

@@ -170,7 +170,7 @@ pub static SEGMENT: &[Spec] = &[
                unlabelled pixels by their nearest stroke, every unlabelled pixel as background, \
                the unlabelled pixels the background strokes reach first as background, or those \
                of them whose colour the foreground strokes do not explain (the last two only \
-               where initial-enclosure allows).",
+               where initial-enclosure and initial-coverage allow).",
         colour_models_only: true,
     },
     Spec {
@@ -186,10 +186,35 @@ pub static SEGMENT: &[Spec] = &[
         colour_models_only: true,
     },
     Spec {
+        name: "initial-coverage",
+        short: None,
+        value_name: "C1",
+        example: "0.03",
+        kind: Kind::Float(Range::UNIT),
+        default: DefaultValue::Of(|| d().initial_coverage.to_string()),
+        help: "With initial nearer-background or nearer-unexplained: the strokes' coverage \
+               (share of the pixels with a hard seed) up to which that first fit applies; above \
+               it the first fit is the seeds' (1: whatever the coverage).",
+        colour_models_only: true,
+    },
+    Spec {
+        name: "initial-margin",
+        short: None,
+        value_name: "T",
+        example: "0.25",
+        kind: Kind::Float(Range::UNIT_OPEN),
+        default: DefaultValue::Of(|| d().initial_margin.to_string()),
+        help: "With initial nearer-background or nearer-unexplained: only the unlabelled pixels \
+               the background strokes reach first by more than T of the prior's normalised \
+               distance difference (d_F - d_B) / (d_F + d_B + L) join the background's first fit \
+               (0: every pixel they reach first).",
+        colour_models_only: true,
+    },
+    Spec {
         name: "stroke-check",
         short: None,
         value_name: "RHO",
-        example: "0.5",
+        example: "0.3",
         kind: Kind::Float(Range::UNIT),
         default: DefaultValue::Of(|| d().stroke_check.to_string()),
         help: "Drop a short hard stroke (a connected component of seeds with fewer than half \
@@ -487,6 +512,12 @@ impl Values {
         }
         if let Some(x) = self.float("initial-enclosure") {
             o.initial_enclosure = x;
+        }
+        if let Some(x) = self.float("initial-coverage") {
+            o.initial_coverage = x;
+        }
+        if let Some(x) = self.float("initial-margin") {
+            o.initial_margin = x;
         }
         if let Some(x) = self.float("stroke-check") {
             o.stroke_check = x;

@@ -89,6 +89,18 @@ pub struct SegmentOptions {
     /// ([`super::prior::enclosure`]) is above it, the first round's models are the seeds'.
     /// 1 applies them on every image.
     pub initial_enclosure: f64,
+    /// The strokes' coverage `c₀` ([`super::prior::stroke_coverage`]: the share of the pixels
+    /// with a hard seed) up to which [`InitialModels::NearerBackground`] and
+    /// [`InitialModels::NearerUnexplained`] apply: strokes that cover more have sampled the
+    /// image's colours well enough on their own, and the first round's models are the seeds'.
+    /// 1 applies them whatever the coverage.
+    pub initial_coverage: f64,
+    /// The margin `t` of [`InitialModels::NearerBackground`] and
+    /// [`InitialModels::NearerUnexplained`]: only the unlabelled pixels the background strokes
+    /// reach first by more than `t` of the prior's normalised distance difference
+    /// (`(d_F − d_B) / (d_F + d_B + L) > t`, i.e. `δ_geo > t·γ`) join the background's first
+    /// model. 0 takes every pixel with `δ_geo > 0`.
+    pub initial_margin: f64,
     /// The threshold `ρ` of the stroke check ([`super::strokes`]): a short hard stroke whose
     /// pixels the opposite class's strokes explain more often than the other strokes of its own
     /// class, by a share above `ρ`, is dropped before the models, the prior and the constraints
@@ -140,9 +152,14 @@ impl Default for SegmentOptions {
                 drop_unseeded: true,
                 max_hole: 0,
             },
-            initial: InitialModels::Seeds,
-            initial_enclosure: 1.0,
-            stroke_check: 1.0,
+            // The first fit's gate (enclosure, coverage, margin) and the stroke check: nested
+            // cross-validation over the dev and synthetic strokes (issue 25, "A first fit gated
+            // by how much the strokes say").
+            initial: InitialModels::NearerBackground,
+            initial_enclosure: 0.8,
+            initial_coverage: 0.05,
+            initial_margin: 0.2,
+            stroke_check: 0.5,
             warm_start: true,
             device: Device::default(),
         }
@@ -426,7 +443,9 @@ fn fit_seed_models(
 /// | `NearerUnexplained` | foreground seeds | + those of them whose colour the foreground seeds' model does not explain |
 ///
 /// The last two apply only where the strokes' enclosure `E` is at most
-/// [`SegmentOptions::initial_enclosure`] (elsewhere: `Seeds`). The refit rounds' blend partner
+/// [`SegmentOptions::initial_enclosure`] and their coverage at most
+/// [`SegmentOptions::initial_coverage`] (elsewhere: `Seeds`), and hand over only the pixels
+/// beyond [`SegmentOptions::initial_margin`]. The refit rounds' blend partner
 /// ([`SegmentOptions::seed_weight`]) is always the seeds' model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum InitialModels {
@@ -457,6 +476,18 @@ impl InitialModels {
                 | InitialModels::NearerBackground
                 | InitialModels::NearerUnexplained
         )
+    }
+}
+
+/// Whether this segmentation's first fit needs `δ_geo` on the host: the nearer-background rules
+/// do not where the strokes' coverage is above [`SegmentOptions::initial_coverage`] (their first
+/// models are the seeds' there), which spares the GPU build the download.
+fn first_fit_needs_geometry(opts: &SegmentOptions, seeds: &Seeds) -> bool {
+    match opts.initial {
+        InitialModels::NearerBackground | InitialModels::NearerUnexplained => {
+            super::prior::stroke_coverage(seeds) <= opts.initial_coverage
+        }
+        other => other.needs_geometry(),
     }
 }
 
@@ -574,10 +605,11 @@ fn fit_initial_models(
 
 /// The first background model of [`InitialModels::NearerBackground`] and
 /// [`InitialModels::NearerUnexplained`]: the background seeds plus the unlabelled pixels with
-/// `δ_geo > 0` (for the second, only those whose colour `fg`, the foreground seeds' model, does
-/// not explain: a cost above its [`explained_threshold`] over its own samples). `None` where the
-/// strokes' enclosure `E` of `δ_geo` is above [`SegmentOptions::initial_enclosure`] (the seeds'
-/// models are the first round's there).
+/// `δ_geo > t·γ` (`t` = [`SegmentOptions::initial_margin`]; for the second, only those whose
+/// colour `fg`, the foreground seeds' model, does not explain: a cost above its
+/// [`explained_threshold`] over its own samples). `None` where the strokes' enclosure `E` of
+/// `δ_geo` is above [`SegmentOptions::initial_enclosure`] or their coverage above
+/// [`SegmentOptions::initial_coverage`] (the seeds' models are the first round's there).
 fn nearer_background(
     work: &Work,
     params: &ModelParams,
@@ -589,12 +621,21 @@ fn nearer_background(
 ) -> Result<Option<Model>> {
     let image = work.image();
     let e = super::prior::enclosure(geometry, image.dims);
-    if e.is_none_or(|e| e > opts.initial_enclosure) {
+    if e.is_none_or(|e| e > opts.initial_enclosure)
+        || super::prior::stroke_coverage(seeds) > opts.initial_coverage
+    {
         return Ok(None);
     }
     let l = &seeds.labels;
     let is_bg = |i: usize| matches!(l[i], Seed::Background | Seed::ProbablyBackground);
-    let nearer = |i: usize| l[i] == Seed::Unknown && geometry[i] > 0.0;
+    // `geometry` is `δ_geo` at the prior's weight γ (1 when only the first fit needs it).
+    let unit = if opts.prior.weight > 0.0 {
+        opts.prior.weight
+    } else {
+        1.0
+    };
+    let margin = (opts.initial_margin * unit) as f32;
+    let nearer = |i: usize| l[i] == Seed::Unknown && geometry[i] > margin;
     let bg = if opts.initial == InitialModels::NearerUnexplained {
         // The threshold from the very samples the foreground model was fitted on.
         let fg_seed = |i: usize| matches!(l[i], Seed::Foreground | Seed::ProbablyForeground);
@@ -825,6 +866,18 @@ fn check_options(image: &Image, opts: &SegmentOptions) -> Result<()> {
         return bad(format!(
             "initial_enclosure must be in [0, 1], got {}",
             opts.initial_enclosure
+        ));
+    }
+    if !(0.0..=1.0).contains(&opts.initial_coverage) {
+        return bad(format!(
+            "initial_coverage must be in [0, 1], got {}",
+            opts.initial_coverage
+        ));
+    }
+    if !(0.0..1.0).contains(&opts.initial_margin) {
+        return bad(format!(
+            "initial_margin must be in [0, 1), got {}",
+            opts.initial_margin
         ));
     }
     if !(0.0..=1.0).contains(&opts.stroke_check) {
@@ -1155,7 +1208,7 @@ impl<'a> Rounds<'a> {
         // From the input image (checked by now), not the working space: the GPU build never
         // converts the whole image on the host.
         let t_prior = Instant::now();
-        let geometric = opts.initial.needs_geometry();
+        let geometric = first_fit_needs_geometry(opts, seeds);
         let (geometry, prior, prior_run) = match (data, device.as_mut()) {
             // On the device (gpu_prior.rs): the same values, left there for the t-links; the
             // host gets a copy only for a geometric first fit or the explained-colour share
@@ -1521,10 +1574,13 @@ mod tests {
         let mut buf = Vec::new();
         let base = SegmentOptions::default();
         let fitted = fit_seed_models(&work, &params, base.model, &seeds, &mut buf).unwrap();
+        // The rules without the coverage gate and the margin (tested on their own below).
         let first = |initial, initial_enclosure| {
             let opts = SegmentOptions {
                 initial,
                 initial_enclosure,
+                initial_coverage: 1.0,
+                initial_margin: 0.0,
                 ..base.clone()
             };
             let mut buf = Vec::new();
@@ -1563,6 +1619,75 @@ mod tests {
             assert!(first(initial, e).is_some());
             assert!(first(initial, e - 1e-9).is_none());
         }
+    }
+
+    #[test]
+    fn coverage_and_margin_limit_the_nearer_background_fit() {
+        let (image, seeds, geometry) = object_past_the_strokes();
+        let work = Work::Host(Cow::Borrowed(&image));
+        let params = ModelParams::from_image(&image.data, 1);
+        let mut buf = Vec::new();
+        // `geometry` is `δ_geo` at weight 1: the margin is in its units with a prior of weight 1.
+        let base = SegmentOptions {
+            initial: InitialModels::NearerBackground,
+            prior: SpatialPrior {
+                weight: 1.0,
+                ..SegmentOptions::default().prior
+            },
+            ..SegmentOptions::default()
+        };
+        let fitted = fit_seed_models(&work, &params, base.model, &seeds, &mut buf).unwrap();
+        let first = |initial_coverage, initial_margin| {
+            let opts = SegmentOptions {
+                initial_coverage,
+                initial_margin,
+                ..base.clone()
+            };
+            let mut buf = Vec::new();
+            fit_initial_models(
+                &work,
+                &params,
+                &opts,
+                &seeds,
+                &fitted,
+                Some(&geometry),
+                &mut buf,
+            )
+            .unwrap()
+        };
+        // 23 hard seeds of 800 pixels: the rule applies up to that coverage, not below it.
+        let c = crate::segment::prior::stroke_coverage(&seeds);
+        assert_eq!(c, 23.0 / 800.0);
+        assert!(first(c, 0.0).is_some());
+        assert!(first(c - 1e-9, 0.0).is_none());
+        let cost = |m: &Model, v: f32| m.neg_log_likelihood(&[v]);
+        let (_, all) = first(1.0, 0.0).unwrap();
+        // A margin above every `δ_geo` hands nothing over, so the background's first model is
+        // fitted on its seeds alone, bit for bit.
+        let top = geometry.iter().copied().fold(f32::MIN, f32::max);
+        assert!(top > 0.0 && top < 0.99, "{top}");
+        let (_, none) = first(0.99, 0.99).unwrap();
+        for v in [30.0, 100.0, 200.0] {
+            assert_eq!(cost(&none, v), cost(&fitted.1, v));
+        }
+        // A margin just below the unsampled colour's smallest `δ_geo` still hands all of it
+        // to the background, but keeps the object's pixels nearer the tie out.
+        let far = (0..800)
+            .filter(|&i| i % 40 >= 26)
+            .map(|i| geometry[i])
+            .fold(f32::MAX, f32::min);
+        let t = far as f64 * 0.999;
+        let kept_out = (0..800)
+            .filter(|&i| i % 40 < 14 && geometry[i] > 0.0 && geometry[i] as f64 <= t)
+            .count();
+        assert!(kept_out >= 10, "{kept_out}");
+        let (_, some) = first(1.0, t).unwrap();
+        let (a, b) = (cost(&all, 200.0), cost(&some, 200.0));
+        assert!(
+            b > a,
+            "object colour's background cost {b} with the margin, {a} without"
+        );
+        assert!(cost(&some, 30.0) + 5.0 < cost(&fitted.1, 30.0));
     }
 
     #[test]
