@@ -28,11 +28,13 @@ const NO_ROOM: libdeflate_result = libdeflate_sys::libdeflate_result_LIBDEFLATE_
 const MIN_MEMBER: usize = 20;
 
 /// Whether inflating whole, then parsing, beats the streaming path's overlap of inflate with
-/// parsing: only where the parse has cores enough to take much less time than zlib's inflate
-/// (the streaming path then waits for inflate alone). On 2 cores, parsing 90 MB takes about as
-/// long as inflating it, and the overlap wins (docs/benchmarks.md, loading).
+/// parsing. Measured on the 16-core host of an H200 (2026-11-28, `segcut bench --suite load`,
+/// median of 3): it does not. libdeflate alone inflated the 1024² grid's text at 432 MB/s against
+/// 506 for `gzip -dc` and 448 for the streamed load, and the whole-file load took 397 MB/s of text
+/// at 4.7× the graph's memory against 448 MB/s at 1.4×; on 2 cores the overlap wins as well. So
+/// no machine chooses it by default; the load suite still times both paths.
 pub(super) fn pays_here() -> bool {
-    rayon::current_num_threads() >= 6
+    false
 }
 
 /// How `.gz` files are read: 0 as [`pays_here`] says, 1 inflated whole wherever that is safe,
