@@ -2,9 +2,12 @@
 //! ([`GridShape`]), a grid graph whose capacities live in GPU memory ([`DeviceGrid`]), what the
 //! grid solver needs per node, and the small copies every driver of kernels makes.
 
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
+use serde::Serialize;
 
 use super::runtime::Call;
 use crate::graph::Connectivity;
@@ -126,9 +129,111 @@ impl DeviceGrid {
     }
 }
 
-/// Waits for everything queued on `stream`.
+/// Host waits (stream synchronisations and blocking downloads) of the whole process.
+static HOST_WAITS: AtomicU64 = AtomicU64::new(0);
+/// Device allocations of the whole process.
+static DEVICE_ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The calling thread's share of the two counters: what a segmentation's phases report
+    /// (other threads' GPU work, a batch's other workers or tests running beside, stays out).
+    static ON_THIS_THREAD: Cell<DeviceCounts> = const { Cell::new(DeviceCounts::ZERO) };
+}
+
+/// How often the host waited for a stream, and how many device buffers were allocated: the
+/// process's ([`host_waits`], [`device_allocations`]) or the calling thread's
+/// ([`DeviceCounts::on_this_thread`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DeviceCounts {
+    /// Stream synchronisations and blocking device → host copies (each is one round trip: the
+    /// host stops until the device has finished what was queued before it).
+    pub host_waits: u64,
+    /// Device buffers allocated (`cuMemAlloc`), kept buffers reused not counted.
+    pub device_allocations: u64,
+}
+
+impl DeviceCounts {
+    /// None of either.
+    pub const ZERO: DeviceCounts = DeviceCounts {
+        host_waits: 0,
+        device_allocations: 0,
+    };
+
+    /// The counts of the calling thread so far (every GPU call of the library counts on the
+    /// thread that makes it).
+    pub fn on_this_thread() -> DeviceCounts {
+        ON_THIS_THREAD.with(Cell::get)
+    }
+
+    /// What was counted since `before` (an earlier reading of the same thread).
+    pub fn since(self, before: DeviceCounts) -> DeviceCounts {
+        DeviceCounts {
+            host_waits: self.host_waits.saturating_sub(before.host_waits),
+            device_allocations: self
+                .device_allocations
+                .saturating_sub(before.device_allocations),
+        }
+    }
+
+    /// Both counts added.
+    pub fn plus(self, o: DeviceCounts) -> DeviceCounts {
+        DeviceCounts {
+            host_waits: self.host_waits + o.host_waits,
+            device_allocations: self.device_allocations + o.device_allocations,
+        }
+    }
+}
+
+/// How many times the process's host has waited for a stream so far (every synchronisation and
+/// blocking download of the library goes through [`sync`]).
+pub fn host_waits() -> u64 {
+    HOST_WAITS.load(Relaxed)
+}
+
+/// How many device buffers the process has allocated so far (every allocation of the library
+/// goes through [`zeros`] or [`upload`]).
+pub fn device_allocations() -> u64 {
+    DEVICE_ALLOCATIONS.load(Relaxed)
+}
+
+/// Counts one host wait (process and thread).
+fn count_wait() {
+    count(&HOST_WAITS, |c| c.host_waits += 1);
+}
+
+/// Counts one device allocation (process and thread).
+fn count_allocation() {
+    count(&DEVICE_ALLOCATIONS, |c| c.device_allocations += 1);
+}
+
+/// Adds one to the process's `total` and, with `bump`, to the thread's counts.
+fn count(total: &AtomicU64, bump: impl FnOnce(&mut DeviceCounts)) {
+    total.fetch_add(1, Relaxed);
+    ON_THIS_THREAD.with(|c| {
+        let mut v = c.get();
+        bump(&mut v);
+        c.set(v);
+    });
+}
+
+/// Waits for everything queued on `stream`: the one function every host wait of the library
+/// goes through, counted ([`host_waits`]).
 pub(crate) fn sync(stream: &Arc<CudaStream>) -> Result<()> {
+    count_wait();
     stream.synchronize().call("cuStreamSynchronize")
+}
+
+/// Copies `src` into the pageable host slice `dst` and waits for it: one host wait.
+pub(crate) fn copy_to_host<T: DeviceRepr>(
+    stream: &Arc<CudaStream>,
+    src: &cudarc::driver::CudaView<'_, T>,
+    dst: &mut [T],
+    what: &str,
+) -> Result<()> {
+    stream
+        .memcpy_dtoh(src, dst)
+        .call(&format!("cuMemcpyDtoH ({what})"))?;
+    sync(stream)
 }
 
 /// A device buffer brought to the host (waits for the copy).
@@ -164,6 +269,7 @@ pub(crate) fn zeros<T: DeviceRepr + ValidAsZeroBits>(
     len: usize,
     what: &str,
 ) -> Result<CudaSlice<T>> {
+    count_allocation();
     stream
         .alloc_zeros::<T>(len.max(1))
         .call(&format!("cuMemAlloc ({what})"))
@@ -179,6 +285,7 @@ pub(crate) fn upload<T: DeviceRepr + ValidAsZeroBits>(
     if data.is_empty() {
         return zeros(stream, 1, what);
     }
+    count_allocation();
     stream
         .clone_htod(data)
         .call(&format!("cuMemcpyHtoD ({what})"))

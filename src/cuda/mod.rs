@@ -47,8 +47,10 @@ pub use compile::{
     compile_all_kernels_ptx, compile_cubin, compile_options, compile_ptx, nvrtc_available,
     nvrtc_version, COMMON_HEADER, KERNELS, OLDEST_ARCH,
 };
-pub(crate) use device::{clear, download, read_words, sync, upload, zeros};
-pub use device::{grid_bytes_per_node, DeviceGrid, GridShape};
+pub(crate) use device::{clear, copy_to_host, download, read_words, sync, upload, zeros};
+pub use device::{
+    device_allocations, grid_bytes_per_node, host_waits, DeviceCounts, DeviceGrid, GridShape,
+};
 pub use launch::BLOCK;
 pub(crate) use runtime::Call;
 pub use runtime::{

@@ -13,13 +13,11 @@
 //! the device's Lab differs in the last bit of a value, the parameters move by as little
 //! (`tests/gpu_segment.rs` checks).
 
-use cudarc::driver::CudaSlice;
-
 use super::gpu::GpuEnergy;
 use super::model::{Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
 use crate::cuda::launch::seg_energy::MAX_BLOCKS;
 use crate::cuda::launch::seg_model::SegModel;
-use crate::cuda::{self, Call, BLOCK};
+use crate::cuda::{self, BLOCK};
 use crate::io::Seed;
 use crate::{Error, Result};
 
@@ -141,46 +139,51 @@ impl GpuEnergy {
         let picked = [0, 1].map(|c| total[c].div_ceil(step[c]));
         let first_dev = pool.take_upload("sample ordinals", &first)?;
         // At the most a class can pick (a mixture's cap, or every pixel), so every round of
-        // this image size reuses them.
+        // this image size reuses it: both classes' samples in one buffer, the foreground's
+        // first and the background's right after them, so that one copy (one host wait) brings
+        // both back.
         let most = match kind {
             ModelKind::Gmm { .. } => n.min(MAX_FIT_SAMPLES),
             ModelKind::Histogram { .. } => n,
         } * ch;
-        let mut out_fg = pool.take::<f32>("foreground samples", most)?;
-        let mut out_bg = pool.take::<f32>("background samples", most)?;
-        // SAFETY: labels has n entries, work n·ch, first 2·chunks (the prefix sums of the counts
-        // above, same chunk), out_* ch values per picked sample; steps ≥ 1.
-        unsafe {
-            k.gather(
-                s,
-                chunks32,
-                nn,
-                ch as u32,
-                &self.work,
-                labels_dev,
-                fg_set,
-                bg_set,
-                chunk32,
-                &first_dev,
-                step[0] as u32,
-                step[1] as u32,
-                &mut out_fg,
-                &mut out_bg,
-            )?
-        };
-        let take = |out: &CudaSlice<f32>, len: usize, what: &str| -> Result<Vec<f32>> {
-            let mut v = vec![0.0f32; len];
-            if len > 0 {
-                s.memcpy_dtoh(&out.slice(..len), &mut v[..])
-                    .call(&format!("cuMemcpyDtoH ({what})"))?;
-            }
-            Ok(v)
-        };
-        let fg = take(&out_fg, picked[0] * ch, "foreground samples")?;
-        let bg = take(&out_bg, picked[1] * ch, "background samples")?;
-        cuda::sync(s)?;
-        pool.keep("foreground samples", out_fg);
-        pool.keep("background samples", out_bg);
+        let mut out = pool.take::<f32>("samples", 2 * most)?;
+        let (len_fg, len_bg) = (picked[0] * ch, picked[1] * ch);
+        {
+            let (mut out_fg, mut out_bg) = out.split_at_mut(len_fg);
+            // SAFETY: labels has n entries, work n·ch, first 2·chunks (the prefix sums of the
+            // counts above, same chunk); out_fg holds exactly the picked foreground samples' ch
+            // values each, out_bg (the rest, disjoint) at least the background's
+            // (len_fg + len_bg ≤ 2·most); steps ≥ 1.
+            unsafe {
+                k.gather(
+                    s,
+                    chunks32,
+                    nn,
+                    ch as u32,
+                    &self.work,
+                    labels_dev,
+                    fg_set,
+                    bg_set,
+                    chunk32,
+                    &first_dev,
+                    step[0] as u32,
+                    step[1] as u32,
+                    &mut out_fg,
+                    &mut out_bg,
+                )?
+            };
+        }
+        let mut both = vec![0.0f32; len_fg + len_bg];
+        if both.is_empty() {
+            // Nothing to bring back (the fit will say which class is empty): still wait, the
+            // uploads above read host memory.
+            cuda::sync(s)?;
+        } else {
+            cuda::copy_to_host(s, &out.slice(..both.len()), &mut both, "samples")?;
+        }
+        let bg = both.split_off(len_fg);
+        let fg = both;
+        pool.keep("samples", out);
         pool.keep("sample ordinals", first_dev);
         if let Some(m) = mask_dev {
             pool.keep("mask", m);

@@ -4,7 +4,7 @@
 //! [`BLOCK`](super::BLOCK)), one block per chunk: `chunks` blocks with `chunks · chunk ≥ n`.
 //! Buffers: `labels` `n` bytes, `img` `n·ch` values, `counts` and `first` two per block.
 
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, CudaViewMut};
 
 use super::{blocks, kernel_file};
 use crate::cuda::Gpu;
@@ -26,12 +26,15 @@ kernel_file! {
             counts: &mut CudaSlice<u32>,
         ) => blocks(chunks);
 
-        /// Every `step`-th pixel of each class, in pixel order, into `out_fg` / `out_bg`.
+        /// Every `step`-th pixel of each class, in pixel order, into `out_fg` / `out_bg` (two
+        /// disjoint views, usually of one buffer: the foreground's samples, then the
+        /// background's, so that one copy brings both to the host).
         ///
         /// # Safety
         /// `labels` has `n` entries, `img` `n·ch`, `first` `2·chunks` (the exclusive prefix
         /// sums of [`SegModel::count`]'s counts, same `chunk`), `out_fg` and `out_bg` `ch` values
-        /// per sample (`⌈total / step⌉` samples of each class); `chunks · chunk ≥ n`; steps ≥ 1.
+        /// per sample (`⌈total / step⌉` samples of each class) and not overlapping;
+        /// `chunks · chunk ≥ n`; steps ≥ 1.
         fn gather = "model_gather" [chunks: u32](
             n: u32,
             ch: u32,
@@ -43,8 +46,8 @@ kernel_file! {
             first: &CudaSlice<u32>,
             step_fg: u32,
             step_bg: u32,
-            out_fg: &mut CudaSlice<f32>,
-            out_bg: &mut CudaSlice<f32>,
+            out_fg: &mut CudaViewMut<'_, f32>,
+            out_bg: &mut CudaViewMut<'_, f32>,
         ) => blocks(chunks);
     }
 }

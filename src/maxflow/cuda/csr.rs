@@ -489,14 +489,13 @@ impl CudaCsr {
         cuda::clear(s, &mut dev.stamp)?;
         cuda::clear(s, &mut dev.flow)?;
         self.run(x, dev)?;
-        let down = |what: &str| format!("cuMemcpyDtoH ({what})");
-        let excess = s.clone_dtoh(&dev.excess).call(&down("excess"))?;
+        // Each a host wait (counted).
+        let excess = cuda::download(s, &dev.excess, "excess")?;
         let back = Residuals {
-            rf: s.clone_dtoh(&dev.rf).call(&down("residuals"))?,
-            sink_r: s.clone_dtoh(&sink_r).call(&down("sink residuals"))?,
-            source_flow: s.clone_dtoh(&dev.sink_r).call(&down("source flows"))?,
+            rf: cuda::download(s, &dev.rf, "residuals")?,
+            sink_r: cuda::download(s, &sink_r, "sink residuals")?,
+            source_flow: cuda::download(s, &dev.sink_r, "source flows")?,
         };
-        cuda::sync(s)?;
         if let Some(v) = excess.iter().position(|&e| e != 0) {
             return Err(Error::Graph(format!(
                 "cuda-csr phase two left excess {} at node {v} (please report this graph)",
@@ -822,6 +821,6 @@ fn upload(stream: &Arc<CudaStream>, l: &CsrLayout) -> Result<DeviceGraph> {
         state: cuda::zeros(stream, 2, "loop state")?,
     };
     // The host buffers are borrowed: finish the copies before they may be freed.
-    stream.synchronize().call("cuStreamSynchronize (upload)")?;
+    cuda::sync(stream)?;
     Ok(dev)
 }

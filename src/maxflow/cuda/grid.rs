@@ -386,7 +386,7 @@ fn upload(session: &mut Session, g: &GridGraph) -> Result<DeviceGrid> {
         stream: stream.clone(),
     };
     // The host arrays are borrowed: finish the copies before the solve proper.
-    stream.synchronize().call("cuStreamSynchronize (upload)")?;
+    cuda::sync(&stream)?;
     Ok(dg)
 }
 
@@ -809,12 +809,11 @@ impl CudaGrid {
         let sink_dev = std::mem::replace(&mut dev.sink_r, source);
         cuda::clear(&stream, &mut dev.flow)?;
         self.run(&stream, &k, shape, &mut dev, false)?;
-        let down = |what: &str| format!("cuMemcpyDtoH ({what})");
-        let rcap = stream.clone_dtoh(&dev.rcap).call(&down("residuals"))?;
-        let source_flow = stream.clone_dtoh(&dev.sink_r).call(&down("source flows"))?;
-        let sink_r = stream.clone_dtoh(&sink_dev).call(&down("sink residuals"))?;
-        let excess = stream.clone_dtoh(&dev.excess).call(&down("excess"))?;
-        cuda::sync(&stream)?;
+        // Each a host wait (counted): the residual read-back is the kept-graph path's.
+        let rcap = cuda::download(&stream, &dev.rcap, "residuals")?;
+        let source_flow = cuda::download(&stream, &dev.sink_r, "source flows")?;
+        let sink_r = cuda::download(&stream, &sink_dev, "sink residuals")?;
+        let excess = cuda::download(&stream, &dev.excess, "excess")?;
         self.recycle(dev, Some(sink_dev));
         if let Some(v) = excess.iter().position(|&e| e != 0) {
             return Err(Error::Graph(format!(
@@ -1570,10 +1569,7 @@ impl WarmGrid {
                     &mut overflow,
                 )?
             };
-            let flag = stream
-                .clone_dtoh(&overflow)
-                .call("cuMemcpyDtoH (overflow flag)")?;
-            cuda::sync(&stream)?;
+            let flag = cuda::download(&stream, &overflow, "overflow flag")?;
             if let Some(s) = solver.session.as_mut() {
                 if Arc::ptr_eq(s.stream(), &stream) {
                     s.keep("overflow flag", overflow);
