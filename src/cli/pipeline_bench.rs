@@ -155,6 +155,11 @@ fn one_process(
     let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats)?)?;
     let mut p = s["phases_ms"].clone();
     with_prior(&mut p, &s["prior"]);
+    for k in ["host_waits", "device_allocations"] {
+        if let Some(t) = s[k].get("total") {
+            p[k] = t.clone();
+        }
+    }
     Ok((wall, p))
 }
 
@@ -167,6 +172,27 @@ fn with_prior(phases: &mut serde_json::Value, prior: &serde_json::Value) {
     if let Some(passes) = prior.get("passes") {
         phases["prior_passes"] = passes.clone();
     }
+}
+
+/// Adds the run's host waits and device allocations (totals, and the waits per phase as
+/// `prepare; round: models+graph+solve+verify; ...`) to a phases object, for the table.
+fn with_counts(phases: &mut serde_json::Value, r: &Report) {
+    phases["host_waits"] = serde_json::json!(r.host_waits.total);
+    phases["device_allocations"] = serde_json::json!(r.device_allocations.total);
+    let mut per = vec![format!("prepare {}", r.host_waits.prepare)];
+    for (i, it) in r.iterations.iter().enumerate() {
+        let w = it.host_waits;
+        per.push(format!(
+            "r{} {}+{}+{}+{}",
+            i + 1,
+            w.models,
+            w.graph,
+            w.solve,
+            w.verify
+        ));
+    }
+    per.push(format!("post {}", r.host_waits.post));
+    phases["waits"] = serde_json::json!(per.join("; "));
 }
 
 /// `runs` segmentations of one image in memory on a warm segmenter (one untimed run first).
@@ -187,6 +213,7 @@ fn in_memory(
         let r = Report::new(&seg, opts);
         let mut p = serde_json::to_value(&r.phases_ms)?;
         p["other"] = serde_json::json!(wall - r.phases_ms.total());
+        with_counts(&mut p, &r);
         with_prior(&mut p, &serde_json::to_value(&r.prior)?);
         times.push(wall);
         phases.push((wall, p));
@@ -441,6 +468,9 @@ fn phases_text(p: &serde_json::Value) -> String {
         .filter_map(|(k, v)| {
             let x = match v {
                 serde_json::Value::Array(r) => r.iter().filter_map(|x| x.as_f64()).sum(),
+                // Counts as they are, the per-phase waits as written.
+                serde_json::Value::Number(c) if c.is_u64() => return Some(format!("{k} {c}")),
+                serde_json::Value::String(t) => return Some(format!("{k} [{t}]")),
                 other => other.as_f64()?,
             };
             Some(format!("{k} {x:.1}"))

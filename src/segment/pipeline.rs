@@ -29,7 +29,7 @@ use super::prior::{
     adapt_to_colours, explained_threshold, prior_costs, scale_by_enclosure, stroke_coverage,
     SpatialPrior,
 };
-use crate::cuda::Device;
+use crate::cuda::{Device, DeviceCounts};
 use crate::graph::{Connectivity, GridGraph};
 use crate::io::{Image, Seed, Seeds};
 use crate::maxflow::cuda::{CudaGrid, WarmGrid};
@@ -219,6 +219,45 @@ pub struct IterationStats {
     pub changed: usize,
     /// Whether the cut continued from the last round's flow ([`SegmentOptions::warm_start`]).
     pub warm: bool,
+    /// The round's host waits for the GPU ([`crate::cuda::host_waits`]), by phase (0 on the
+    /// CPU).
+    pub host_waits: RoundCounts,
+    /// The round's device allocations ([`crate::cuda::device_allocations`]), by phase (0 on
+    /// the CPU, and on a warm session's rounds).
+    pub device_allocations: RoundCounts,
+}
+
+/// One count (host waits, or device allocations) of a round, by phase, counted on the thread
+/// that segments.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RoundCounts {
+    /// Fitting the models (the sample gather on the device).
+    pub models: u64,
+    /// Setting the t-links.
+    pub graph: u64,
+    /// The solve and the cut's download.
+    pub solve: u64,
+    /// The certificate check.
+    pub verify: u64,
+    /// The whole round (the above and anything between them).
+    pub total: u64,
+}
+
+impl RoundCounts {
+    /// The host waits and the device allocations of a round from the thread's counts at its
+    /// start and after each phase (`[start, models, graph, solve, verify]`).
+    pub fn of(marks: [DeviceCounts; 5]) -> (RoundCounts, RoundCounts) {
+        let d = |i: usize| marks[i + 1].since(marks[i]);
+        let total = marks[4].since(marks[0]);
+        let pick = |f: fn(DeviceCounts) -> u64| RoundCounts {
+            models: f(d(0)),
+            graph: f(d(1)),
+            solve: f(d(2)),
+            verify: f(d(3)),
+            total: f(total),
+        };
+        (pick(|c| c.host_waits), pick(|c| c.device_allocations))
+    }
 }
 
 /// Sizes and timings of a [`segment`] run.
@@ -273,6 +312,12 @@ pub struct SegmentStats {
     pub post_changed: usize,
     /// The post-processing and the graph's read-back (when kept).
     pub post: Duration,
+    /// Host waits and device allocations of [`SegmentStats::prepare`] (the upload, the
+    /// conversion, the n-links, the prior), counted on the thread that segments.
+    pub prepare_counts: DeviceCounts,
+    /// Host waits and device allocations of [`SegmentStats::post`] (the kept graph's
+    /// download, handing the state back).
+    pub post_counts: DeviceCounts,
 }
 
 impl SegmentStats {
@@ -827,6 +872,9 @@ struct RoundCut {
     graph: Duration,
     solve: Duration,
     verify: Duration,
+    /// The thread's device counts when the models were ready (the cut's start), after the
+    /// t-links, and after the solve.
+    marks: [DeviceCounts; 3],
 }
 
 fn check_options(image: &Image, opts: &SegmentOptions) -> Result<()> {
@@ -1052,8 +1100,10 @@ pub(crate) fn segment_in(
     let (choice, on_gpu) = plan_solve(image, opts, data);
     let plan_time = t.elapsed();
     let t = Instant::now();
+    let c_prepare = DeviceCounts::on_this_thread();
     let (mut r, gpu_build_declined) =
         Rounds::prepare(image, seeds, opts, data, choice, on_gpu, solvers)?;
+    let prepare_counts = DeviceCounts::on_this_thread().since(c_prepare);
     let gpu_times = match &r.graph {
         Some(Graph::Device(d)) => Some(d.times.clone()),
         _ => None,
@@ -1069,6 +1119,7 @@ pub(crate) fn segment_in(
     let (mut flow, mut value, mut ran) = (0, 0.0, r.choice.clone());
     for round in 0..opts.iterations {
         let t0 = Instant::now();
+        let c0 = DeviceCounts::on_this_thread();
         let (cut, models) = match data {
             DataTerm::Probability(p) => (r.cut(TLinks::Probability(p))?, Duration::ZERO),
             DataTerm::ColourModels => {
@@ -1096,6 +1147,11 @@ pub(crate) fn segment_in(
         value = r.energy_of_flow(flow);
         ran = cut.solved.ran;
         let mask_time = t_mask.elapsed();
+        let [c_models, c_graph, c_solve] = cut.marks;
+        // The mask and the energy count with the certificate check (the round's tail).
+        let c_end = DeviceCounts::on_this_thread();
+        let (host_waits, device_allocations) =
+            RoundCounts::of([c0, c_models, c_graph, c_solve, c_end]);
         rounds.push(IterationStats {
             models,
             graph: cut.graph,
@@ -1107,6 +1163,8 @@ pub(crate) fn segment_in(
             foreground,
             changed,
             warm: cut.warm,
+            host_waits,
+            device_allocations,
         });
         if round > 0 && changed == 0 {
             break;
@@ -1118,6 +1176,7 @@ pub(crate) fn segment_in(
     }
     let prior_adapted = r.prior_adapted;
     let t_post = Instant::now();
+    let c_post = DeviceCounts::on_this_thread();
     let (mask, post_changed) = post_process(&mask, seeds, &opts.post)?;
     let (mut stats, kept) = r.finish(SegmentStats {
         dims: image.dims,
@@ -1141,8 +1200,11 @@ pub(crate) fn segment_in(
         iterations: rounds,
         post_changed,
         post: Duration::ZERO,
+        prepare_counts,
+        post_counts: DeviceCounts::ZERO,
     })?;
     stats.post = t_post.elapsed();
+    stats.post_counts = DeviceCounts::on_this_thread().since(c_post);
     Ok(Segmentation {
         mask,
         flow,
@@ -1382,6 +1444,7 @@ impl<'a> Rounds<'a> {
     /// Sets the t-links from the models (building the n-links on first use) and cuts.
     fn cut(&mut self, tlinks: TLinks) -> Result<RoundCut> {
         let t1 = Instant::now();
+        let c1 = DeviceCounts::on_this_thread();
         // The n-links do not depend on the models: build them once, redo only the t-links.
         let g = match self.graph.as_mut() {
             Some(g) => g,
@@ -1390,10 +1453,11 @@ impl<'a> Rounds<'a> {
                 &self.eopts,
             )?)),
         };
-        let (solved, warm, t2, t3) = match g {
+        let (solved, warm, t2, t3, c2, c3) = match g {
             Graph::Host(e) => {
                 set_host_tlinks(e, &self.work, self.seeds, self.prior.as_deref(), tlinks)?;
                 let t2 = Instant::now();
+                let c2 = DeviceCounts::on_this_thread();
                 // BK, or cuda-grid when named (under `auto` a GPU solver that declines falls
                 // back to BK through `host`, which a kept GPU state cannot).
                 let warm_kind = match (self.choice.solver, self.opts.solver) {
@@ -1413,13 +1477,14 @@ impl<'a> Rounds<'a> {
                     (None, _) => (self.host.solve(&e.graph)?, false),
                 };
                 let t3 = Instant::now();
+                let c3 = DeviceCounts::on_this_thread();
                 if self.opts.verify {
                     solved.certificate = Some(verify(&e.graph, &solved.cut)?);
                 }
                 if self.opts.solver == SolverKind::Auto && solved.ran.fallback.is_none() {
                     solved.ran = self.choice.clone();
                 }
-                (solved, warm, t2, t3)
+                (solved, warm, t2, t3, c2, c3)
             }
             Graph::Device(d) => {
                 match tlinks {
@@ -1437,6 +1502,7 @@ impl<'a> Rounds<'a> {
                     }
                 }
                 let t2 = Instant::now();
+                let c2 = DeviceCounts::on_this_thread();
                 // Warm: rounds 2.. continue from the preflow kept on the device; the first
                 // round (or one after an overflow) solves from scratch and keeps it.
                 let (dims, conn, source, sink) = d.terminals();
@@ -1471,6 +1537,7 @@ impl<'a> Rounds<'a> {
                     },
                 };
                 let t3 = Instant::now();
+                let c3 = DeviceCounts::on_this_thread();
                 if self.opts.verify {
                     d.verify(&solved.cut)?;
                     solved.certificate = Some(Certificate {
@@ -1478,7 +1545,7 @@ impl<'a> Rounds<'a> {
                         cut_capacity: solved.cut.flow,
                     });
                 }
-                (solved, warm, t2, t3)
+                (solved, warm, t2, t3, c2, c3)
             }
         };
         Ok(RoundCut {
@@ -1487,6 +1554,7 @@ impl<'a> Rounds<'a> {
             graph: t2 - t1,
             solve: t3 - t2,
             verify: t3.elapsed(),
+            marks: [c1, c2, c3],
         })
     }
 

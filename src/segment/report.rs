@@ -20,7 +20,8 @@
 //! assert_eq!(json["flow"], seg.flow);
 //! ```
 
-use super::pipeline::{IterationStats, SegmentOptions, Segmentation};
+use super::pipeline::{IterationStats, RoundCounts, SegmentOptions, Segmentation};
+use crate::cuda::DeviceCounts;
 use crate::options::{color_space_name, model_name};
 use crate::segment::gpu_prior::{Adapted, PriorRun};
 use crate::segment::model::ModelKind;
@@ -183,6 +184,10 @@ pub struct RoundReport {
     pub changed: usize,
     /// Whether the solve continued from the last round's flow.
     pub warm: bool,
+    /// The round's host waits for the GPU, by phase.
+    pub host_waits: RoundCounts,
+    /// The round's device allocations, by phase.
+    pub device_allocations: RoundCounts,
 }
 
 impl From<&IterationStats> for RoundReport {
@@ -197,6 +202,8 @@ impl From<&IterationStats> for RoundReport {
             foreground: it.foreground,
             changed: it.changed,
             warm: it.warm,
+            host_waits: it.host_waits,
+            device_allocations: it.device_allocations,
         }
     }
 }
@@ -234,6 +241,48 @@ impl Phases {
             + self.rounds.iter().sum::<f64>()
             + self.mask
             + self.post
+    }
+}
+
+/// One device count (host waits, or device allocations) of a segmentation by phase, shaped like
+/// [`Phases`] (`--stats-json`'s `host_waits` and `device_allocations`): all zero on the CPU.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PhaseCounts {
+    /// The upload, the conversion, the n-links and the prior.
+    pub prepare: u64,
+    /// Fitting the models, all rounds.
+    pub models: u64,
+    /// Setting the t-links, all rounds.
+    pub graph: u64,
+    /// Solve, certificate check and mask of each round.
+    pub rounds: Vec<u64>,
+    /// Post-processing (the kept graph's download).
+    pub post: u64,
+    /// Their sum.
+    pub total: u64,
+}
+
+impl PhaseCounts {
+    /// The count `f` picks of `seg`'s phases.
+    fn new(
+        st: &super::pipeline::SegmentStats,
+        f: fn(DeviceCounts) -> u64,
+        round: fn(&IterationStats) -> RoundCounts,
+    ) -> Self {
+        let rounds: Vec<RoundCounts> = st.iterations.iter().map(round).collect();
+        let prepare = f(st.prepare_counts);
+        let post = f(st.post_counts);
+        PhaseCounts {
+            prepare,
+            models: rounds.iter().map(|r| r.models).sum(),
+            graph: rounds.iter().map(|r| r.graph).sum(),
+            rounds: rounds
+                .iter()
+                .map(|r| r.total - r.models - r.graph)
+                .collect(),
+            post,
+            total: prepare + post + rounds.iter().map(|r| r.total).sum::<u64>(),
+        }
     }
 }
 
@@ -332,6 +381,11 @@ pub struct Report {
     pub iterations: Vec<RoundReport>,
     /// The phases' times.
     pub phases_ms: Phases,
+    /// The host's waits for the GPU (stream synchronisations, blocking downloads) by phase,
+    /// counted on the segmenting thread ([`crate::cuda::host_waits`]).
+    pub host_waits: PhaseCounts,
+    /// Device buffers allocated by phase (none on a warm session's image of the same size).
+    pub device_allocations: PhaseCounts,
 }
 
 impl Report {
@@ -435,6 +489,12 @@ impl Report {
                 mask: sum(|it| it.mask),
                 post: ms(st.post),
             },
+            host_waits: PhaseCounts::new(st, |c| c.host_waits, |it| it.host_waits),
+            device_allocations: PhaseCounts::new(
+                st,
+                |c| c.device_allocations,
+                |it| it.device_allocations,
+            ),
         }
     }
 }
