@@ -223,6 +223,16 @@ pub(crate) fn sync(stream: &Arc<CudaStream>) -> Result<()> {
     stream.synchronize().call("cuStreamSynchronize")
 }
 
+/// Waits for `event` (recorded on a stream) unless it has completed already: a host wait
+/// (counted) only when it had not.
+pub(crate) fn wait_for(event: &cudarc::driver::CudaEvent) -> Result<()> {
+    if event.try_is_complete().call("cuEventQuery")? {
+        return Ok(());
+    }
+    count_wait();
+    event.synchronize().call("cuEventSynchronize")
+}
+
 /// Copies `src` into the pageable host slice `dst` and waits for it: one host wait.
 pub(crate) fn copy_to_host<T: DeviceRepr>(
     stream: &Arc<CudaStream>,

@@ -47,7 +47,7 @@ pub use compile::{
     compile_all_kernels_ptx, compile_cubin, compile_options, compile_ptx, nvrtc_available,
     nvrtc_version, COMMON_HEADER, KERNELS, OLDEST_ARCH,
 };
-pub(crate) use device::{clear, copy_to_host, download, read_words, sync, upload, zeros};
+pub(crate) use device::{clear, copy_to_host, download, read_words, sync, upload, wait_for, zeros};
 pub use device::{
     device_allocations, grid_bytes_per_node, host_waits, DeviceCounts, DeviceGrid, GridShape,
 };

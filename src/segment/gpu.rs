@@ -28,7 +28,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{CudaSlice, CudaStream};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
 use rayon::prelude::*;
 
 use super::color::{srgb_linear, to_color_space, ColorSpace, WorkSpace};
@@ -158,6 +158,23 @@ pub struct GpuEnergy {
     pub unary_constant: f64,
     /// Stage times of [`GpuEnergy::new`].
     pub times: GpuTimes,
+    /// The last [`GpuEnergy::queue_tlinks`]'s read-back in flight, until
+    /// [`GpuEnergy::finish_tlinks`].
+    tlinks_pending: Option<TlinksPending>,
+}
+
+/// The t-links' flag and constant on their way to the pool's pinned staging buffer: `partials`
+/// sums (`f64`) at its start, the flag (`u32`) after them; `done` is recorded after the copies.
+/// The host inputs of the launch stay here until then.
+struct TlinksPending {
+    partials: usize,
+    done: CudaEvent,
+    _inputs: Vec<f64>,
+}
+
+/// Bytes of the staging buffer for `partials` t-link sums and the flag.
+fn tlinks_staging_bytes(partials: usize) -> usize {
+    8 * partials + 8
 }
 
 /// What the host's pass over the image found.
@@ -408,12 +425,18 @@ impl GpuEnergy {
                 reused,
                 allocations,
             },
+            tlinks_pending: None,
         })
     }
 
     /// Hands the stream, the kernels and every buffer of this graph back for the next image
     /// ([`GpuEnergy::new_kept`]).
     pub fn into_keep(self) -> EnergyKeep {
+        if let Some(p) = &self.tlinks_pending {
+            // The staging buffer goes with the pool: no copy may still be writing it. An
+            // error here is the next image's to meet on the same stream.
+            let _ = cuda::wait_for(&p.done);
+        }
         let mut pool = self.pool;
         pool.keep(self.work_name, self.work);
         if let Original::Raw(raw) = self.original {
@@ -461,11 +484,29 @@ impl GpuEnergy {
     /// Writes the t-links from the seeds and the two classes' models (as
     /// [`energy::set_tlinks`]): hard seeds `(K, 0)` / `(0, K)`, other pixels their net cost
     /// clamped to `K`. `image` is the original image (for naming a pixel whose costs are unusable).
+    /// [`GpuEnergy::queue_tlinks`] and [`GpuEnergy::finish_tlinks`] at once: one host wait.
     pub fn set_tlinks(&mut self, image: &Image, fg: &Blend<'_>, bg: &Blend<'_>) -> Result<()> {
+        self.queue_tlinks(fg, bg)?;
+        self.finish_tlinks(image, fg, bg)
+    }
+
+    /// Queues the t-links of [`GpuEnergy::set_tlinks`] without waiting for them: the unusable
+    /// pixel's flag and the unary constant's partial sums are copied to the pool's pinned
+    /// staging buffer behind the kernel, and read by [`GpuEnergy::finish_tlinks`] once the
+    /// stream has got there, which costs no host wait of its own when a wait came between (the
+    /// solve's). A pixel with unusable costs gets `(0, 0)` until then, so the graph is a valid
+    /// one to cut meanwhile.
+    pub fn queue_tlinks(&mut self, fg: &Blend<'_>, bg: &Blend<'_>) -> Result<()> {
+        // One read-back in flight at a time (the staging buffer is shared): an unfinished one
+        // (after an error) is waited for first.
+        if let Some(p) = self.tlinks_pending.take() {
+            cuda::wait_for(&p.done)?;
+        }
         let n = self.shape.num_nodes();
         let s = &self.stream;
         let pool = &mut self.pool;
-        let mut part = pool.take_zeroed::<f64>("t-link sums", seg_energy::partials(n))?;
+        let partials = seg_energy::partials(n);
+        let mut part = pool.take_zeroed::<f64>("t-link sums", partials)?;
         let flag = [u32::MAX];
         let mut bad = pool.take_upload("t-link flag", &flag)?;
         let (scale, k, nn) = (self.scale, self.hard, n as u32);
@@ -473,7 +514,7 @@ impl GpuEnergy {
             Some((lo, hi, integral)) if n >= 4 * COST_TABLE_NODES => Some((lo, hi, integral)),
             _ => None,
         };
-        if let Some((lo, hi, integral)) = table {
+        let inputs = if let Some((lo, hi, integral)) = table {
             let (nodes, inv_step) = grey_cost_nodes(lo, hi, integral, fg, bg);
             let count = (nodes.len() / 2) as u32;
             let nodes_dev = pool.take_upload("cost table", &nodes)?;
@@ -498,8 +539,8 @@ impl GpuEnergy {
                     &mut bad,
                 )?
             };
-            cuda::sync(s)?;
             pool.keep("cost table", nodes_dev);
+            nodes
         } else {
             let (models, headers) = pack_models(fg, bg, self.channels)?;
             // At their largest size, so that every round (and image) reuses the buffer.
@@ -528,15 +569,62 @@ impl GpuEnergy {
                     &mut bad,
                 )?
             };
-            cuda::sync(s)?;
             pool.keep("models", models_dev);
             pool.keep("model headers", headers_dev);
-        }
-        let bad_flag = cuda::read_words::<1>(s, &bad, "t-link flag")?[0];
-        let sums = cuda::download(s, &part, "t-link sums")?;
+            let mut inputs = models;
+            inputs.extend_from_slice(&headers);
+            inputs
+        };
+        // Both read-backs into pinned memory: queued, no wait here.
+        let staging = pool.staging(tlinks_staging_bytes(partials))?;
+        let bytes = staging.as_mut_slice().call("pinned staging")?;
+        let (sums, rest) = bytes.split_at_mut(8 * partials);
+        assert!(
+            sums.as_ptr().align_offset(std::mem::align_of::<f64>()) == 0,
+            "pinned memory is page-aligned"
+        );
+        // SAFETY: the staging buffer is page-aligned pinned memory of 8·partials + 8 bytes:
+        // `sums` holds exactly `partials` f64 (aligned, checked above), `rest` 8 bytes from an
+        // 8-byte boundary, its first four the flag's u32; nothing else uses the buffer until
+        // finish_tlinks has seen the copies done.
+        let (sums, flag_host) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(sums.as_mut_ptr() as *mut f64, partials),
+                std::slice::from_raw_parts_mut(rest.as_mut_ptr() as *mut u32, 1),
+            )
+        };
+        s.memcpy_dtoh(&part, sums)
+            .call("cuMemcpyDtoHAsync (t-link sums)")?;
+        s.memcpy_dtoh(&bad, flag_host)
+            .call("cuMemcpyDtoHAsync (t-link flag)")?;
+        let done = s.record_event(None).call("cuEventRecord (t-links)")?;
         pool.keep("t-link flag", bad);
         pool.keep("t-link sums", part);
-        let bad = bad_flag;
+        self.tlinks_pending = Some(TlinksPending {
+            partials,
+            done,
+            _inputs: inputs,
+        });
+        Ok(())
+    }
+
+    /// Ends the last [`GpuEnergy::queue_tlinks`] (nothing if none is pending): waits for its
+    /// read-back unless the stream has got past it already (a host wait only then), sets
+    /// [`GpuEnergy::unary_constant`], and fails as [`GpuEnergy::set_tlinks`] does when a
+    /// pixel's costs under `fg`, `bg` (the models it was queued with) are unusable.
+    pub fn finish_tlinks(&mut self, image: &Image, fg: &Blend<'_>, bg: &Blend<'_>) -> Result<()> {
+        let Some(p) = self.tlinks_pending.take() else {
+            return Ok(());
+        };
+        cuda::wait_for(&p.done)?;
+        let staging = self.pool.staging(tlinks_staging_bytes(p.partials))?;
+        let bytes = staging.as_slice().call("pinned staging")?;
+        let (sums, rest) = bytes.split_at(8 * p.partials);
+        let sum: f64 = sums
+            .chunks_exact(8)
+            .map(|c| f64::from_ne_bytes(c.try_into().expect("8 bytes")))
+            .sum();
+        let bad = u32::from_ne_bytes(rest[..4].try_into().expect("4 bytes"));
         if bad != u32::MAX {
             let v = bad as usize;
             let mut px = Vec::new();
@@ -553,7 +641,7 @@ impl GpuEnergy {
                 ),
             });
         }
-        self.unary_constant = sums.iter().sum();
+        self.unary_constant = sum;
         Ok(())
     }
 

@@ -1488,7 +1488,8 @@ impl<'a> Rounds<'a> {
             }
             Graph::Device(d) => {
                 match tlinks {
-                    TLinks::Models(fg, bg) => d.set_tlinks(self.image, fg, bg)?,
+                    // Queued: its flag and constant are read after the solve's wait.
+                    TLinks::Models(fg, bg) => d.queue_tlinks(fg, bg)?,
                     TLinks::Probability(p) => {
                         // The same capacities as the CPU graph's, made on the host.
                         let (source, sink, constant) = energy::probability_terminals(
@@ -1536,6 +1537,10 @@ impl<'a> Rounds<'a> {
                         None => return Err(e),
                     },
                 };
+                if let TLinks::Models(fg, bg) = tlinks {
+                    // The solve waited for the stream: this reads what is there already.
+                    d.finish_tlinks(self.image, fg, bg)?;
+                }
                 let t3 = Instant::now();
                 let c3 = DeviceCounts::on_this_thread();
                 if self.opts.verify {
