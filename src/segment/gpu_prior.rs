@@ -244,6 +244,9 @@ impl GpuEnergy {
             ));
         };
         let s = &self.stream;
+        // Every buffer from the pool and back to it: the next image of this size allocates
+        // nothing (the costs come back as the prior, kept under "prior" by into_keep).
+        let pool = &mut self.pool;
         let n = self.shape.num_nodes();
         let nn = n as u32;
         let conn = if image.is_volume() {
@@ -254,21 +257,22 @@ impl GpuEnergy {
         let g = GridShape::new(image.dims, conn)?;
         let ch = self.channels as u32;
         // The input image's values: kept from the upload, or uploaded now.
-        let uploaded;
-        let (bytes, floats) = match &self.original {
-            Original::Work => (None, Some(&self.work)),
-            Original::Raw(RawImage::Bytes(b)) => (Some(b), None),
-            Original::Raw(RawImage::Floats(f)) => (None, Some(f)),
-            Original::Host => {
-                uploaded = cuda::upload(s, &image.data, "prior image")?;
-                (None, Some(&uploaded))
-            }
+        let uploaded = match &self.original {
+            Original::Host => Some(pool.take_upload("prior image", &image.data)?),
+            _ => None,
+        };
+        let (bytes, floats) = match (&self.original, &uploaded) {
+            (Original::Work, _) => (None, Some(&self.work)),
+            (Original::Raw(RawImage::Bytes(b)), _) => (Some(b), None),
+            (Original::Raw(RawImage::Floats(f)), _) => (None, Some(f)),
+            (Original::Host, up) => (None, up.as_ref()),
         };
         let colour = if prior.contrast > 0.0 {
-            let mut part = cuda::zeros::<f64>(s, partials(n), "prior pair sums")?;
+            let mut part = pool.take_zeroed::<f64>("prior pair sums", partials(n))?;
             // SAFETY: one of bytes / floats, with n·ch entries; part has partials(n) entries.
             unsafe { k.pair_sum(s, g, ch, bytes, floats, &mut part)? };
             let sum: f64 = cuda::download(s, &part, "prior pair sums")?.iter().sum();
+            pool.keep("prior pair sums", part);
             // As mean_sq_diff: the mean over every neighbour pair.
             let pairs = pair_count(image.dims, conn);
             let mean = if pairs > 0 { sum / pairs as f64 } else { 0.0 };
@@ -284,23 +288,23 @@ impl GpuEnergy {
             .iter()
             .map(|d| (d * d) as f32)
             .collect();
-        let dist2 = cuda::upload(s, &dist2, "prior step lengths")?;
+        let dist2 = pool.take_upload("prior step lengths", &dist2)?;
         // A 2D grid's step lengths once: the sweeps read them instead of recomputing each from
         // the colours in their chain of dependent steps, on every pass. Where the device lacks
         // the room (deg·n floats, with as much again to spare), the sweeps compute them.
         let step_bytes = g.deg as u64 * n as u64 * 4;
         let steps = if g.is3d == 0 && gpu.free_memory()? > 2 * step_bytes {
-            let mut st = cuda::zeros::<f32>(s, g.deg as usize * n, "prior steps")?;
+            let mut st = pool.take_zeroed::<f32>("prior steps", g.deg as usize * n)?;
             // SAFETY: one of bytes / floats with n·ch entries, dist2 deg entries, st deg·n.
             unsafe { k.steps(s, g, ch, bytes, floats, &dist2, colour, &mut st)? };
             Some(st)
         } else {
             None
         };
-        let mut d_fg = cuda::zeros::<f32>(s, n, "foreground distances")?;
-        let mut d_bg = cuda::zeros::<f32>(s, n, "background distances")?;
-        let mut costs = cuda::zeros::<f32>(s, n, "prior")?;
-        let mut flags = cuda::zeros::<u32>(s, MAX_DEVICE_PASSES, "prior flags")?;
+        let mut d_fg = pool.take_zeroed::<f32>("foreground distances", n)?;
+        let mut d_bg = pool.take_zeroed::<f32>("background distances", n)?;
+        let mut costs = pool.take_zeroed::<f32>("prior", n)?;
+        let mut flags = pool.take_zeroed::<u32>("prior flags", MAX_DEVICE_PASSES)?;
         // SAFETY: seeds, d_fg, d_bg have n entries.
         unsafe { k.init(s, nn, &self.seeds, &mut d_fg, &mut d_bg)? };
         let axes: &[u32] = if g.is3d != 0 { &[1, 0, 2] } else { &[1, 0] };
@@ -359,7 +363,19 @@ impl GpuEnergy {
         let soft = (prior.softness * diagonal) as f32;
         // SAFETY: d_fg, d_bg, costs have n entries.
         unsafe { k.costs(s, nn, &d_fg, &d_bg, prior.weight as f32, soft, &mut costs)? };
-        cuda::sync(s)?;
+        // No wait: the t-links and the enclosure read the costs on this stream, and every
+        // host input above has been waited for by the flags' read (the step lengths' and the
+        // image's uploads came before it).
+        pool.keep("foreground distances", d_fg);
+        pool.keep("background distances", d_bg);
+        pool.keep("prior flags", flags);
+        pool.keep("prior step lengths", dist2);
+        if let Some(st) = steps {
+            pool.keep("prior steps", st);
+        }
+        if let Some(up) = uploaded {
+            pool.keep("prior image", up);
+        }
         Ok((costs, passes))
     }
 }
