@@ -230,3 +230,83 @@ fn gpu_segmenter_masks_equal_the_cpu_path_on_the_dev_photos() {
         2 * ids.len()
     );
 }
+
+/// The host waits and device allocations of a segmentation (issue 22): none on the CPU, in
+/// every phase of the report and of `--stats-json`'s shape, and the round counts add up.
+#[test]
+fn cpu_segmentation_counts_no_host_waits_or_device_allocations() {
+    use segcut::cuda::DeviceCounts;
+    use segcut::segment::report::Report;
+    let (image, seeds) = picture(48, 32, 7);
+    let opts = SegmentOptions {
+        solver: SolverKind::Bk,
+        ..SegmentOptions::default()
+    };
+    let before = DeviceCounts::on_this_thread();
+    let seg = segment(&image, &seeds, &opts).unwrap();
+    assert_eq!(
+        DeviceCounts::on_this_thread().since(before),
+        DeviceCounts::ZERO
+    );
+    let r = Report::new(&seg, &opts);
+    for c in [&r.host_waits, &r.device_allocations] {
+        assert_eq!(c.total, 0);
+        assert_eq!(c.rounds.len(), seg.stats.iterations.len());
+    }
+    for it in &r.iterations {
+        assert_eq!(it.host_waits, Default::default());
+        assert_eq!(it.device_allocations, Default::default());
+    }
+    let json = serde_json::to_value(&r).unwrap();
+    for k in ["host_waits", "device_allocations"] {
+        for phase in ["prepare", "models", "graph", "rounds", "post", "total"] {
+            assert!(json[k].get(phase).is_some(), "{k} lacks {phase}");
+        }
+        for phase in ["models", "graph", "solve", "verify", "total"] {
+            assert!(
+                json["iterations"][0][k].get(phase).is_some(),
+                "{k} lacks {phase}"
+            );
+        }
+    }
+}
+
+/// A round's counts from the thread's readings after each phase: each phase its difference,
+/// the total the whole round's.
+#[test]
+fn round_counts_split_the_readings_by_phase() {
+    use segcut::cuda::DeviceCounts;
+    use segcut::segment::pipeline::RoundCounts;
+    let at = |w: u64, a: u64| DeviceCounts {
+        host_waits: w,
+        device_allocations: a,
+    };
+    let (w, a) = RoundCounts::of([at(10, 5), at(12, 5), at(12, 6), at(17, 6), at(18, 6)]);
+    assert_eq!(
+        w,
+        RoundCounts {
+            models: 2,
+            graph: 0,
+            solve: 5,
+            verify: 1,
+            total: 8
+        }
+    );
+    assert_eq!(
+        a,
+        RoundCounts {
+            models: 0,
+            graph: 1,
+            solve: 0,
+            verify: 0,
+            total: 1
+        }
+    );
+    assert_eq!(at(3, 1).since(at(1, 1)), at(2, 0));
+    assert_eq!(at(3, 1).plus(at(1, 1)), at(4, 2));
+    // Process-wide readings never go back.
+    assert!(segcut::cuda::host_waits() >= DeviceCounts::on_this_thread().host_waits);
+    assert!(
+        segcut::cuda::device_allocations() >= DeviceCounts::on_this_thread().device_allocations
+    );
+}

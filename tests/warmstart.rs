@@ -452,3 +452,91 @@ fn gpu_grabcut_rounds_warm_equal_scratch() {
         }
     }
 }
+
+/// Issue 22: a second segmentation of an image of the same size on a warm [`Segmenter`] (GPU
+/// build, GPU solver) allocates nothing on the device, and around the cut each GrabCut round
+/// waits for the device exactly as `docs/gpu.md` ("What a small photo's round costs around the
+/// cut") documents: the fit 2 (plus 1 in round 1 when the device scales the prior by the
+/// enclosure), the t-links 0, the certificate check 1; the solve's waits are its own
+/// (convergence reads, the overflow flag, the cut). Its mask is the first run's.
+#[test]
+fn gpu_warm_segmenter_allocates_nothing_and_waits_as_documented() {
+    use segcut::cuda::DeviceCounts;
+    use segcut::io::{load_image, load_seeds};
+    use segcut::segment::report::Report;
+    use segcut::segment::session::Segmenter;
+    use segcut::segment::SegmentOptions;
+    if !common::gpu_or_skip() {
+        return;
+    }
+    let root = common::repo_root();
+    let mut cases = vec![(
+        root.join("samples/balloon.png"),
+        root.join("samples/balloon-seeds.png"),
+    )];
+    if let Some(data) = common::shared_data() {
+        let dir = data.join("segmentation/grabcut-bsds-dev");
+        for id in ["124084", "65019"] {
+            cases.push((
+                dir.join(format!("images/{id}.jpg")),
+                dir.join(format!("scribbles-1/{id}-anno.png")),
+            ));
+        }
+    }
+    for (img, seeds) in &cases {
+        let what = img.display().to_string();
+        let image = load_image(img).unwrap();
+        let seeds = load_seeds(seeds, image.dims, &Default::default()).unwrap();
+        let opts = SegmentOptions {
+            solver: SolverKind::CudaGrid,
+            gpu_build: true,
+            ..SegmentOptions::default()
+        };
+        let mut s = Segmenter::new(opts.clone());
+        let first = s.segment(&image, &seeds).unwrap();
+        assert!(first.stats.gpu.is_some(), "{what}: built on the GPU");
+        let before = DeviceCounts::on_this_thread();
+        let second = s.segment(&image, &seeds).unwrap();
+        let counted = DeviceCounts::on_this_thread().since(before);
+        assert_eq!(second.mask, first.mask, "{what}");
+        assert_eq!(second.flow, first.flow, "{what}");
+        let r = Report::new(&second, &opts);
+        assert_eq!(
+            counted.device_allocations, 0,
+            "{what}: a warm image allocated {:?}",
+            r.device_allocations
+        );
+        assert_eq!(r.device_allocations.total, 0, "{what}");
+        assert_eq!(
+            r.host_waits.total, counted.host_waits,
+            "{what}: {:?}",
+            r.host_waits
+        );
+        let device_scaled = r.prior.adapted == Some("device") && r.prior.enclosure.is_some();
+        for (i, it) in r.iterations.iter().enumerate() {
+            let w = it.host_waits;
+            let fit = 2 + u64::from(i == 0 && device_scaled);
+            assert_eq!(w.models, fit, "{what} round {}: {w:?}", i + 1);
+            assert_eq!(w.graph, 0, "{what} round {}: {w:?}", i + 1);
+            assert_eq!(
+                w.verify,
+                u64::from(opts.verify),
+                "{what} round {}: {w:?}",
+                i + 1
+            );
+            // The cut's flow and its labels at least.
+            assert!(w.solve >= 2, "{what} round {}: {w:?}", i + 1);
+            assert_eq!(w.total, w.models + w.graph + w.solve + w.verify, "{what}");
+        }
+        assert_eq!(r.host_waits.post, 0, "{what}");
+        eprintln!(
+            "{what}: warm image: {} host waits (prepare {}, rounds {:?})",
+            r.host_waits.total,
+            r.host_waits.prepare,
+            r.iterations
+                .iter()
+                .map(|it| it.host_waits)
+                .collect::<Vec<_>>()
+        );
+    }
+}
