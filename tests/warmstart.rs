@@ -384,6 +384,25 @@ fn gpu_warm_rounds_match_scratch_solves() {
     assert_eq!(warm_rounds, 300);
 }
 
+/// The balloon sample's image and seeds, then the dev photos `ids` when the shared data is there.
+fn sample_and_dev_photos(ids: &[&str]) -> Vec<(std::path::PathBuf, std::path::PathBuf)> {
+    let root = common::repo_root();
+    let mut cases = vec![(
+        root.join("samples/balloon.png"),
+        root.join("samples/balloon-seeds.png"),
+    )];
+    if let Some(data) = common::shared_data() {
+        let dir = data.join("segmentation/grabcut-bsds-dev");
+        for id in ids {
+            cases.push((
+                dir.join(format!("images/{id}.jpg")),
+                dir.join(format!("scribbles-1/{id}-anno.png")),
+            ));
+        }
+    }
+    cases
+}
+
 /// GrabCut rounds on the GPU solver, graph built on the CPU (cuda-grid named: `Dynamic`) and on
 /// the GPU (`WarmGrid` on the device's t-links): warm-started and from scratch give the same
 /// masks and per-round flows, and the same as BK, on the sample and on three dev photos.
@@ -394,20 +413,7 @@ fn gpu_grabcut_rounds_warm_equal_scratch() {
     if !common::gpu_or_skip() {
         return;
     }
-    let root = common::repo_root();
-    let mut cases = vec![(
-        root.join("samples/balloon.png"),
-        root.join("samples/balloon-seeds.png"),
-    )];
-    if let Some(data) = common::shared_data() {
-        let dir = data.join("segmentation/grabcut-bsds-dev");
-        for id in ["124084", "153077", "181079"] {
-            cases.push((
-                dir.join(format!("images/{id}.jpg")),
-                dir.join(format!("scribbles-1/{id}-anno.png")),
-            ));
-        }
-    }
+    let cases = sample_and_dev_photos(&["124084", "153077", "181079"]);
     for (img, seeds) in &cases {
         let what = img.display().to_string();
         let image = load_image(img).unwrap();
@@ -469,20 +475,7 @@ fn gpu_warm_segmenter_allocates_nothing_and_waits_as_documented() {
     if !common::gpu_or_skip() {
         return;
     }
-    let root = common::repo_root();
-    let mut cases = vec![(
-        root.join("samples/balloon.png"),
-        root.join("samples/balloon-seeds.png"),
-    )];
-    if let Some(data) = common::shared_data() {
-        let dir = data.join("segmentation/grabcut-bsds-dev");
-        for id in ["124084", "65019"] {
-            cases.push((
-                dir.join(format!("images/{id}.jpg")),
-                dir.join(format!("scribbles-1/{id}-anno.png")),
-            ));
-        }
-    }
+    let cases = sample_and_dev_photos(&["124084", "65019"]);
     for (img, seeds) in &cases {
         let what = img.display().to_string();
         let image = load_image(img).unwrap();
