@@ -105,3 +105,18 @@ extern "C" __global__ void model_gather(unsigned n, unsigned ch, const float *im
         run_bg += total_bg;
     }
 }
+
+// The labels of the nearer-background first fit (pipeline.rs `nearer_background`): each pixel's
+// seed code, but NEARER_BACKGROUND (5) for an unlabelled pixel (code 0) whose prior cost delta is
+// above `margin` (the host's `geometry[i] > margin`, the same f32 comparison), so that
+// model_count / model_gather with 5 in bg_set pick the host's background class without the prior
+// leaving the device.
+// sync: none. safe: out[v] for the thread's own v.
+extern "C" __global__ void model_nearer_labels(unsigned n, const unsigned char *seeds,
+                                               const float *prior, float margin,
+                                               unsigned char *out) {
+    for (unsigned v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x) {
+        unsigned char s = seeds[v];
+        out[v] = (s == 0 && prior[v] > margin) ? (unsigned char)5 : s;
+    }
+}

@@ -16,7 +16,7 @@
 use super::gpu::GpuEnergy;
 use super::model::{Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
 use crate::cuda::launch::seg_energy::MAX_BLOCKS;
-use crate::cuda::launch::seg_model::SegModel;
+use crate::cuda::launch::seg_model::{SegModel, NEARER_BACKGROUND};
 use crate::cuda::{self, BLOCK};
 use crate::io::Seed;
 use crate::{Error, Result};
@@ -30,6 +30,14 @@ pub enum FitLabels<'a> {
     Seeds,
     /// A mask (`true`: foreground), one entry per pixel: the refit rounds'.
     Mask(&'a [bool]),
+    /// The nearer-background first fit's classes (pipeline.rs `nearer_background`), made on
+    /// the device from the seeds and the prior the graph holds (`δ_geo` at the prior's weight):
+    /// the foreground seeds; the background seeds and the unlabelled pixels with
+    /// `δ_geo > margin`. An [`Error::Unsupported`] without a prior on the device.
+    NearerBackground {
+        /// The margin `t·γ` (`f32`, as the host compares).
+        margin: f32,
+    },
 }
 
 /// The bit of each label value in a class's set.
@@ -59,6 +67,19 @@ impl GpuEnergy {
         Ok((f?, b?))
     }
 
+    /// The background model of the nearer-background first fit ([`FitLabels::NearerBackground`]),
+    /// the host's `nearer_background` model (without its enclosure and coverage checks, the
+    /// caller's): the same samples, gathered on the device, with the prior left there.
+    pub fn fit_nearer_background(
+        &mut self,
+        kind: ModelKind,
+        params: &ModelParams,
+        margin: f32,
+    ) -> Result<Model> {
+        let (_, bg) = self.gather_samples(kind, FitLabels::NearerBackground { margin })?;
+        Model::fit(kind, &bg, params, "background")
+    }
+
     /// The samples of both classes (`channels` values each), as the host's gather picks them.
     pub fn gather_samples(
         &mut self,
@@ -77,8 +98,11 @@ impl GpuEnergy {
         };
         let s = &self.stream.clone();
         let pool = &mut self.pool;
-        let mask_dev = match labels {
-            FitLabels::Seeds => None,
+        let seed_fg = bit(Seed::Foreground as u8) | bit(Seed::ProbablyForeground as u8);
+        let seed_bg = bit(Seed::Background as u8) | bit(Seed::ProbablyBackground as u8);
+        // Labels made for this fit (kept under their name), and the classes' label bits.
+        let (mask_dev, fg_set, bg_set) = match labels {
+            FitLabels::Seeds => (None, seed_fg, seed_bg),
             FitLabels::Mask(mask) => {
                 if mask.len() != n {
                     return Err(Error::Graph(format!(
@@ -89,16 +113,31 @@ impl GpuEnergy {
                 // SAFETY: bool is one byte, 0 or 1.
                 let bytes: &[u8] =
                     unsafe { std::slice::from_raw_parts(mask.as_ptr() as *const u8, n) };
-                Some(pool.take_upload("mask", bytes)?)
+                (
+                    Some(("mask", pool.take_upload("mask", bytes)?)),
+                    bit(1),
+                    bit(0),
+                )
+            }
+            FitLabels::NearerBackground { margin } => {
+                let Some(prior) = self.prior.as_ref() else {
+                    return Err(Error::Unsupported(
+                        "no prior on the device for the nearer-background fit".into(),
+                    ));
+                };
+                let mut out = pool.take::<u8>("nearer labels", n)?;
+                // SAFETY: seeds, prior (the graph's, one per pixel) and out have n entries.
+                unsafe { k.nearer_labels(s, n as u32, &self.seeds, prior, margin, &mut out)? };
+                (
+                    Some(("nearer labels", out)),
+                    seed_fg,
+                    seed_bg | bit(NEARER_BACKGROUND),
+                )
             }
         };
-        let (labels_dev, fg_set, bg_set) = match &mask_dev {
-            None => (
-                &self.seeds,
-                bit(Seed::Foreground as u8) | bit(Seed::ProbablyForeground as u8),
-                bit(Seed::Background as u8) | bit(Seed::ProbablyBackground as u8),
-            ),
-            Some(m) => (m, bit(1), bit(0)),
+        let labels_dev = match &mask_dev {
+            None => &self.seeds,
+            Some((_, m)) => m,
         };
         // Contiguous chunks of whole tiles, one block each.
         let tiles = n.div_ceil(BLOCK as usize).max(1);
@@ -185,8 +224,8 @@ impl GpuEnergy {
         let fg = both;
         pool.keep("samples", out);
         pool.keep("sample ordinals", first_dev);
-        if let Some(m) = mask_dev {
-            pool.keep("mask", m);
+        if let Some((what, m)) = mask_dev {
+            pool.keep(what, m);
         }
         Ok((fg, bg))
     }

@@ -200,27 +200,64 @@ impl GpuEnergy {
         prior: &SpatialPrior,
         coverage: f64,
     ) -> Result<Option<f64>> {
-        if !prior.scales() || self.prior.is_none() {
+        self.scale_prior_by_counted_enclosure(prior, coverage, None)
+    }
+
+    /// Loads the prior's kernels on first use.
+    fn load_prior_kernels(&mut self) -> Result<()> {
+        if self.prior_kernels.is_none() {
+            self.prior_kernels = Some(SegPrior::load(self.device.gpu()?)?);
+        }
+        Ok(())
+    }
+
+    /// The strokes' enclosure `E` of the prior the graph holds (`None` without a prior, or
+    /// where [`enclosure_of_counts`] has none), counted on the device: one host wait for its two
+    /// integer counts. The host's `prior::enclosure` of the same values.
+    pub fn prior_enclosure(&mut self) -> Result<Option<f64>> {
+        if self.prior.is_none() {
             return Ok(None);
         }
-        let gpu = self.device.gpu()?;
-        if self.prior_kernels.is_none() {
-            self.prior_kernels = Some(SegPrior::load(gpu)?);
-        }
-        let (Some(k), Some(p)) = (self.prior_kernels.as_ref(), self.prior.as_mut()) else {
+        self.load_prior_kernels()?;
+        let (Some(k), Some(p)) = (self.prior_kernels.as_ref(), self.prior.as_ref()) else {
             return Ok(None);
         };
         let s = &self.stream;
-        // The energy's grid: only its size enters the counts.
         let g = self.shape;
         let mut counts = self.pool.take_zeroed::<u64>("enclosure counts", 2)?;
         // SAFETY: p has n entries, counts 2, zeroed.
         unsafe { k.enclosure(s, g, p, &mut counts)? };
         let c = cuda::download(s, &counts, "enclosure counts")?;
         self.pool.keep("enclosure counts", counts);
-        let Some(e) = enclosure_of_counts(c[0], c[1]) else {
+        Ok(enclosure_of_counts(c[0], c[1]))
+    }
+
+    /// [`GpuEnergy::scale_prior_by_enclosure`], with the enclosure already counted
+    /// ([`GpuEnergy::prior_enclosure`] of the same prior, `Some(e)`) so that an image counts it
+    /// once; `None`: count it here.
+    pub fn scale_prior_by_counted_enclosure(
+        &mut self,
+        prior: &SpatialPrior,
+        coverage: f64,
+        counted: Option<Option<f64>>,
+    ) -> Result<Option<f64>> {
+        if !prior.scales() || self.prior.is_none() {
+            return Ok(None);
+        }
+        let e = match counted {
+            Some(e) => e,
+            None => self.prior_enclosure()?,
+        };
+        let Some(e) = e else {
             return Ok(None);
         };
+        self.load_prior_kernels()?;
+        let (Some(k), Some(p)) = (self.prior_kernels.as_ref(), self.prior.as_mut()) else {
+            return Ok(None);
+        };
+        let s = &self.stream;
+        // The energy's grid: only its size enters the counts.
+        let g = self.shape;
         let gain = enclosure_gain(e, coverage, prior);
         // SAFETY: p has n entries.
         unsafe { k.scale(s, g.n, gain, p)? };

@@ -776,6 +776,11 @@ struct Rounds<'a> {
     prior_time: Duration,
     /// Where it was adapted to the strokes, once it was.
     prior_adapted: Option<Adapted>,
+    /// The nearer-background first fit is decided on the device (the prior stays there).
+    nearer_on_device: bool,
+    /// The strokes' enclosure of the device's prior once counted (by the nearer-background
+    /// check), for the prior's scaling to reuse: counted once per image.
+    enclosure: Option<Option<f64>>,
 }
 
 /// What [`Rounds::first_models`] gives the first round.
@@ -1271,19 +1276,27 @@ impl<'a> Rounds<'a> {
         // converts the whole image on the host.
         let t_prior = Instant::now();
         let geometric = first_fit_needs_geometry(opts, seeds);
-        let (geometry, prior, prior_run) = match (data, device.as_mut()) {
+        let (geometry, prior, prior_run, nearer_on_device) = match (data, device.as_mut()) {
             // On the device (gpu_prior.rs): the same values, left there for the t-links; the
             // host gets a copy only for a geometric first fit or the explained-colour share
             // (the enclosure alone scales it on the device).
             (DataTerm::ColourModels, Some(d)) => {
                 let on_host = adapts_on_host(&opts.prior);
-                let (delta, run) = device_geometry(d, image, seeds, opts, geometric || on_host)?;
+                // The nearer-background rule is a per-pixel comparison of the prior the
+                // t-links use: made on the device (first_models), the prior not downloaded.
+                let nearer_on_device = geometric
+                    && !on_host
+                    && opts.initial == InitialModels::NearerBackground
+                    && opts.prior.weight > 0.0;
+                let host_geometry = geometric && !nearer_on_device;
+                let (delta, run) =
+                    device_geometry(d, image, seeds, opts, host_geometry || on_host)?;
                 if opts.prior.weight == 0.0 {
                     // The unit prior of a geometric first fit is no t-link.
                     d.set_prior(None)?;
                 }
-                let (geometry, prior) = split_geometry(delta, geometric, on_host);
-                (geometry, prior, run)
+                let (geometry, prior) = split_geometry(delta, host_geometry, on_host);
+                (geometry, prior, run, nearer_on_device)
             }
             (DataTerm::ColourModels, None) => {
                 let delta = initial_geometry(image, seeds, opts)?;
@@ -1292,9 +1305,9 @@ impl<'a> Rounds<'a> {
                     None => PriorRun::Off,
                 };
                 let (geometry, prior) = split_geometry(delta, geometric, opts.prior.weight > 0.0);
-                (geometry, prior, run)
+                (geometry, prior, run, false)
             }
-            (DataTerm::Probability(_), _) => (None, None, PriorRun::Off),
+            (DataTerm::Probability(_), _) => (None, None, PriorRun::Off, false),
         };
         let prior_time = t_prior.elapsed();
         // Only the geometry of a geometric first fit: no prior on the t-links.
@@ -1329,6 +1342,8 @@ impl<'a> Rounds<'a> {
             prior_run,
             prior_time,
             prior_adapted: None,
+            nearer_on_device,
+            enclosure: None,
         };
         Ok((rounds, declined))
     }
@@ -1339,15 +1354,47 @@ impl<'a> Rounds<'a> {
     fn first_models(&mut self) -> Result<FirstModels> {
         let (fg, bg) = self.fit(0, &[])?;
         let seeds = (fg, bg);
-        let models = self
-            .initial_models(&seeds)?
-            .unwrap_or_else(|| seeds.clone());
+        let initial = match self.nearer_on_device {
+            true => self.nearer_background_on_device(&seeds)?,
+            false => self.initial_models(&seeds)?,
+        };
+        let models = initial.unwrap_or_else(|| seeds.clone());
         let enclosure = self.adapt_prior(&seeds.0, &seeds.1)?;
         Ok(FirstModels {
             models,
             seeds,
             enclosure,
         })
+    }
+
+    /// [`InitialModels::NearerBackground`]'s first models decided where the prior is (the
+    /// device): its enclosure counted there (kept for the prior's scaling), the background
+    /// class made there by the same comparison as the host's and fitted on the samples the
+    /// host would gather ([`GpuEnergy::fit_nearer_background`]). The coverage gate was passed
+    /// in `prepare` (only then is this chosen). Where the device cannot, the prior comes to the
+    /// host and the host's rule decides.
+    fn nearer_background_on_device(
+        &mut self,
+        fitted: &(Model, Model),
+    ) -> Result<Option<(Model, Model)>> {
+        let Some(Graph::Device(d)) = self.graph.as_mut() else {
+            return self.initial_models(fitted);
+        };
+        let e = d.prior_enclosure()?;
+        self.enclosure = Some(e);
+        if e.is_none_or(|e| e > self.opts.initial_enclosure) {
+            return Ok(None);
+        }
+        // `δ_geo` is at the prior's weight γ > 0 (nearer_background's `unit`).
+        let margin = (self.opts.initial_margin * self.opts.prior.weight) as f32;
+        match d.fit_nearer_background(self.opts.model, &self.params, margin) {
+            Ok(bg) => Ok(Some((fitted.0.clone(), bg))),
+            Err(Error::Unsupported(_)) => {
+                self.geometry = d.prior_host()?;
+                self.initial_models(fitted)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The models of `round`: fitted on the seeds in the first, on the last mask after.
@@ -1386,7 +1433,9 @@ impl<'a> Rounds<'a> {
             (adapts_on_host(&self.opts.prior), self.graph.as_mut())
         {
             // The enclosure alone: counted and applied where the prior is (gpu_prior.rs).
-            let e = d.scale_prior_by_enclosure(&self.opts.prior, stroke_coverage(self.seeds))?;
+            let coverage = stroke_coverage(self.seeds);
+            let e =
+                d.scale_prior_by_counted_enclosure(&self.opts.prior, coverage, self.enclosure)?;
             self.prior_adapted = e.map(|_| Adapted::Device);
             return Ok(e);
         }

@@ -6,6 +6,7 @@
 
 use cudarc::driver::{CudaSlice, CudaViewMut};
 
+use super::seg_energy::strided;
 use super::{blocks, kernel_file};
 use crate::cuda::Gpu;
 use crate::Result;
@@ -49,8 +50,25 @@ kernel_file! {
             out_fg: &mut CudaViewMut<'_, f32>,
             out_bg: &mut CudaViewMut<'_, f32>,
         ) => blocks(chunks);
+
+        /// The nearer-background first fit's labels: `out[v]` is `seeds[v]`, or
+        /// [`NEARER_BACKGROUND`] where `seeds[v]` is 0 (unlabelled) and `prior[v] > margin`.
+        ///
+        /// # Safety
+        /// `seeds`, `prior` and `out` have `n` entries.
+        fn nearer_labels = "model_nearer_labels"(
+            n: u32,
+            seeds: &CudaSlice<u8>,
+            prior: &CudaSlice<f32>,
+            margin: f32,
+            out: &mut CudaSlice<u8>,
+        ) => strided(n as u64);
     }
 }
+
+/// The label [`SegModel::nearer_labels`] gives an unlabelled pixel the background strokes reach
+/// first by more than the margin (after the seed codes 0..=4).
+pub(crate) const NEARER_BACKGROUND: u8 = 5;
 
 impl SegModel {
     /// The kernels, for this device.
