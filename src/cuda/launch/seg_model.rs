@@ -76,3 +76,25 @@ impl SegModel {
         Self::load_with(gpu, str::to_string)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::NEARER_BACKGROUND;
+    use crate::io::Seed;
+
+    /// The nearer-background label is none of the seed codes (so the seeds' classes keep their
+    /// bits), and a bit of the 32-bit class sets the kernels take.
+    #[test]
+    fn the_nearer_label_is_past_the_seed_codes() {
+        for s in [
+            Seed::Unknown,
+            Seed::Foreground,
+            Seed::Background,
+            Seed::ProbablyForeground,
+            Seed::ProbablyBackground,
+        ] {
+            assert!((s as u8) < NEARER_BACKGROUND);
+        }
+        const { assert!(NEARER_BACKGROUND < 32) };
+    }
+}
