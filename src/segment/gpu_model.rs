@@ -125,11 +125,14 @@ impl GpuEnergy {
                         "no prior on the device for the nearer-background fit".into(),
                     ));
                 };
-                let mut out = pool.take::<u8>("nearer labels", n)?;
+                // The refit rounds' mask buffer (bytes, one per pixel): whether or not an
+                // image's first fit takes this path, the next image of its size allocates
+                // nothing for it.
+                let mut out = pool.take::<u8>("mask", n)?;
                 // SAFETY: seeds, prior (the graph's, one per pixel) and out have n entries.
                 unsafe { k.nearer_labels(s, n as u32, &self.seeds, prior, margin, &mut out)? };
                 (
-                    Some(("nearer labels", out)),
+                    Some(("mask", out)),
                     seed_fg,
                     seed_bg | bit(NEARER_BACKGROUND),
                 )
