@@ -641,3 +641,68 @@ fn emulated_warm_starts_with_new_arcs_agree_with_bk() {
         }
     }
 }
+
+/// Measurement, not a check: the relabel depth (largest finite label) and passes of each global
+/// relabel while the emulation solves the `.max` grids named in SEGCUT_EMU_GRAPHS
+/// (colon-separated). Run with `--ignored --nocapture`.
+#[test]
+#[ignore]
+fn emulated_relabel_depths() {
+    let Ok(paths) = std::env::var("SEGCUT_EMU_GRAPHS") else {
+        return;
+    };
+    for path in paths.split(':') {
+        let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
+        let inst = crate::io::dimacs::read_max(file, path).unwrap();
+        let crate::graph::Network::Grid(g) = &inst.network else {
+            panic!("{path}: not a grid");
+        };
+        let (_, excess, sink_r) = saturate_terminals(g).unwrap();
+        let tile = tile_shape(g.connectivity());
+        let [w, h, d] = g.dims();
+        let ntiles = [
+            w.div_ceil(tile[0]),
+            h.div_ceil(tile[1]),
+            d.div_ceil(tile[2]),
+        ];
+        let n = g.num_nodes();
+        let mut emu = Emu {
+            g,
+            tile,
+            ntiles,
+            rcap: (0..g.connectivity().degree())
+                .map(|d| g.caps(d).to_vec())
+                .collect(),
+            sink_r,
+            excess,
+            label: vec![0; n],
+            flags: vec![false; ntiles.iter().product()],
+            pushed: 0,
+            inf: n as u32 + 1,
+        };
+        let mut rng = Rng::new(1);
+        let (mut rounds, mut line) = (0, String::new());
+        loop {
+            let passes = emu.relabel(&mut rng, false);
+            let depth = emu
+                .label
+                .iter()
+                .filter(|&&l| l < emu.inf)
+                .max()
+                .copied()
+                .unwrap_or(0);
+            let reached = emu.label.iter().filter(|&&l| l < emu.inf).count();
+            line += &format!(" {passes}p/{depth}d/{}k", reached / 1000);
+            if !emu.mark_active() {
+                break;
+            }
+            for _ in 0..passes.max(8) {
+                rounds += 1;
+                if emu.discharge_round(&mut rng, 4) == 0 {
+                    break;
+                }
+            }
+        }
+        eprintln!("{path}: {rounds} rounds; relabels (passes/depth/reached):{line}");
+    }
+}
