@@ -311,14 +311,9 @@ fn run_from(emu: &mut Emu, rng: &mut Rng, sweeps: usize, local_first: bool) {
     }
 }
 
-/// Phase one, and with `flows` phase two as `CudaGrid::phase_two` runs it: the source
-/// capacities become the target's residuals and the same rounds return the excess.
-fn emulate_phases(
-    g: &GridGraph,
-    rng: &mut Rng,
-    sweeps: usize,
-    flows: bool,
-) -> (Cut, Option<Flows>) {
+/// The emulation of a grid with saturated terminals and zero labels, and the flow the
+/// saturation sent straight from source to sink.
+fn fresh_emu(g: &GridGraph) -> (Emu<'_>, Flow) {
     let (base, excess, sink_r) = saturate_terminals(g).unwrap();
     let tile = tile_shape(g.connectivity());
     let [w, h, d] = g.dims();
@@ -328,7 +323,7 @@ fn emulate_phases(
         d.div_ceil(tile[2]),
     ];
     let n = g.num_nodes();
-    let mut emu = Emu {
+    let emu = Emu {
         g,
         tile,
         ntiles,
@@ -342,6 +337,19 @@ fn emulate_phases(
         pushed: 0,
         inf: n as u32 + 1,
     };
+    (emu, base)
+}
+
+/// Phase one, and with `flows` phase two as `CudaGrid::phase_two` runs it: the source
+/// capacities become the target's residuals and the same rounds return the excess.
+fn emulate_phases(
+    g: &GridGraph,
+    rng: &mut Rng,
+    sweeps: usize,
+    flows: bool,
+) -> (Cut, Option<Flows>) {
+    let (mut emu, base) = fresh_emu(g);
+    let n = g.num_nodes();
     run(&mut emu, rng, sweeps);
     let cut = Cut {
         flow: base + emu.pushed,
@@ -657,29 +665,7 @@ fn emulated_relabel_depths() {
         let crate::graph::Network::Grid(g) = &inst.network else {
             panic!("{path}: not a grid");
         };
-        let (_, excess, sink_r) = saturate_terminals(g).unwrap();
-        let tile = tile_shape(g.connectivity());
-        let [w, h, d] = g.dims();
-        let ntiles = [
-            w.div_ceil(tile[0]),
-            h.div_ceil(tile[1]),
-            d.div_ceil(tile[2]),
-        ];
-        let n = g.num_nodes();
-        let mut emu = Emu {
-            g,
-            tile,
-            ntiles,
-            rcap: (0..g.connectivity().degree())
-                .map(|d| g.caps(d).to_vec())
-                .collect(),
-            sink_r,
-            excess,
-            label: vec![0; n],
-            flags: vec![false; ntiles.iter().product()],
-            pushed: 0,
-            inf: n as u32 + 1,
-        };
+        let (mut emu, _) = fresh_emu(g);
         let mut rng = Rng::new(1);
         let (mut rounds, mut line) = (0, String::new());
         loop {
