@@ -185,13 +185,13 @@ impl DeviceCounts {
 }
 
 /// How many times the process's host has waited for a stream so far (every synchronisation and
-/// blocking download of the library goes through [`sync`]).
+/// blocking download of the library goes through one counting helper here).
 pub fn host_waits() -> u64 {
     HOST_WAITS.load(Relaxed)
 }
 
 /// How many device buffers the process has allocated so far (every allocation of the library
-/// goes through [`zeros`] or [`upload`]).
+/// goes through this module's zeroing or uploading helpers).
 pub fn device_allocations() -> u64 {
     DEVICE_ALLOCATIONS.load(Relaxed)
 }
