@@ -207,20 +207,35 @@ extern "C" __global__ void build_move(const Grid g, const int *cost, const int *
     }
 }
 
-// sync: sums (+, one atomic per warp for each of the two)
+// sync: sums (+, one atomic per warp for each of the two, per lane where a warp spans two parts)
 // safe: none (read only otherwise)
-// The energy of the move's proposal into sums[2*slot] and the capacity of the move's cut into
-// sums[2*slot + 1]
-// (the certificate: it must equal the solver's flow). The proposal is labels with α where the
-// solver's label is at most n (the cut's sink side); with side null it is labels itself (and
-// the cut gets 0). Both are sums of non-negative integers, so their order does not matter.
-extern "C" __global__ void move_energy(const Grid g, const int *cost, const int *weights,
-                                       unsigned vtrunc, const unsigned *labels,
-                                       const unsigned *side, unsigned alpha, unsigned slot,
-                                       u64 *sums) {
+// The energy of the move's proposal and the capacity of the move's cut (the certificate: summed
+// over the parts it must equal the solver's flow), per part: the grid is `parts = g.h / rows`
+// problems of `rows` rows stacked along y (packed pairs; one part is a single problem), and part
+// k's sums go to sums[2*(slot*parts + k)] and sums[2*(slot*parts + k) + 1]. No pair crossing a
+// seam has weight (the host zeroes them), so each part's sums are its own problem's. The proposal
+// is labels with α where the solver's label is at most n (the cut's sink side); with side null it
+// is labels itself (and the cut gets 0). Both are sums of non-negative integers, so their order
+// does not matter.
+extern "C" __global__ void move_energy(const Grid g, unsigned rows, const int *cost,
+                                       const int *weights, unsigned vtrunc,
+                                       const unsigned *labels, const unsigned *side,
+                                       unsigned alpha, unsigned slot, u64 *sums) {
+    const unsigned parts = g.h / rows;
+    const size_t part_n = (size_t)g.w * rows;
     u64 e = 0, cut = 0;
+    // The part this thread's sums belong to; they are flushed when its pixels enter another.
+    unsigned part = 0;
     STRIDE(p, g.n) {
         unsigned x = (unsigned)(p % g.w), y = (unsigned)(p / g.w);
+        const unsigned pk = (unsigned)(p / part_n);
+        if (pk != part) {
+            u64 *s = sums + 2 * ((size_t)slot * parts + part);
+            if (e) atomicAdd(s, e);
+            if (cut) atomicAdd(s + 1, cut);
+            e = cut = 0;
+            part = pk;
+        }
         unsigned fp = labels[p];
         bool tp = side && side[p] <= g.n;
         unsigned lp = tp ? alpha : fp;
@@ -240,42 +255,65 @@ extern "C" __global__ void move_energy(const Grid g, const int *cost, const int 
             cut += (u64)(tp ? (d > 0 ? d : 0) : (d < 0 ? -d : 0));
         }
     }
-    e = warp_sum(e);
-    cut = warp_sum(cut);
-    if ((threadIdx.x & 31) == 0) {
-        if (e) atomicAdd(sums + 2 * (size_t)slot, e);
-        if (cut) atomicAdd(sums + 2 * (size_t)slot + 1, cut);
+    // One atomic per warp where its lanes hold sums of one part (always with one part), else one
+    // per lane. A lane with nothing to add agrees with any part.
+    const unsigned first = __shfl_sync(0xffffffffu, part, 0);
+    const bool one = __all_sync(0xffffffffu, part == first || (e == 0 && cut == 0));
+    u64 *s = sums + 2 * ((size_t)slot * parts + (one ? first : part));
+    if (one) {
+        e = warp_sum(e);
+        cut = warp_sum(cut);
+        if ((threadIdx.x & 31) != 0) e = cut = 0;
     }
+    if (e) atomicAdd(s, e);
+    if (cut) atomicAdd(s + 1, cut);
 }
 
-// sync: switched (+, one atomic per warp)
-// safe: labels[p] by p's thread; hist[m + 1], flows[m], taken[m] by thread 0 of block 0
-// Move m's commit: with solved != 0, the proposal (energy sums[2m]) replaces labels when it is
-// lower than hist[m], the energy before the move; hist[m + 1] gets the energy after it, flows[m]
-// the solver's flow, taken[m] whether the move was taken, switched[m] the pixels that changed.
-// With solved == 0 (a move skipped because its graph is the one solved before) only the
-// bookkeeping: hist[m + 1] = hist[m], not taken.
-extern "C" __global__ void commit_move(unsigned n, unsigned alpha, unsigned *labels,
-                                       const unsigned *side, const u64 *sums, u64 *hist,
-                                       const u64 *flow, u64 *flows, unsigned *taken,
+// sync: switched (+, one atomic per warp, per lane where a warp spans two parts)
+// safe: labels[p] by p's thread; hist[(m + 1)*parts + k], flows[m], taken[m*parts + k] by thread 0
+// of block 0
+// Move m's commit, decided per part (the grid is `parts` problems of n / parts nodes stacked, as
+// in move_energy): with solved != 0, part k's proposal (energy sums[2*(m*parts + k)]) replaces
+// its labels when it is lower than hist[m*parts + k], the part's energy before the move;
+// hist[(m + 1)*parts + k] gets the energy after it, taken[m*parts + k] whether part k took it,
+// switched[m*parts + k] the pixels of part k that changed, flows[m] the solver's flow (all
+// parts'). With solved == 0 (a move skipped because its graph is the one solved before) only the
+// bookkeeping: the energies stay, nothing is taken.
+extern "C" __global__ void commit_move(unsigned n, unsigned parts, unsigned alpha,
+                                       unsigned *labels, const unsigned *side, const u64 *sums,
+                                       u64 *hist, const u64 *flow, u64 *flows, unsigned *taken,
                                        unsigned *switched, unsigned m, int solved) {
-    const u64 before = hist[m];
-    const u64 after = solved ? sums[2 * (size_t)m] : before;
-    const bool take = after < before;
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        hist[m + 1] = take ? after : before;
-        flows[m] = solved ? *flow : 0;
-        taken[m] = take;
+    const size_t part_n = n / parts;
+    const size_t at = (size_t)m * parts;
+    bool any = false;
+    for (unsigned k = 0; k < parts; ++k) {
+        const u64 before = hist[at + k];
+        const u64 after = solved ? sums[2 * (at + k)] : before;
+        const bool take = after < before;
+        any = any || take;
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            hist[at + parts + k] = take ? after : before;
+            taken[at + k] = take;
+        }
     }
-    if (!take) return;
-    // Every thread of a warp reaches the ballot: the loop runs the same count per warp.
+    if (blockIdx.x == 0 && threadIdx.x == 0) flows[m] = solved ? *flow : 0;
+    if (!any) return;
+    // Every thread of a warp reaches the ballots: the loop runs the same count per warp.
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t base = blockIdx.x * (size_t)blockDim.x; base < n; base += stride) {
         size_t p = base + threadIdx.x;
-        bool sw = p < n && side[p] <= n && labels[p] != alpha;
+        const unsigned k = p < n ? (unsigned)(p / part_n) : 0;
+        const bool take = p < n && sums[2 * (at + k)] < hist[at + k];
+        bool sw = take && side[p] <= n && labels[p] != alpha;
         if (sw) labels[p] = alpha;
+        const unsigned first = __shfl_sync(0xffffffffu, k, 0);
+        const bool one = __all_sync(0xffffffffu, k == first || !sw);
         unsigned mask = __ballot_sync(0xffffffffu, sw);
-        if ((threadIdx.x & 31) == 0 && mask) atomicAdd(switched + m, (unsigned)__popc(mask));
+        if (one) {
+            if ((threadIdx.x & 31) == 0 && mask) atomicAdd(switched + at + first, (unsigned)__popc(mask));
+        } else if (sw) {
+            atomicAdd(switched + at + k, 1u);
+        }
     }
 }
 
@@ -308,8 +346,11 @@ extern "C" __global__ void guide_bytes(unsigned n, unsigned ch, const float *pla
 // smallest label whose running sum reaches half of the total (p's own label if the total is 0,
 // which the tables rule out: the centre weighs 2^48). Integer sums only: the result does not
 // depend on their order and equals the host's bit for bit. Labels ≥ nl add nothing (the launchers
-// never pass one); with nl outside 1..=MEDIAN_MAX_LABELS nothing is written.
-extern "C" __global__ void weighted_median(unsigned w, unsigned h, unsigned ch, unsigned radius,
+// never pass one); with nl outside 1..=MEDIAN_MAX_LABELS nothing is written. The image is h / rows
+// parts of `rows` rows stacked along y (packed pairs; rows = h for one image): the window is
+// clipped at the part's own top and bottom rows, so each part's map is its own image's.
+extern "C" __global__ void weighted_median(unsigned w, unsigned h, unsigned rows, unsigned ch,
+                                           unsigned radius,
                                            unsigned nl, const unsigned char *guide,
                                            const unsigned *labels, const unsigned *colour,
                                            unsigned colour_len, const unsigned *space,
@@ -321,7 +362,8 @@ extern "C" __global__ void weighted_median(unsigned w, unsigned h, unsigned ch, 
         const int x = (int)(p % w), y = (int)(p / w);
         for (unsigned l = 0; l < nl; ++l) hist[l] = 0;
         const int x0 = max(x - r, 0), x1 = min(x + r, (int)w - 1);
-        const int y0 = max(y - r, 0), y1 = min(y + r, (int)h - 1);
+        const int top = y / (int)rows * (int)rows;
+        const int y0 = max(y - r, top), y1 = min(y + r, top + (int)rows - 1);
         const unsigned char *cp = guide + p * ch;
         u64 total = 0;
         for (int qy = y0; qy <= y1; ++qy) {

@@ -495,3 +495,274 @@ fn device_median_filter_equals_host() {
         o.num_disparities
     );
 }
+
+// Packed pairs (`stereo_packed_on_device`, `expand_packed_on_device`): each part must be its own
+// run. Fields that may differ from a single run, and so are not compared: every move's `build` and
+// `solve` times, `warm` and `gpu_work` (the shared solve's; a move a single run skips is solved
+// when another part needs it), the passes' `time` and the results' `cost_time`, `filter_time`,
+// `total_time`. Everything `assert_same` compares is equal.
+
+/// The pair with both views moved left by `dx` columns (the last column repeated), and with a
+/// deterministic noise of up to ±`noise` added to the left view; flipped upside down with `flip`
+/// (so the rows that meet at a seam differ most).
+fn altered(left: &Image, right: &Image, dx: usize, noise: u64, flip: bool) -> (Image, Image) {
+    let [w, h, _] = left.dims;
+    let c = left.channels;
+    let mut rng = Rng::new(7 + dx as u64 + noise);
+    let mut one = |img: &Image, add: bool| {
+        let mut v = Vec::with_capacity(img.data.len());
+        for y in 0..h {
+            let sy = if flip { h - 1 - y } else { y };
+            for x in 0..w {
+                let sx = (x + dx).min(w - 1);
+                for ch in 0..c {
+                    let mut val = img.data[(sx + w * sy) * c + ch];
+                    if add && noise > 0 {
+                        val = (val + rng.below(2 * noise + 1) as f32 - noise as f32)
+                            .clamp(0.0, 255.0);
+                    }
+                    v.push(val);
+                }
+            }
+        }
+        Image::new(img.dims, c, v)
+    };
+    (one(left, true), one(right, false))
+}
+
+/// K ∈ {1, 2, 3} packed parts of each dev scene (the scene, the scene moved by a column, the scene
+/// with noise and upside down, so the parts differ and converge after different passes): every
+/// part equals the single-pair device run (labels, filtered map, energies, passes, moves) and the
+/// host engine with BK.
+#[test]
+fn packed_stereo_equals_single_runs_and_bk() {
+    use segcut::stereo::gpu::{stereo_packed_on_device, DeviceTuning};
+    if !gpu_or_skip() {
+        return;
+    }
+    for name in ["tsukuba", "venus"] {
+        let Some(s) = scene(name) else { return };
+        let parts = [
+            (s.left.clone(), s.right.clone()),
+            altered(&s.left, &s.right, 1, 0, false),
+            altered(&s.left, &s.right, 0, 3, true),
+        ];
+        let o = StereoOptions {
+            num_disparities: s.num_disparities,
+            expansion: bk(),
+            ..Default::default()
+        };
+        let mut og = o.clone();
+        og.expansion.solve = SolveOptions::with_solver(SolverKind::CudaGrid);
+        let cpu: Vec<_> = parts
+            .iter()
+            .map(|(l, r)| segcut::stereo::stereo(l, r, &o).unwrap())
+            .collect();
+        let single: Vec<_> = parts
+            .iter()
+            .map(|(l, r)| stereo_on_device(l, r, &og).unwrap())
+            .collect();
+        let passes: Vec<usize> = cpu.iter().map(|c| c.expansion.passes.len()).collect();
+        for k in 1..=3 {
+            let pairs: Vec<(&Image, &Image)> = parts[..k].iter().map(|(l, r)| (l, r)).collect();
+            let packed = stereo_packed_on_device(&pairs, &og, &DeviceTuning::default()).unwrap();
+            assert_eq!(packed.len(), k);
+            for (i, p) in packed.iter().enumerate() {
+                let what = format!("{name}, part {i} of {k} (passes alone: {passes:?})");
+                assert_same(
+                    &p.expansion,
+                    &single[i].expansion,
+                    &format!("{what} vs single"),
+                );
+                assert_same(&p.expansion, &cpu[i].expansion, &format!("{what} vs BK"));
+                assert_eq!((p.width, p.height), (single[i].width, single[i].height));
+                assert!(p.filtered.is_some(), "{what}: filtered on the device");
+                assert_eq!(p.filtered, single[i].filtered, "{what}: filtered map");
+                assert_eq!(p.disparity(), cpu[i].disparity(), "{what}: final map vs BK");
+            }
+        }
+    }
+}
+
+/// Packed random cost volumes with random weights everywhere (also on the pairs that leave the
+/// image, which a single problem never reads and a seam must not join): Potts and truncated
+/// linear, 4- and 8-connected, moves from scratch and dynamic; every part equals its BK run and
+/// its single device run.
+#[test]
+fn packed_expansion_equals_bk_on_random_volumes() {
+    use segcut::stereo::gpu::{expand_packed_on_device, DeviceTuning};
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = Rng::new(2424);
+    let shapes = [(1, 1, 3), (5, 1, 2), (33, 17, 4), (64, 40, 7), (97, 23, 12)];
+    for (i, &(w, h, labels)) in shapes.iter().cycle().take(12).enumerate() {
+        let conn = if i % 2 == 0 {
+            Connectivity::N4
+        } else {
+            Connectivity::N8
+        };
+        let distance = match i % 3 {
+            0 => Pairwise::Potts,
+            _ => Pairwise::TruncatedLinear {
+                truncation: 1 + rng.below(4) as u32,
+            },
+        };
+        let k = 1 + i % 3;
+        let problems: Vec<_> = (0..k)
+            .map(|_| {
+                let (c, mut m) = random_problem(&mut rng, w, h, labels, conn, distance);
+                // Weights on the pairs that leave the image too (and on zero ones inside).
+                for v in m.weights.iter_mut().flatten().filter(|v| **v == 0) {
+                    *v = 1 + rng.below(60) as i32;
+                }
+                (c, m)
+            })
+            .collect();
+        let mut o = bk();
+        if i % 4 == 3 {
+            o.initial = Some(
+                (0..w * h)
+                    .map(|_| rng.below(labels as u64) as u16)
+                    .collect(),
+            );
+        }
+        if i % 5 == 4 {
+            o.max_passes = Some(1);
+        }
+        let tuning = DeviceTuning {
+            warm_moves: i % 4 != 1,
+            warm_first: i % 4 == 2,
+            ..DeviceTuning::default()
+        };
+        let refs: Vec<_> = problems.iter().map(|(c, m)| (c, m)).collect();
+        let packed = expand_packed_on_device(&refs, &o, &tuning).unwrap();
+        for (j, ((cost, model), p)) in problems.iter().zip(&packed).enumerate() {
+            let what = format!(
+                "case {i}: part {j} of {k}, {w}x{h}, {labels} labels, {conn}, {distance:?}"
+            );
+            assert_same(
+                p,
+                &expand(cost, model, &o).unwrap(),
+                &format!("{what} vs BK"),
+            );
+            assert_same(
+                p,
+                &expand_on_device(cost, model, &o).unwrap(),
+                &format!("{what} vs single"),
+            );
+        }
+    }
+}
+
+/// A seam that joined two parts would show: part 0's last row wants label 0, part 1's first row
+/// label 2 a little less strongly, and every weight (the leaving pairs' too) is far above the
+/// costs, so one arc of capacity across the seam would pull part 1 to label 0.
+#[test]
+fn packed_seam_does_not_leak() {
+    use segcut::stereo::gpu::{expand_packed_on_device, DeviceTuning};
+    if !gpu_or_skip() {
+        return;
+    }
+    let (w, h) = (16, 6);
+    for conn in [Connectivity::N4, Connectivity::N8] {
+        let top = CostVolume::from_fn(w, h, 3, |_, _, l| if l == 0 { 0 } else { 50 }).unwrap();
+        let bottom = CostVolume::from_fn(w, h, 3, |_, y, l| match (y, l) {
+            (0, 2) => 0,
+            (0, _) => 10,
+            (_, 2) => 0,
+            _ => 40,
+        })
+        .unwrap();
+        let mut model = PairwiseModel::from_fn(w, h, conn, Pairwise::Potts, |_, _| 1000).unwrap();
+        // The pairs that leave the image weigh as much: stacked, they would cross the seam.
+        model.weights.iter_mut().for_each(|p| p.fill(1000));
+        let o = bk();
+        let packed = expand_packed_on_device(
+            &[(&top, &model), (&bottom, &model)],
+            &o,
+            &DeviceTuning::default(),
+        )
+        .unwrap();
+        assert!(packed[0].labels.iter().all(|&l| l == 0), "{conn}: part 0");
+        assert!(packed[1].labels.iter().all(|&l| l == 2), "{conn}: part 1");
+        for (p, c) in packed.iter().zip([&top, &bottom]) {
+            assert_same(p, &expand(c, &model, &o).unwrap(), &format!("{conn}"));
+        }
+    }
+}
+
+/// Packing checks its input before it touches a device: no pairs, pairs of different sizes or
+/// channel counts, volumes of different label counts or models are errors that say which.
+#[test]
+fn packed_input_errors_need_no_gpu() {
+    use segcut::stereo::gpu::{expand_packed_on_device, stereo_packed_on_device, DeviceTuning};
+    let t = DeviceTuning::default();
+    let o = StereoOptions::default();
+    let a = Image::new([8, 4, 1], 1, vec![1.0; 32]);
+    let b = Image::new([8, 5, 1], 1, vec![1.0; 40]);
+    let c = Image::new([8, 4, 1], 3, vec![1.0; 96]);
+    let err = |r: segcut::Result<Vec<segcut::stereo::StereoResult>>| r.err().unwrap().to_string();
+    assert!(err(stereo_packed_on_device(&[], &o, &t)).contains("no pairs"));
+    let e = err(stereo_packed_on_device(&[(&a, &a), (&b, &b)], &o, &t));
+    assert!(
+        e.contains("pair 1 (left view)") && e.contains("8x5x1"),
+        "{e}"
+    );
+    let e = err(stereo_packed_on_device(&[(&a, &a), (&a, &c)], &o, &t));
+    assert!(
+        e.contains("pair 1 (right view)") && e.contains("3 channels"),
+        "{e}"
+    );
+    let mut rng = Rng::new(3);
+    let (c1, m1) = random_problem(&mut rng, 6, 5, 3, Connectivity::N4, Pairwise::Potts);
+    let (c2, _) = random_problem(&mut rng, 6, 5, 4, Connectivity::N4, Pairwise::Potts);
+    let (_, m8) = random_problem(&mut rng, 6, 5, 3, Connectivity::N8, Pairwise::Potts);
+    let eo = ExpansionOptions::default();
+    let e = expand_packed_on_device(&[(&c1, &m1), (&c2, &m1)], &eo, &t)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("problem 1"), "{e}");
+    let e = expand_packed_on_device(&[(&c1, &m1), (&c1, &m8)], &eo, &t)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("problem 1"), "{e}");
+    assert!(expand_packed_on_device(&[], &eo, &t).is_err());
+}
+
+/// Small enough for compute-sanitizer (memcheck, racecheck): three packed 48×20 pairs with the
+/// filter on, each equal to its single run.
+#[test]
+fn sanitizer_packed_stereo_small() {
+    use segcut::stereo::gpu::{stereo_packed_on_device, DeviceTuning};
+    if !gpu_or_skip() {
+        return;
+    }
+    let (w, h) = (48, 20);
+    let view = |seed: u64, shift: usize| {
+        let mut rng = Rng::new(seed);
+        let base: Vec<f32> = (0..(w + 8) * h).map(|_| rng.below(256) as f32).collect();
+        let v = (0..w * h)
+            .map(|p| base[(p % w + shift) + (w + 8) * (p / w)])
+            .collect();
+        Image::new([w, h, 1], 1, v)
+    };
+    let pairs_owned: Vec<(Image, Image)> = (0..3)
+        .map(|i| (view(i, 0), view(i, 3 + i as usize)))
+        .collect();
+    let o = StereoOptions {
+        num_disparities: 6,
+        expansion: ExpansionOptions {
+            solve: SolveOptions::with_solver(SolverKind::CudaGrid),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let pairs: Vec<(&Image, &Image)> = pairs_owned.iter().map(|(l, r)| (l, r)).collect();
+    let packed = stereo_packed_on_device(&pairs, &o, &DeviceTuning::default()).unwrap();
+    for (i, ((l, r), p)) in pairs.iter().zip(&packed).enumerate() {
+        let one = stereo_on_device(l, r, &o).unwrap();
+        assert_same(&p.expansion, &one.expansion, &format!("part {i}"));
+        assert_eq!(p.filtered, one.filtered, "part {i}: filtered map");
+    }
+}

@@ -212,7 +212,7 @@ pub(crate) fn lambdas(opts: &StereoOptions) -> (i32, i32) {
 
 /// Whether [`stereo`] runs on the device: the solver is `cuda-grid`, or `auto` picks it for a
 /// grid of this size on this machine.
-fn on_device(left: &Image, opts: &StereoOptions) -> bool {
+pub(crate) fn on_device(left: &Image, opts: &StereoOptions) -> bool {
     let solve = &opts.expansion.solve;
     let size = GraphSize::of_grid(left.dims, opts.connectivity.degree());
     plan(solve.solver, size, &solve.auto, solve.device).solver == SolverKind::CudaGrid
@@ -224,7 +224,7 @@ fn on_device(left: &Image, opts: &StereoOptions) -> bool {
 /// bit); `auto` falls back to the CPU where the GPU declines (no device, not enough memory).
 pub fn stereo(left: &Image, right: &Image, opts: &StereoOptions) -> Result<StereoResult> {
     let t = Instant::now();
-    budget::check(left.dims, left.channels, opts)?;
+    budget_check(left, opts)?;
     opts.median.check()?;
     // With the left–right check the filter comes after it, on the host; without, the device
     // engine filters its own labelling (and only the host path is left to do it here).
@@ -260,6 +260,11 @@ pub fn stereo(left: &Image, right: &Image, opts: &StereoOptions) -> Result<Stere
     }
     res.total_time = t.elapsed();
     Ok(res)
+}
+
+/// The memory budget [`stereo`] checks first, for a pair whose left view is `left`.
+pub(crate) fn budget_check(left: &Image, opts: &StereoOptions) -> Result<()> {
+    budget::check(left.dims, left.channels, opts)
 }
 
 /// [`stereo`] without the left–right check: the left view's map.

@@ -127,14 +127,15 @@ kernel_file! {
             sink: &mut CudaSlice<i32>,
         ) => spread(g.n as u64);
 
-        /// Adds the proposal's energy and the cut's capacity to `sums[2·slot]`,
-        /// `sums[2·slot + 1]`.
+        /// Adds each part's proposal energy and cut capacity to `sums[2·(slot·parts + k)]`,
+        /// `sums[2·(slot·parts + k) + 1]`, where the grid is `parts = g.h / rows` stacked parts.
         ///
         /// # Safety
-        /// As [`build_move`](Self::build_move); `side` (if given) has `g.n` entries, `sums`
-        /// `2·slot + 2`.
+        /// As [`build_move`](Self::build_move); `rows` ≥ 1 divides `g.h`; `side` (if given) has
+        /// `g.n` entries, `sums` `2·(slot + 1)·parts`.
         fn move_energy = "move_energy"(
             g: GridShape,
+            rows: u32,
             cost: &CudaSlice<i32>,
             weights: &CudaSlice<i32>,
             vtrunc: u32,
@@ -145,13 +146,16 @@ kernel_file! {
             sums: &mut CudaSlice<u64>,
         ) => spread(g.n as u64);
 
-        /// Commits move `m` (or, with `solved` 0, records it as skipped).
+        /// Commits move `m` per part of the `parts` stacked parts of `n / parts` nodes (or, with
+        /// `solved` 0, records it as skipped).
         ///
         /// # Safety
-        /// `labels` and `side` have `n` entries, `sums` `2m + 2`, `hist` `m + 2`, `flows`,
-        /// `taken` and `switched` `m + 1`, `flow` one.
+        /// `parts` ≥ 1 divides `n`; `labels` and `side` have `n` entries, `sums`
+        /// `2·(m + 1)·parts`, `hist` `(m + 2)·parts`, `taken` and `switched` `(m + 1)·parts`,
+        /// `flows` `m + 1`, `flow` one.
         fn commit_move = "commit_move"(
             n: u32,
+            parts: u32,
             alpha: u32,
             labels: &mut CudaSlice<u32>,
             side: &CudaSlice<u32>,
@@ -177,15 +181,17 @@ kernel_file! {
             out: &mut CudaSlice<u8>,
         ) => spread(n as u64);
 
-        /// The joint weighted median filter of `labels` into `out`.
+        /// The joint weighted median filter of `labels` into `out`, each part of `rows` rows
+        /// filtered on its own.
         ///
         /// # Safety
         /// `guide` has `ch·w·h` entries, `labels` and `out` `w·h`, `colour` at least
         /// `colour_len`, `space` `(2·radius + 1)²`; `radius` at most
-        /// [`MAX_RADIUS`](crate::stereo::median::MAX_RADIUS).
+        /// [`MAX_RADIUS`](crate::stereo::median::MAX_RADIUS); `rows` ≥ 1 divides `h`.
         fn weighted_median = "weighted_median"(
             w: u32,
             h: u32,
+            rows: u32,
             ch: u32,
             radius: u32,
             nl: u32,
