@@ -29,8 +29,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::jobs::{
-    decode, default_template, encode, fill_template, solve, solve_maxflow_packed, Decoded,
-    Defaults, Done, SolveReport,
+    decode, default_template, encode, fill_template, solve, solve_maxflow_packed,
+    solve_stereo_packed, stereo_pack_options, Decoded, Defaults, Done, SolveReport,
 };
 use super::manifest::{Job, JobKind};
 use super::shard::Shard;
@@ -80,7 +80,8 @@ pub struct BatchOptions {
     pub io_threads: usize,
     /// Jobs waiting between two stages, at most.
     pub queue: usize,
-    /// Max-flow jobs a solver worker packs into one solve (1: none packed).
+    /// Jobs a solver worker packs into one solve (1: none packed): max-flow jobs' grids, and
+    /// stereo pairs of one size and the same options on a GPU (docs/batch.md).
     pub pack: usize,
     /// Redo jobs whose outputs exist.
     pub force: bool,
@@ -571,10 +572,11 @@ fn solve_worker(
         tx.send((item, r)).is_ok()
     };
     while let Some(first) = recv(&rx) {
+        let key = pack_key(&first, &defaults, opts.pack);
         let mut group = vec![first];
-        // Packing: take more decoded max-flow jobs, waiting a little for each: a solve of a
-        // small graph is shorter than its decode, so an empty queue is usually a moment early.
-        if opts.pack > 1 && packable(&group[0], &defaults) {
+        // Packing: take more decoded jobs, waiting a little for each: a solve of a small graph
+        // is shorter than its decode, so an empty queue is usually a moment early.
+        if key.is_some() {
             while group.len() < opts.pack {
                 let next = rx.lock().ok().and_then(|r| r.recv_timeout(PACK_WAIT).ok());
                 match next {
@@ -583,51 +585,59 @@ fn solve_worker(
                 }
             }
         }
+        // Those that can join the first's pack; the others run alone.
         let (pack, single): (Vec<_>, Vec<_>) = group
             .into_iter()
-            .partition(|x| opts.pack > 1 && packable(x, &defaults));
+            .partition(|x| key.is_some() && pack_key(x, &defaults, opts.pack) == key);
+        let alone =
+            |item: Item, decoded: Result<Decoded>, mf: &mut MaxFlow, seg: &mut Segmenter| {
+                let t = Instant::now();
+                let r = decoded
+                    .and_then(|d| guarded("solving", || solve(&item.job, d, &defaults, mf, seg)));
+                finish(item, t, r)
+            };
         for (item, decoded) in single {
-            let t = Instant::now();
-            let r = decoded.and_then(|d| {
-                guarded("solving", || {
-                    solve(&item.job, d, &defaults, &mut mf, &mut segmenter)
-                })
-            });
-            if !finish(item, t, r) {
+            if !alone(item, decoded, &mut mf, &mut segmenter) {
                 return;
             }
         }
         if pack.len() == 1 {
             let (item, decoded) = pack.into_iter().next().expect("one");
-            let t = Instant::now();
-            let r = decoded.and_then(|d| {
-                guarded("solving", || {
-                    solve(&item.job, d, &defaults, &mut mf, &mut segmenter)
-                })
-            });
-            if !finish(item, t, r) {
+            if !alone(item, decoded, &mut mf, &mut segmenter) {
                 return;
             }
-        } else if !pack.is_empty() {
+        } else if let Some(key) = key.filter(|_| !pack.is_empty()) {
             let t = Instant::now();
-            let (items, inputs): (Vec<Item>, Vec<_>) = pack
+            let (items, decoded): (Vec<Item>, Vec<Decoded>) = pack
                 .into_iter()
                 .map(|(item, d)| match d {
-                    Ok(Decoded::MaxFlow(insts)) => (item, (insts, None)),
-                    _ => unreachable!("packable jobs are decoded max-flow jobs"),
+                    Ok(d) => (item, d),
+                    Err(_) => unreachable!("packable jobs are decoded"),
                 })
                 .unzip();
             let n = items.len();
-            let results = catch_unwind(AssertUnwindSafe(|| solve_maxflow_packed(inputs, &mut mf)))
-                .unwrap_or_else(|_| {
-                    (0..n)
-                        .map(|_| {
-                            Err(Error::Unsupported(
-                                "internal error while solving packed".into(),
-                            ))
+            let results = catch_unwind(AssertUnwindSafe(|| match key {
+                PackKey::MaxFlow => {
+                    let inputs = decoded
+                        .into_iter()
+                        .map(|d| match d {
+                            Decoded::MaxFlow(insts) => (insts, None),
+                            _ => unreachable!("max-flow packs hold max-flow jobs"),
                         })
-                        .collect()
-                });
+                        .collect();
+                    solve_maxflow_packed(inputs, &mut mf)
+                }
+                PackKey::Stereo { opts, .. } => solve_stereo_packed(decoded, &opts),
+            }))
+            .unwrap_or_else(|_| {
+                (0..n)
+                    .map(|_| {
+                        Err(Error::Unsupported(
+                            "internal error while solving packed".into(),
+                        ))
+                    })
+                    .collect()
+            });
             // The packed solve's time is shared: each job is charged its share.
             let share = t.elapsed() / n as u32;
             for (item, r) in items.into_iter().zip(results) {
@@ -643,10 +653,42 @@ fn solve_worker(
 /// How long a solver worker waits for one more job to pack before solving what it has.
 const PACK_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 
-fn packable(x: &(Item, Result<Decoded>), defaults: &Defaults) -> bool {
-    x.0.job.kind == JobKind::MaxFlow
-        && matches!(x.1, Ok(Decoded::MaxFlow(_)))
-        && defaults.solve_for(&x.0.job.overrides).ok().as_ref() == Some(&defaults.solve)
+/// What decoded jobs must share to be packed into one solve.
+#[derive(Debug, PartialEq)]
+enum PackKey {
+    /// Max-flow jobs with the batch's own solve options (their grids packed per connectivity).
+    MaxFlow,
+    /// Stereo pairs of one size and channel count, with the same effective options, on the
+    /// device engine (`stereo::gpu::stereo_packed_on_device`).
+    Stereo {
+        dims: [usize; 3],
+        channels: usize,
+        opts: Box<crate::stereo::StereoOptions>,
+    },
+}
+
+/// The job's pack key, or `None` when it runs alone (packing off, a failed decode, options of
+/// its own, a stereo pair off the GPU or with the left–right check).
+fn pack_key(x: &(Item, Result<Decoded>), defaults: &Defaults, pack: usize) -> Option<PackKey> {
+    let (item, Ok(decoded)) = x else { return None };
+    if pack <= 1 {
+        return None;
+    }
+    match (item.job.kind, decoded) {
+        (JobKind::MaxFlow, Decoded::MaxFlow(_)) => {
+            (defaults.solve_for(&item.job.overrides).ok().as_ref() == Some(&defaults.solve))
+                .then_some(PackKey::MaxFlow)
+        }
+        (JobKind::Stereo, Decoded::Stereo { left, .. }) => {
+            let opts = stereo_pack_options(&item.job, decoded, defaults)?;
+            Some(PackKey::Stereo {
+                dims: left.dims,
+                channels: left.channels,
+                opts: Box::new(opts),
+            })
+        }
+        _ => None,
+    }
 }
 
 fn write_worker(

@@ -17,7 +17,7 @@ use crate::options::Values;
 use crate::segment::report::Report;
 use crate::segment::session::Segmenter;
 use crate::segment::SegmentOptions;
-use crate::stereo::{stereo, StereoOptions};
+use crate::stereo::{stereo, StereoOptions, StereoResult};
 use crate::{Error, Result};
 
 /// The batch's defaults (the command line's options, resolved), which a manifest row's options
@@ -218,29 +218,7 @@ pub fn solve(
         Decoded::Stereo { left, right } => {
             let opts = defaults.stereo_for(&job.overrides)?;
             let res = stereo(&left, &right, &opts)?;
-            let mut report = SolveReport {
-                verified: opts.expansion.solve.verify,
-                ..Default::default()
-            };
-            for m in &res.expansion.moves {
-                let name = m.solver.name();
-                if !report.solver.split('/').any(|s| s == name) {
-                    if !report.solver.is_empty() {
-                        report.solver.push('/');
-                    }
-                    report.solver.push_str(name);
-                }
-            }
-            let max_disparity =
-                (opts.min_disparity + opts.num_disparities as i32 - 1).max(1) as f32;
-            Ok((
-                Done::Stereo {
-                    disparity: res.disparity(),
-                    size: [res.width, res.height],
-                    max_disparity,
-                },
-                report,
-            ))
+            Ok(stereo_done(&res, &opts, ""))
         }
         Decoded::MaxFlow(instances) => {
             let opts = defaults.solve_for(&job.overrides)?;
@@ -290,6 +268,97 @@ fn check_expected(inst: &MaxInstance, solved: &Solved) -> Result<()> {
             ),
         }),
         _ => Ok(()),
+    }
+}
+
+/// A stereo result as the summary and the writer take it; `suffix` is added to the solver's name
+/// (`+packed`).
+fn stereo_done(res: &StereoResult, opts: &StereoOptions, suffix: &str) -> (Done, SolveReport) {
+    let mut report = SolveReport {
+        verified: opts.expansion.solve.verify,
+        ..Default::default()
+    };
+    for m in &res.expansion.moves {
+        let name = m.solver.name();
+        if !report.solver.split('/').any(|s| s == name) {
+            if !report.solver.is_empty() {
+                report.solver.push('/');
+            }
+            report.solver.push_str(name);
+        }
+    }
+    report.solver.push_str(suffix);
+    let max_disparity = (opts.min_disparity + opts.num_disparities as i32 - 1).max(1) as f32;
+    (
+        Done::Stereo {
+            disparity: res.disparity(),
+            size: [res.width, res.height],
+            max_disparity,
+        },
+        report,
+    )
+}
+
+/// The options a stereo job runs with when it may be packed with others (see
+/// [`solve_stereo_packed`]): its effective options, if its pair would run on the device engine
+/// without the left–right check. Jobs whose keys are equal (and whose pairs have one size) can
+/// be packed.
+pub fn stereo_pack_options(
+    job: &Job,
+    pair: &Decoded,
+    defaults: &Defaults,
+) -> Option<StereoOptions> {
+    let Decoded::Stereo { left, .. } = pair else {
+        return None;
+    };
+    let opts = defaults.stereo_for(&job.overrides).ok()?;
+    (opts.left_right.is_none() && crate::stereo::on_device(left, &opts)).then_some(opts)
+}
+
+/// Solves stereo jobs with the same options (`opts`) and pairs of one size packed into one run
+/// of the device engine ([`crate::stereo::gpu::stereo_packed_on_device`]); each job's output is
+/// the one it has alone. When the packed run fails (a pair the engine refuses, no room on the
+/// device), each job is solved alone, so an error is only its own job's. Returns each job's
+/// result in order.
+pub fn solve_stereo_packed(
+    pairs: Vec<Decoded>,
+    opts: &StereoOptions,
+) -> Vec<Result<(Done, SolveReport)>> {
+    let views: Vec<(Box<Image>, Box<Image>)> = pairs
+        .into_iter()
+        .filter_map(|d| match d {
+            Decoded::Stereo { left, right } => Some((left, right)),
+            _ => None,
+        })
+        .collect();
+    let refs: Vec<(&Image, &Image)> = views.iter().map(|(l, r)| (&**l, &**r)).collect();
+    let packed = refs
+        .iter()
+        .try_for_each(|(l, _)| crate::stereo::budget_check(l, opts))
+        .and_then(|()| {
+            crate::stereo::gpu::stereo_packed_on_device(&refs, opts, &Default::default())
+        });
+    match packed {
+        Ok(results) => results
+            .into_iter()
+            .zip(&refs)
+            .map(|(mut res, (l, _))| {
+                // The device filter declines more labels than it takes: the host filters, as
+                // stereo() does.
+                if opts.median.is_on() && res.filtered.is_none() {
+                    res.filtered = Some(crate::stereo::median::weighted_median(
+                        res.labels(),
+                        l,
+                        &opts.median,
+                    )?);
+                }
+                Ok(stereo_done(&res, opts, "+packed"))
+            })
+            .collect(),
+        Err(_) => refs
+            .iter()
+            .map(|(l, r)| stereo(l, r, opts).map(|res| stereo_done(&res, opts, "")))
+            .collect(),
     }
 }
 

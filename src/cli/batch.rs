@@ -42,7 +42,8 @@ pub struct Args {
     /// Decode and write workers (each).
     #[arg(long, value_name = "N")]
     io_threads: Option<usize>,
-    /// Max-flow jobs packed into one grid per solve (1: none).
+    /// Jobs packed into one solve (1: none): max-flow grids, and stereo pairs of one size and the
+    /// same options on a GPU (their α-expansions in lockstep).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pack: usize,
     /// This process's share: `I/N` (0-based, strided by job order) or `auto` (Slurm array,
