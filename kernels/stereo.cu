@@ -13,6 +13,11 @@
 // source and one sink capacity per node; a node on the sink side takes α. The solver's label of a
 // node is at most n exactly when the node reaches the sink (the canonical cut's sink side).
 //
+// Packed pairs: the grid may be K problems of `rows` rows each stacked along y (w × K·rows, the
+// layouts above over the whole stacked grid). The host gives every pair that joins two parts
+// weight 0, so the graph kernels need no change; move_energy and commit_move keep their sums and
+// decisions per part, and weighted_median clips its window at the part's own rows.
+//
 // The pairwise distance V is Potts when vtrunc is 0, else min(|a - b|, vtrunc).
 
 #include "common.cuh"

@@ -582,33 +582,12 @@ fn a_folder_of_images_and_seeds_is_a_batch() {
     );
 }
 
-/// A textured pair whose right view is the left shifted by `d` pixels.
-fn stereo_pair(dir: &Path, name: &str, d: u32) -> (PathBuf, PathBuf) {
-    let (w, h) = (48u32, 32u32);
-    let mut rng = segcut::rng::Rng::new(d as u64 + 11);
-    let tex: Vec<u8> = (0..(w + d) * h).map(|_| rng.below(256) as u8).collect();
-    let view = |shift: u32| {
-        image::GrayImage::from_fn(w, h, |x, y| {
-            image::Luma([tex[(y * (w + d) + x + shift) as usize]])
-        })
-    };
-    let (l, r) = (
-        dir.join(format!("left/{name}.png")),
-        dir.join(format!("right/{name}.png")),
-    );
-    std::fs::create_dir_all(l.parent().unwrap()).unwrap();
-    std::fs::create_dir_all(r.parent().unwrap()).unwrap();
-    view(0).save(&l).unwrap();
-    view(d).save(&r).unwrap();
-    (l, r)
-}
-
 #[test]
 fn stereo_jobs_write_the_disparity_segcut_stereo_computes() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (l, r) = stereo_pair(d, "a", 3);
-    stereo_pair(d, "b", 5);
+    let (l, r) = common::stereo_pair(d, "a", 3);
+    common::stereo_pair(d, "b", 5);
     let jobs = parse_manifest(
         &format!(
             "id,left,right,disparities\na,{},{},8\n",

@@ -120,3 +120,83 @@ fn two_gpus_give_the_results_of_one() {
         "ran on the GPU"
     );
 }
+
+/// `--pack 4` with stereo jobs on one GPU: pairs of one size and the same options run packed
+/// (`cuda-grid+packed`), the others alone; every map is the one `--pack 1` writes, byte for byte;
+/// a job whose left view is missing fails alone, and a pair of another size or with options of
+/// its own runs alone.
+#[test]
+fn packed_stereo_jobs_write_what_single_runs_write() {
+    if !common::gpu_or_skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut csv = String::from("id,left,right,disparities\n");
+    for i in 0..9u32 {
+        let (l, r) = common::stereo_pair(d, &format!("p{i}"), 1 + i % 5);
+        // Job 7 has a count of its own; job 8's left view is missing.
+        let count = if i == 7 { 6 } else { 8 };
+        let left = if i == 8 {
+            d.join("missing.png")
+        } else {
+            l.clone()
+        };
+        csv.push_str(&format!(
+            "p{i},{},{},{count}\n",
+            left.display(),
+            r.display()
+        ));
+    }
+    // A pair of another size.
+    let img =
+        image::GrayImage::from_fn(40, 30, |x, y| image::Luma([((x * 7 + y * 13) % 251) as u8]));
+    img.save(d.join("small_l.png")).unwrap();
+    img.save(d.join("small_r.png")).unwrap();
+    csv.push_str(&format!(
+        "small,{},{},8\n",
+        d.join("small_l.png").display(),
+        d.join("small_r.png").display()
+    ));
+    let jobs = parse_manifest(&csv, "stereo-jobs.csv", d).unwrap();
+    let run_with = |pack: usize, out: &Path| {
+        let mut opts = BatchOptions::new(out);
+        opts.devices = vec![Device::Cuda(0)];
+        opts.workers_per_device = 1;
+        opts.io_threads = 2;
+        opts.pack = pack;
+        opts.defaults.stereo.expansion.solve.solver = SolverKind::CudaGrid;
+        let report = run_batch(jobs.clone(), &opts, &Quiet).unwrap();
+        let rows = read_summary(&out.join("summary.csv")).unwrap();
+        (report, rows)
+    };
+    let (one, d1) = (d.join("one"), d.join("packed"));
+    let (r1, rows1) = run_with(1, &one);
+    let (r4, rows4) = run_with(4, &d1);
+    assert_eq!((r1.ok, r1.failed), (9, 1));
+    assert_eq!((r4.ok, r4.failed), (9, 1));
+    for r in &rows4 {
+        assert_eq!(
+            r.status == Status::Failed,
+            r.job == "p8",
+            "{}: {}",
+            r.job,
+            r.error
+        );
+        if ["p7", "small"].contains(&r.job.as_str()) {
+            assert!(
+                !r.solver.contains("packed"),
+                "{} ran alone: {}",
+                r.job,
+                r.solver
+            );
+        }
+    }
+    assert!(
+        rows4.iter().any(|r| r.solver == "cuda-grid+packed"),
+        "no job ran packed: {:?}",
+        rows4.iter().map(|r| &r.solver).collect::<Vec<_>>()
+    );
+    assert!(rows1.iter().all(|r| !r.solver.contains("packed")));
+    assert_eq!(outputs(&one), outputs(&d1));
+}

@@ -192,3 +192,25 @@ pub fn image_from(
         meta: Default::default(),
     }
 }
+
+/// A textured 48×32 pair whose right view is the left shifted by `d` pixels, written as
+/// `dir/left/NAME.png` and `dir/right/NAME.png`.
+pub fn stereo_pair(dir: &std::path::Path, name: &str, d: u32) -> (PathBuf, PathBuf) {
+    let (w, h) = (48u32, 32u32);
+    let mut rng = segcut::rng::Rng::new(d as u64 + 11);
+    let tex: Vec<u8> = (0..(w + d) * h).map(|_| rng.below(256) as u8).collect();
+    let view = |shift: u32| {
+        image::GrayImage::from_fn(w, h, |x, y| {
+            image::Luma([tex[(y * (w + d) + x + shift) as usize]])
+        })
+    };
+    let (l, r) = (
+        dir.join(format!("left/{name}.png")),
+        dir.join(format!("right/{name}.png")),
+    );
+    std::fs::create_dir_all(l.parent().unwrap()).unwrap();
+    std::fs::create_dir_all(r.parent().unwrap()).unwrap();
+    view(0).save(&l).unwrap();
+    view(d).save(&r).unwrap();
+    (l, r)
+}
