@@ -359,6 +359,74 @@ fn check_same_dims(
     Ok(())
 }
 
+/// Cost volumes and pairwise models of one size, label count, connectivity and distance, stacked
+/// along y into one volume and model of `w × K·h`; `room(bytes)` is asked first whether the
+/// stacked arrays may be made. Every pair weight whose second pixel lies outside its own part is
+/// set to 0 (a single problem never reads those; stacked, they would join the parts), so the
+/// stacked energy of stacked labellings is the sum of the parts' energies. An error names the
+/// first problem that differs from the first.
+fn stack_volumes(
+    problems: &[(&CostVolume, &PairwiseModel)],
+    room: impl FnOnce(u64) -> Result<()>,
+) -> Result<(CostVolume, PairwiseModel)> {
+    let Some(&(c0, m0)) = problems.first() else {
+        return Err(Error::Graph("no problems to pack".into()));
+    };
+    check_same_dims(
+        problems
+            .iter()
+            .map(|(c, _)| ([c.width, c.height, c.labels], 1)),
+        |i| format!("problem {i} (width, height, labels)"),
+    )?;
+    for (i, &(c, m)) in problems.iter().enumerate() {
+        m.check(c)?;
+        if (m.connectivity, m.distance) != (m0.connectivity, m0.distance) {
+            return Err(Error::Graph(format!(
+                "packed problems must have one pairwise model kind: problem {i} has {} and \
+                 {:?}, problem 0 {} and {:?}",
+                m.connectivity, m.distance, m0.connectivity, m0.distance
+            )));
+        }
+    }
+    let (w, rows, parts) = (c0.width, c0.height, problems.len());
+    let n = w * rows;
+    let planes = m0.weights.len();
+    let total = n
+        .checked_mul(parts)
+        .filter(|t| t.checked_mul(c0.labels + planes).is_some())
+        .ok_or_else(|| Error::Unsupported(format!("{parts} packed {w}x{rows} problems")))?;
+    GridShape::new([w, rows * parts, 1], m0.connectivity)?;
+    room(4 * ((c0.labels + planes) * total) as u64)?;
+    let mut cost = vec![0i32; c0.labels * total];
+    let mut weights = vec![vec![0i32; total]; planes];
+    let offsets = m0.connectivity.offsets();
+    for (part, &(c, m)) in problems.iter().enumerate() {
+        for l in 0..c.labels {
+            let at = l * total + part * n;
+            cost[at..at + n].copy_from_slice(&c.data[l * n..(l + 1) * n]);
+        }
+        for (k, plane) in m.weights.iter().enumerate() {
+            let [dx, dy, _] = offsets[2 * k];
+            let out = &mut weights[k][part * n..(part + 1) * n];
+            for (p, (o, &wt)) in out.iter_mut().zip(plane).enumerate() {
+                let (x, y) = ((p % w) as i64 + dx as i64, (p / w) as i64 + dy as i64);
+                let inside = x >= 0 && y >= 0 && x < w as i64 && y < rows as i64;
+                *o = if inside { wt } else { 0 };
+            }
+        }
+    }
+    Ok((
+        CostVolume::new(w, rows * parts, c0.labels, cost)?,
+        PairwiseModel {
+            width: w,
+            height: rows * parts,
+            connectivity: m0.connectivity,
+            distance: m0.distance,
+            weights,
+        },
+    ))
+}
+
 impl Problem {
     /// A host cost volume and pairwise model, uploaded.
     fn from_volume(cost: &CostVolume, model: &PairwiseModel, device: Device) -> Result<Self> {
@@ -366,69 +434,24 @@ impl Problem {
     }
 
     /// Host cost volumes and pairwise models of one size, label count, connectivity and
-    /// distance, stacked along y and uploaded. Every pair weight whose second pixel lies outside
-    /// its own part is set to 0 (a single problem never reads those; stacked, they would join
-    /// the parts).
+    /// distance, stacked along y ([`stack_volumes`]) and uploaded.
     fn from_volumes(problems: &[(&CostVolume, &PairwiseModel)], device: Device) -> Result<Self> {
-        let Some(&(c0, m0)) = problems.first() else {
-            return Err(Error::Graph("no problems to pack".into()));
-        };
-        check_same_dims(
-            problems
-                .iter()
-                .map(|(c, _)| ([c.width, c.height, c.labels], 1)),
-            |i| format!("problem {i} (width, height, labels)"),
-        )?;
-        for (i, &(c, m)) in problems.iter().enumerate() {
-            m.check(c)?;
-            if (m.connectivity, m.distance) != (m0.connectivity, m0.distance) {
-                return Err(Error::Graph(format!(
-                    "packed problems must have one pairwise model kind: problem {i} has {} \
-                     and {:?}, problem 0 {} and {:?}",
-                    m.connectivity, m.distance, m0.connectivity, m0.distance
-                )));
-            }
-        }
-        let (w, rows, parts) = (c0.width, c0.height, problems.len());
-        let n = w * rows;
-        let total = n * parts;
-        let shape = GridShape::new([w, rows * parts, 1], m0.connectivity)?;
-        let planes = m0.weights.len();
-        check_free(
-            device,
-            4 * ((c0.labels + planes) * total) as u64,
-            "the cost volume",
-        )?;
-        let mut cost = vec![0i32; c0.labels * total];
-        let mut weights = vec![0i32; planes * total];
-        let offsets = m0.connectivity.offsets();
-        for (part, &(c, m)) in problems.iter().enumerate() {
-            for l in 0..c.labels {
-                let at = l * total + part * n;
-                cost[at..at + n].copy_from_slice(&c.data[l * n..(l + 1) * n]);
-            }
-            for (k, plane) in m.weights.iter().enumerate() {
-                let [dx, dy, _] = offsets[2 * k];
-                let at = k * total + part * n;
-                for (p, wt) in plane.iter().enumerate() {
-                    let (x, y) = ((p % w) as i64 + dx as i64, (p / w) as i64 + dy as i64);
-                    let inside = x >= 0 && y >= 0 && x < w as i64 && y < rows as i64;
-                    weights[at + p] = if inside { *wt } else { 0 };
-                }
-            }
-        }
+        let (cost, model) = stack_volumes(problems, |bytes| {
+            check_free(device, bytes, "the cost volume")
+        })?;
+        let shape = GridShape::new([cost.width, cost.height, 1], model.connectivity)?;
         let (stream, k) = start(device)?;
         let p = Problem {
             device,
-            cost: cuda::upload(&stream, &cost, "cost volume")?,
-            weights: cuda::upload(&stream, &weights, "pair weights")?,
+            cost: cuda::upload(&stream, &cost.data, "cost volume")?,
+            weights: cuda::upload(&stream, &model.weights.concat(), "pair weights")?,
             stream,
             k,
             shape,
-            rows,
-            parts,
-            labels: c0.labels,
-            vtrunc: vtrunc(m0.distance),
+            rows: cost.height / problems.len(),
+            parts: problems.len(),
+            labels: cost.labels,
+            vtrunc: vtrunc(model.distance),
             guide: None,
         };
         // The host arrays are borrowed: finish the copies.
@@ -1188,4 +1211,59 @@ pub fn cost_volume_on_device(
     let p = Problem::from_pair(left, right, &o)?;
     let data = cuda::download(&p.stream, &p.cost, "cost volume")?;
     CostVolume::new(p.shape.w as usize, p.shape.h as usize, count, data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::Connectivity;
+    use crate::rng::Rng;
+    use crate::stereo::energy;
+
+    /// Stacking joins nothing: with weights on every pair that leaves a part (which stacking must
+    /// drop), the stacked energy of stacked labellings is the sum of the parts' energies, for
+    /// random problems, both connectivities, Potts and truncated linear.
+    #[test]
+    fn stacked_energy_is_the_sum_of_the_parts() {
+        let mut rng = Rng::new(11);
+        for case in 0..24 {
+            let (w, h, labels) = (1 + rng.below(9) as usize, 1 + rng.below(7) as usize, 4);
+            let conn = [Connectivity::N4, Connectivity::N8][case % 2];
+            let distance =
+                [Pairwise::Potts, Pairwise::TruncatedLinear { truncation: 2 }][case / 2 % 2];
+            let parts: Vec<_> = (0..1 + case % 4)
+                .map(|_| {
+                    let c =
+                        CostVolume::from_fn(w, h, labels, |_, _, _| rng.below(50) as i32).unwrap();
+                    let mut m = PairwiseModel::from_fn(w, h, conn, distance, |_, _| 0).unwrap();
+                    for v in m.weights.iter_mut().flatten() {
+                        *v = 1 + rng.below(30) as i32;
+                    }
+                    let l: Vec<u16> = (0..w * h)
+                        .map(|_| rng.below(labels as u64) as u16)
+                        .collect();
+                    (c, m, l)
+                })
+                .collect();
+            let refs: Vec<_> = parts.iter().map(|(c, m, _)| (c, m)).collect();
+            let (cost, model) = stack_volumes(&refs, |_| Ok(())).unwrap();
+            assert_eq!((cost.width, cost.height), (w, h * parts.len()));
+            let all: Vec<u16> = parts.iter().flat_map(|(_, _, l)| l.clone()).collect();
+            let sum: i64 = parts.iter().map(|(c, m, l)| energy(c, m, l).unwrap()).sum();
+            assert_eq!(energy(&cost, &model, &all).unwrap(), sum, "case {case}");
+        }
+    }
+
+    /// Problems of other sizes, label counts or model kinds are refused before anything is made.
+    #[test]
+    fn stacking_refuses_mixed_problems() {
+        let c = CostVolume::from_fn(4, 3, 2, |_, _, _| 1).unwrap();
+        let c3 = CostVolume::from_fn(4, 3, 3, |_, _, _| 1).unwrap();
+        let m = PairwiseModel::uniform(4, 3, Pairwise::Potts, 1);
+        let m8 = PairwiseModel::from_fn(4, 3, Connectivity::N8, Pairwise::Potts, |_, _| 1).unwrap();
+        let never = |_| -> Result<()> { panic!("asked for room") };
+        assert!(stack_volumes(&[], never).is_err());
+        assert!(stack_volumes(&[(&c, &m), (&c3, &m)], never).is_err());
+        assert!(stack_volumes(&[(&c, &m), (&c, &m8)], never).is_err());
+    }
 }
