@@ -116,6 +116,10 @@ impl EnergyKeep {
 /// The energy's graph in GPU memory, with what the rounds need to rewrite its t-links and to
 /// check cuts. Built by [`GpuEnergy::new`]; t-links by [`GpuEnergy::set_tlinks`].
 pub struct GpuEnergy {
+    /// The last [`GpuEnergy::queue_tlinks`]'s read-back in flight, until
+    /// [`GpuEnergy::finish_tlinks`]. First, because fields drop in order: on an error path it
+    /// waits for the copy before `pool` frees the staging buffer the copy writes into.
+    tlinks_pending: Option<TlinksPending>,
     pub(super) device: Device,
     pub(super) stream: Arc<CudaStream>,
     /// The buffers of this graph and its rounds, on `stream`: taken from and handed back to it,
@@ -158,9 +162,6 @@ pub struct GpuEnergy {
     pub unary_constant: f64,
     /// Stage times of [`GpuEnergy::new`].
     pub times: GpuTimes,
-    /// The last [`GpuEnergy::queue_tlinks`]'s read-back in flight, until
-    /// [`GpuEnergy::finish_tlinks`].
-    tlinks_pending: Option<TlinksPending>,
 }
 
 /// The t-links' flag and constant on their way to the pool's pinned staging buffer: `partials`
@@ -170,6 +171,16 @@ struct TlinksPending {
     partials: usize,
     done: CudaEvent,
     _inputs: Vec<f64>,
+}
+
+impl Drop for TlinksPending {
+    /// Waits for the copies (a query only, when they are done: no host wait counted), so that
+    /// neither the staging buffer nor `_inputs` goes while the device may still use it: an
+    /// error between `queue_tlinks` and `finish_tlinks` drops the energy with the copy queued.
+    fn drop(&mut self) {
+        // An error here is the stream's, met by whoever uses it next.
+        let _ = cuda::wait_for(&self.done);
+    }
 }
 
 /// Bytes of the staging buffer for `partials` t-link sums and the flag.
