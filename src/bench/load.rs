@@ -27,7 +27,7 @@ use serde::Serialize;
 use super::{BenchInstance, Source};
 use crate::graph::Network;
 use crate::io::dimacs::{
-    read_instances, with_gzip_choice, write_max_file, write_sgb, MaxInstance, ReadOptions,
+    read_instances, with_gzip_choice, write_max_file, write_sgb, GzPath, MaxInstance, ReadOptions,
 };
 use crate::{Error, Result};
 
@@ -339,15 +339,39 @@ pub fn run(
             row(what, path, runs, &mut || Ok(Some(load(path)?.network)))?;
         }
         // Both ways of reading `.gz` on this machine, whichever `.max.gz` took above.
-        for (what, whole) in [
-            (".max.gz streamed (flate2, inflate beside the parse)", false),
-            (".max.gz inflated whole (libdeflate), then parsed", true),
+        for (what, how) in [
+            (
+                ".max.gz streamed (flate2, inflate beside the parse)",
+                GzPath::Stream,
+            ),
+            (
+                ".max.gz inflated in parallel (pargz), beside the parse",
+                GzPath::Parallel,
+            ),
+            (
+                ".max.gz inflated whole (libdeflate), then parsed",
+                GzPath::Whole,
+            ),
         ] {
             row(what, &gz, runs, &mut || {
-                let inst = with_gzip_choice(Some(whole), || load(&gz))?;
+                let inst = with_gzip_choice(how, || load(&gz))?;
                 Ok(Some(inst.network))
             })?;
         }
+        row(
+            "gzip inflate alone, pargz, every core (baseline)",
+            &gz,
+            1,
+            &mut || {
+                crate::io::dimacs::par_inflate_file(&gz, usize::MAX).ok_or_else(|| {
+                    Error::Input {
+                        file: gz.display().to_string(),
+                        msg: "the parallel inflate refused the file".into(),
+                    }
+                })?;
+                Ok(None)
+            },
+        )?;
         row("gzip -dc alone, 1 thread (baseline)", &gz, 1, &mut || {
             drain(flate2::read::MultiGzDecoder::new(open(&gz)?)).map_err(io(&gz))?;
             Ok(None)

@@ -262,9 +262,21 @@ pub fn read_instances(
             Compression::Gzip => super::gz::read_whole(path, opts.progress.as_ref()),
             _ => None,
         };
-        match whole.map(|text| parse_max_text(text, &name)) {
-            Some(Ok(Some(inst))) => inst,
-            _ => parse_max(data, &name, comp.describe(), Some(&reopen))?,
+        // Else inflated on every core where that is chosen (`gz::par_reader`); any error of
+        // that read (a file it refuses, or one the parse refuses) is had again from the stream,
+        // so that messages and budgets are the stream's.
+        let par = match (comp, &whole) {
+            (Compression::Gzip, None) => super::gz::par_reader(path),
+            _ => None,
+        };
+        let parsed = match (whole, par) {
+            (Some(text), _) => parse_max_text(text, &name).ok().flatten(),
+            (None, Some(r)) => parse_max(r, &name, comp.describe(), Some(&reopen)).ok(),
+            (None, None) => None,
+        };
+        match parsed {
+            Some(inst) => inst,
+            None => parse_max(data, &name, comp.describe(), Some(&reopen))?,
         }
     };
     let stem = stem_of(&name).to_string();

@@ -37,19 +37,74 @@ pub(super) fn pays_here() -> bool {
     false
 }
 
-/// How `.gz` files are read: 0 as [`pays_here`] says, 1 inflated whole wherever that is safe,
-/// 2 always streamed. Set only by the load suite ([`with_choice`]), to time both paths on one
-/// machine.
+/// How `.gz` files are read: 0 as [`pays_here`] and [`par_reader`] say, 1 inflated whole
+/// wherever that is safe, 2 always streamed, 3 inflated on every core wherever it can be.
+/// Set only by the load suite ([`with_choice`]), to time every path on one machine.
 static CHOICE: AtomicU8 = AtomicU8::new(0);
 
-/// Runs `f` with `.gz` files inflated whole (`Some(true)`, where safe), streamed
-/// (`Some(false)`) or as [`pays_here`] says (`None`). Process-wide: for the load suite, which
-/// loads one file at a time.
-pub(crate) fn with_choice<T>(whole: Option<bool>, f: impl FnOnce() -> T) -> T {
-    let was = CHOICE.swap(whole.map_or(0, |w| if w { 1 } else { 2 }), Relaxed);
+/// A way of reading `.gz` files, for the load suite to time each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GzPath {
+    /// Inflated whole with libdeflate, then parsed.
+    Whole,
+    /// Streamed through flate2 on one thread beside the parse.
+    Stream,
+    /// Inflated on every core in chunks (`pargz`), handed to the parse as it is resolved.
+    Parallel,
+}
+
+/// Runs `f` with `.gz` files read the `how` way (where safe). Process-wide: for the load
+/// suite, which loads one file at a time.
+pub(crate) fn with_choice<T>(how: GzPath, f: impl FnOnce() -> T) -> T {
+    let c = match how {
+        GzPath::Whole => 1,
+        GzPath::Stream => 2,
+        GzPath::Parallel => 3,
+    };
+    let was = CHOICE.swap(c, Relaxed);
     let out = f();
     CHOICE.store(was, Relaxed);
     out
+}
+
+/// Whether a `.gz` file of `len` bytes would be worth inflating on every core, once the
+/// parallel path is chosen by default: at least 2 threads and [`pargz::MIN_FILE`] bytes
+/// (smaller files inflate on one thread in about the time the pool takes to start, and the
+/// stream overlaps that with the parse anyway). Pipes are never (they cannot be read by
+/// position).
+///
+/// [`pargz::MIN_FILE`]: super::pargz::MIN_FILE
+#[allow(dead_code)] // the rule waits for a decoder fast enough to use it (see `par_reader`)
+pub(super) fn par_worth_it(len: u64) -> bool {
+    len >= super::pargz::MIN_FILE && rayon::current_num_threads() >= 2
+}
+
+/// The text of the `.gz` file at `path` inflated on every core (`pargz`), where that is
+/// chosen: only where the load suite forces it ([`with_choice`]). It is exact but not yet fast
+/// enough to be chosen by default: on the 2-core dev VM (2026-11-28, the 1024² grid's 20 MB
+/// `.max.gz`) it inflated 117 MB/s of text on 2 threads against 642 for flate2 on one, because
+/// in `.max` text the window's bytes (`"a "`, `"\n"`) are copied on from line to line, so markers
+/// never die out and whole chunks are decoded and resolved as `u16`. When it is chosen by
+/// default, the rule is [`par_worth_it`]. `None`: streamed. The reader errs where the parallel
+/// inflate refuses the file; the caller then streams it, which reports what is wrong at its
+/// line.
+pub(super) fn par_reader(path: &Path) -> Option<super::pargz::ParGzReader> {
+    if CHOICE.load(Relaxed) != 3 {
+        return None;
+    }
+    let file = File::open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || !cfg!(unix) {
+        return None;
+    }
+    // The text in flight (two rounds) is held against half the budget, as the whole-file
+    // path's text was.
+    let limit = usize::try_from(crate::io::memory_budget()?.bytes / 2).unwrap_or(usize::MAX);
+    Some(super::pargz::ParGzReader::new(
+        file,
+        usize::try_from(meta.len()).ok()?,
+        limit,
+    ))
 }
 
 /// libdeflate's decompressor, freed when dropped.
@@ -302,8 +357,10 @@ mod tests {
         for (name, bytes) in cases {
             let path = dir.join(format!("{name}.max.gz"));
             std::fs::write(&path, &bytes).unwrap();
-            let stream = with_choice(Some(false), || outcome(&path));
-            let whole = with_choice(Some(true), || {
+            let stream = with_choice(GzPath::Stream, || outcome(&path));
+            let par = with_choice(GzPath::Parallel, || outcome(&path));
+            assert_eq!(par, stream, "{name}: parallel");
+            let whole = with_choice(GzPath::Whole, || {
                 let taken = read_whole(&path, None).is_some();
                 assert_eq!(taken, name != "truncated", "{name}: taken whole");
                 outcome(&path)

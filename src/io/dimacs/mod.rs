@@ -57,6 +57,8 @@ mod bz2;
 mod grid;
 mod gz;
 mod infer;
+mod inflate;
+mod pargz;
 mod place;
 mod reader;
 mod writer;
@@ -64,7 +66,8 @@ mod writer;
 pub use archive::read_instances;
 pub use binary::{read_sgb, write_sgb, SGB_MAGIC, SGB_VERSION};
 pub(crate) use bz2::ParBzEncoder;
-pub(crate) use gz::{inflate_members, with_choice as with_gzip_choice};
+pub(crate) use gz::{inflate_members, with_choice as with_gzip_choice, GzPath};
+pub(crate) use pargz::inflate_file as par_inflate_file;
 pub use reader::{read_max, read_max_with, read_sol};
 pub use writer::{stage_max_file, write_max, write_max_file};
 
