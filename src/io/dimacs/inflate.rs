@@ -327,17 +327,24 @@ pub(crate) struct Plain {
     pub(crate) limit: usize,
 }
 
+/// At least 300 free entries in `v` (a symbol pair's most), growing it within `limit` entries:
+/// the budget's share, refused past it.
+#[inline]
+fn room<T>(v: &mut Vec<T>, limit: usize) -> R<()> {
+    if v.capacity() - v.len() < 300 {
+        if v.len() >= limit {
+            return Err(Bad);
+        }
+        let more = v.len().max(1 << 16).min(limit - v.len()) + 300;
+        v.try_reserve(more).map_err(|_| Bad)?;
+    }
+    Ok(())
+}
+
 impl Out for Plain {
     #[inline]
     fn room(&mut self) -> R<()> {
-        if self.v.capacity() - self.v.len() < 300 {
-            if self.v.len() >= self.limit {
-                return Err(Bad);
-            }
-            let more = self.v.len().max(1 << 16).min(self.limit - self.v.len()) + 300;
-            self.v.try_reserve(more).map_err(|_| Bad)?;
-        }
-        Ok(())
+        room(&mut self.v, self.limit)
     }
 
     #[inline]
@@ -417,14 +424,7 @@ impl Marked {
 impl Out for Marked {
     #[inline]
     fn room(&mut self) -> R<()> {
-        if self.v.capacity() - self.v.len() < 300 {
-            if self.v.len() >= self.limit {
-                return Err(Bad);
-            }
-            let more = self.v.len().max(1 << 16).min(self.limit - self.v.len()) + 300;
-            self.v.try_reserve(more).map_err(|_| Bad)?;
-        }
-        Ok(())
+        room(&mut self.v, self.limit)
     }
 
     #[inline]
