@@ -511,7 +511,7 @@ fn packed_max_flow_batches_match_unpacked() {
     let jobs = max_manifest(d, 30);
     let run = |pack: usize, out: &Path| {
         let mut opts = cpu_opts(out, 1);
-        opts.pack = pack;
+        opts.pack = Some(pack);
         opts.queue = 16;
         let report = run_batch(jobs.clone(), &opts, &Quiet).unwrap();
         assert_eq!(report.ok, jobs.len());

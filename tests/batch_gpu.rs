@@ -164,7 +164,7 @@ fn packed_stereo_jobs_write_what_single_runs_write() {
         opts.devices = vec![Device::Cuda(0)];
         opts.workers_per_device = 1;
         opts.io_threads = 2;
-        opts.pack = pack;
+        opts.pack = Some(pack);
         opts.defaults.stereo.expansion.solve.solver = SolverKind::CudaGrid;
         let report = run_batch(jobs.clone(), &opts, &Quiet).unwrap();
         let rows = read_summary(&out.join("summary.csv")).unwrap();

@@ -459,3 +459,17 @@ fn bench_marks_grid_only_solvers_n_a_on_general_graphs() {
         .expect("a bk row for the csr instance");
     assert!(csr_bk.trim_end().ends_with("yes"), "{csr_bk}");
 }
+
+/// `batch --help` states the stereo packing default that the library uses (the help text is
+/// written by hand, so this keeps the two together).
+#[test]
+fn batch_help_states_the_library_pack_default() {
+    let out = segcut(&["batch", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let want = format!(
+        "default: {} stereo pairs",
+        segcut::batch::DEFAULT_STEREO_PACK
+    );
+    assert!(help.contains(&want), "{help}");
+}

@@ -61,6 +61,12 @@ impl std::fmt::Display for Device {
     }
 }
 
+/// Stereo pairs a GPU worker packs by default. Measured on an H200 (docs/batch.md, "Packed
+/// stereo pairs"): 300 tsukuba pairs, 4 workers, go from 14.1 pairs/s alone to 42.6 packed by 4
+/// and 55.0 by 8; a packed run of 8 takes 2.4× one pair's time, so a pair waits longer but
+/// the GPU does 3.3–3.5× the work. Every output is the one its pair gets alone.
+pub const DEFAULT_STEREO_PACK: usize = 8;
+
 /// How to run a batch.
 #[derive(Clone, Debug)]
 pub struct BatchOptions {
@@ -80,9 +86,10 @@ pub struct BatchOptions {
     pub io_threads: usize,
     /// Jobs waiting between two stages, at most.
     pub queue: usize,
-    /// Jobs a solver worker packs into one solve (1: none packed): max-flow jobs' grids, and
-    /// stereo pairs of one size and the same options on a GPU (docs/batch.md).
-    pub pack: usize,
+    /// Jobs a solver worker packs into one solve: max-flow jobs' grids, and stereo pairs of one
+    /// size and the same options on a GPU (docs/batch.md). `None` chooses per kind
+    /// ([`BatchOptions::pack_limit`]); `Some(1)` packs nothing.
+    pub pack: Option<usize>,
     /// Redo jobs whose outputs exist.
     pub force: bool,
     /// Stop starting jobs after the first failure.
@@ -108,12 +115,32 @@ impl BatchOptions {
             workers_per_device: 1,
             io_threads: cores.clamp(1, 4),
             queue: 2 * cores.max(2),
-            pack: 1,
+            pack: None,
             force: false,
             fail_fast: false,
             shard: Shard::default(),
             summary: None,
             inputs: Vec::new(),
+        }
+    }
+
+    /// Jobs of `kind` a solver worker packs into one solve: [`BatchOptions::pack`] when set,
+    /// else [`DEFAULT_STEREO_PACK`] stereo pairs and no packing of max-flow grids. Stereo pairs
+    /// pack only on a GPU, so on the CPU the default changes nothing.
+    ///
+    /// ```
+    /// use segcut::batch::{BatchOptions, JobKind, DEFAULT_STEREO_PACK};
+    /// let mut o = BatchOptions::new("out");
+    /// assert_eq!(o.pack_limit(JobKind::Stereo), DEFAULT_STEREO_PACK);
+    /// assert_eq!(o.pack_limit(JobKind::MaxFlow), 1);
+    /// o.pack = Some(4);
+    /// assert_eq!(o.pack_limit(JobKind::MaxFlow), 4);
+    /// ```
+    pub fn pack_limit(&self, kind: JobKind) -> usize {
+        match (self.pack, kind) {
+            (Some(n), _) => n.max(1),
+            (None, JobKind::Stereo) => DEFAULT_STEREO_PACK,
+            (None, _) => 1,
         }
     }
 
@@ -572,12 +599,13 @@ fn solve_worker(
         tx.send((item, r)).is_ok()
     };
     while let Some(first) = recv(&rx) {
-        let key = pack_key(&first, &defaults, opts.pack);
+        let limit = opts.pack_limit(first.0.job.kind);
+        let key = pack_key(&first, &defaults, limit);
         let mut group = vec![first];
         // Packing: take more decoded jobs, waiting a little for each: a solve of a small graph
         // is shorter than its decode, so an empty queue is usually a moment early.
         if key.is_some() {
-            while group.len() < opts.pack {
+            while group.len() < limit {
                 let next = rx.lock().ok().and_then(|r| r.recv_timeout(PACK_WAIT).ok());
                 match next {
                     Some(x) => group.push(x),
@@ -588,7 +616,7 @@ fn solve_worker(
         // Those that can join the first's pack; the others run alone.
         let (pack, single): (Vec<_>, Vec<_>) = group
             .into_iter()
-            .partition(|x| key.is_some() && pack_key(x, &defaults, opts.pack) == key);
+            .partition(|x| key.is_some() && pack_key(x, &defaults, limit) == key);
         let alone =
             |item: Item, decoded: Result<Decoded>, mf: &mut MaxFlow, seg: &mut Segmenter| {
                 let t = Instant::now();

@@ -30,6 +30,8 @@ pub mod pack;
 pub mod shard;
 pub mod summary;
 
-pub use exec::{run_batch, BatchOptions, BatchReport, Device, Observer, Quiet};
+pub use exec::{
+    run_batch, BatchOptions, BatchReport, Device, Observer, Quiet, DEFAULT_STEREO_PACK,
+};
 pub use manifest::{Job, JobKind};
 pub use shard::Shard;

@@ -43,9 +43,10 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     io_threads: Option<usize>,
     /// Jobs packed into one solve (1: none): max-flow grids, and stereo pairs of one size and the
-    /// same options on a GPU (their α-expansions in lockstep).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pack: usize,
+    /// same options on a GPU (their α-expansions in lockstep) [default: 8 stereo pairs on a GPU,
+    /// max-flow grids unpacked].
+    #[arg(long, value_name = "N")]
+    pack: Option<usize>,
     /// This process's share: `I/N` (0-based, strided by job order) or `auto` (Slurm array,
     /// Kubernetes Indexed Job).
     #[arg(long, value_name = "I/N|auto")]
@@ -256,7 +257,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     opts.defaults.stereo.expansion.solve.solver = opts.defaults.segment.solver;
     opts.defaults.stereo.expansion.solve.auto = opts.defaults.segment.auto;
     opts.defaults.stereo.expansion.solve.verify = !args.no_verify;
-    opts.pack = args.pack.max(1);
+    opts.pack = args.pack.map(|n| n.max(1));
     opts.force = args.force;
     opts.fail_fast = args.fail_fast;
     opts.summary = args.summary.clone();
