@@ -1257,7 +1257,9 @@ fn fast_arc(line: &[u8]) -> Option<(u32, u32, Cap)> {
             if d > 9 {
                 break;
             }
-            v = v * 10 + u64::from(d);
+            // Wrapping: a longer number is read whole before the length test below turns it
+            // away, and its digits must not trip the overflow check of a debug build.
+            v = v.wrapping_mul(10).wrapping_add(u64::from(d));
             i += 1;
         }
         // 18 digits cannot overflow; longer numbers take the careful path.
@@ -1307,7 +1309,8 @@ fn arc_line_at(text: &[u8], pos: usize) -> Option<(u32, u32, Cap, usize)> {
             if d > 9 {
                 break;
             }
-            v = v * 10 + u64::from(d);
+            // Wrapping, as in `fast_arc`: longer numbers are turned away below.
+            v = v.wrapping_mul(10).wrapping_add(u64::from(d));
             i += 1;
         }
         // At most 10 digits (u32's): longer numbers take the careful path.
