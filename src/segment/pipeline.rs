@@ -20,7 +20,10 @@
 pub use super::color::ColorSpace;
 use super::color::{to_color_space, WorkSpace};
 use super::energy::{self, Energy, EnergyOptions, PROBABILITY_FLOOR};
-use super::gpu::{EnergyKeep, GpuEnergy, GpuTimes};
+use super::gpu::{
+    stack_grid, stack_terminals, stackable, stacked_bytes, stacked_dims, EnergyKeep, GpuEnergy,
+    GpuTimes,
+};
 use super::gpu_model::FitLabels;
 use super::gpu_prior::{Adapted, PriorRun};
 use super::model::{Blend, ColorModel, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
@@ -34,10 +37,11 @@ use crate::graph::{Connectivity, GridGraph};
 use crate::io::{Image, Seed, Seeds};
 use crate::maxflow::cuda::{CudaGrid, WarmGrid};
 use crate::maxflow::{
-    declined, fall_back, plan, verify, AutoPolicy, Certificate, Choice, Dynamic, GraphSize,
+    declined, fall_back, plan, verify, AutoPolicy, Certificate, Choice, Cut, Dynamic, GraphSize,
     MaxFlow, SolveOptions, Solved, SolverKind,
 };
 use crate::{Error, Result};
+use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::time::{Duration, Instant};
@@ -743,6 +747,14 @@ fn plan_solve(image: &Image, opts: &SegmentOptions, data: DataTerm) -> (Choice, 
     (choice, on_gpu)
 }
 
+/// Whether `image`'s graph is built and cut on the GPU with `opts` (the `cuda-grid` solver,
+/// named or chosen by `auto`, and a GPU build that covers the input): where packing images
+/// ([`Segmenter::segment_packed`](super::session::Segmenter::segment_packed)) stacks their
+/// graphs on the device. Under `auto` this asks the GPU whether it is usable.
+pub fn builds_on_gpu(image: &Image, opts: &SegmentOptions) -> bool {
+    plan_solve(image, opts, DataTerm::ColourModels).1
+}
+
 /// The graph being cut: on the host, or on the GPU.
 enum Graph {
     Host(Energy),
@@ -1018,6 +1030,9 @@ pub(crate) struct Solvers {
     /// What the last image's GPU build left: its stream (the solvers' sessions are siblings on
     /// it), kernels and buffers.
     energy: Option<EnergyKeep>,
+    /// What a pack's other GPU builds left: sibling sessions on the same stream, so that a
+    /// pack's graphs are written in one stream order and stack without waits.
+    pack_energy: Vec<EnergyKeep>,
 }
 
 impl Solvers {
@@ -1027,6 +1042,7 @@ impl Solvers {
             cold: CudaGrid::on(device),
             warm: WarmGrid::on(device),
             energy: None,
+            pack_energy: Vec::new(),
         }
     }
 
@@ -1037,7 +1053,12 @@ impl Solvers {
             .energy
             .as_ref()
             .map_or(0, |k| k.session().allocations());
-        energy + self.cold.allocations() + self.warm.allocations()
+        let pack: usize = self
+            .pack_energy
+            .iter()
+            .map(|k| k.session().allocations())
+            .sum();
+        energy + pack + self.cold.allocations() + self.warm.allocations()
     }
 }
 
@@ -1310,8 +1331,18 @@ impl<'a> Part<'a> {
 #[derive(Default)]
 struct PackSolver {
     dynamic: Option<Dynamic>,
+    /// The stacked GPU grid's terminals.
+    stack: Option<DeviceStack>,
     /// The cold host solver (warm starts off).
     host: Option<MaxFlow>,
+}
+
+/// The terminals of a pack's GPU graphs stacked along y, rewritten each round for the warm
+/// solver (allocated once per pack, on the parts' stream).
+struct DeviceStack {
+    dims: [usize; 3],
+    source: CudaSlice<i32>,
+    sink: CudaSlice<i32>,
 }
 
 impl PackSolver {
@@ -1378,7 +1409,24 @@ pub(crate) fn segment_pack_in(
         slots.push(match (c, e) {
             (Some(c), _) => {
                 let seeds = c.seeds.as_ref().unwrap_or(seeds);
-                Part::new(image, seeds, data, opts, c, solvers)
+                let part = Part::new(image, seeds, data, opts, c, solvers);
+                // The next part's GPU build goes on this one's stream (a stacked solve reads
+                // every part's buffers in one stream order).
+                if let Ok(Part {
+                    r:
+                        Rounds {
+                            graph: Some(Graph::Device(d)),
+                            ..
+                        },
+                    ..
+                }) = &part
+                {
+                    if jobs.len() > 1 && solvers.pack_energy.is_empty() {
+                        // Without one the next part gets a stream of its own: one by one.
+                        solvers.pack_energy.extend(d.sibling_keep().ok());
+                    }
+                }
+                part
             }
             (None, e) => Err(e.expect("a job without checks has its error")),
         });
@@ -1498,6 +1546,18 @@ fn cut_packed(
     let on_device = parts
         .iter()
         .any(|p| matches!(p.r.graph, Some(Graph::Device(_))));
+    let device_members: Vec<usize> = (0..parts.len())
+        .filter(|&i| {
+            parts[i].failed.is_none()
+                && out[i].is_none()
+                && matches!(parts[i].r.graph, Some(Graph::Device(_)))
+        })
+        .collect();
+    let all_device = (0..parts.len())
+        .all(|i| device_members.contains(&i) || parts[i].failed.is_some() || out[i].is_some());
+    if on_device && all_device && stackable(&device_parts(parts, &device_members)) {
+        return cut_stacked(parts, tlinks, &device_members, out, pack, solvers, (t1, c1));
+    }
     if on_device {
         for ((p, t), o) in parts.iter_mut().zip(tlinks).zip(out.iter_mut()) {
             if let (Some(t), None) = (t, &o) {
@@ -1542,6 +1602,144 @@ fn cut_packed(
         if tlinks[i].is_some() {
             out[i] = Some(Ok(RoundCut {
                 solved,
+                warm,
+                graph: t2 - t1,
+                solve: t3 - t2,
+                verify: verify_time,
+                marks: [c1, c2, c3],
+            }));
+        }
+    }
+    Ok(out)
+}
+
+/// The GPU graphs of `members` (device graphs all).
+fn device_parts<'p>(parts: &'p [&mut Part], members: &[usize]) -> Vec<&'p GpuEnergy> {
+    members
+        .iter()
+        .map(|&i| match &parts[i].r.graph {
+            Some(Graph::Device(d)) => &**d,
+            _ => unreachable!("members are GPU graphs"),
+        })
+        .collect()
+}
+
+/// Cuts the parts' GPU graphs (`members`, [`stackable`]) in one solve of the grid they make
+/// stacked along y, on the device: the terminals are copied into the stack's buffers each
+/// round (kept across the pack's rounds) and the warm solver continues from the last round's
+/// preflow; a cold solve copies the n-links too. Each member's slice of the cut is its cut;
+/// its flow is its slice's capacity, computed on the device, and the slices' capacities must
+/// add up to the solver's flow (the certificate of every part).
+fn cut_stacked(
+    parts: &mut [&mut Part],
+    tlinks: &[Option<TLinks>],
+    members: &[usize],
+    mut out: Vec<Option<Result<RoundCut>>>,
+    pack: &mut PackSolver,
+    solvers: &mut Solvers,
+    (t1, c1): (Instant, DeviceCounts),
+) -> Result<Vec<Option<Result<RoundCut>>>> {
+    let opts = parts[0].r.opts;
+    let choice = parts[0].r.choice.clone();
+    let t2 = Instant::now();
+    let c2 = DeviceCounts::on_this_thread();
+    let (whole, warm, blocks) = {
+        let devs = device_parts(parts, members);
+        let dims = stacked_dims(&devs);
+        let conn = devs[0].connectivity();
+        let total = dims[0] * dims[1];
+        if pack.stack.as_ref().is_none_or(|s| s.dims != dims) {
+            let gpu = devs[0].pool.gpu();
+            let (need, free) = (stacked_bytes(total, conn), gpu.free_memory()?);
+            if need > free {
+                return Err(Error::Unsupported(format!(
+                    "a stacked solve of {} images ({total} nodes) needs about {need} bytes, {} \
+                     has {free} free",
+                    devs.len(),
+                    gpu.name
+                )));
+            }
+            let mut session = devs[0].pool.sibling();
+            let source = session.take::<i32>("stacked source", total)?;
+            let sink = session.take::<i32>("stacked sink", total)?;
+            pack.stack = Some(DeviceStack { dims, source, sink });
+        }
+        let stack = pack.stack.as_mut().expect("allocated above");
+        let warm_solved = match opts.warm_start {
+            true => {
+                stack_terminals(&devs, &mut stack.source, &mut stack.sink)?;
+                solvers
+                    .warm
+                    .resolve_device(dims, conn, &stack.source, &stack.sink)?
+            }
+            false => None,
+        };
+        let warm = warm_solved.is_some();
+        let whole = match warm_solved {
+            Some(s) => s,
+            None if opts.warm_start => {
+                let g = stack_grid(&devs, solvers.warm.session_on(&devs[0].pool)?)?;
+                solvers.warm.solve_device(g)?
+            }
+            None => {
+                let g = stack_grid(&devs, solvers.cold.session_on(&devs[0].pool)?)?;
+                solvers.cold.solve_device(g)?
+            }
+        };
+        let mut off = 0;
+        let blocks: Vec<(usize, usize)> = devs
+            .iter()
+            .map(|d| {
+                let n = d.dims[0] * d.dims[1];
+                off += n;
+                (off - n, n)
+            })
+            .collect();
+        (whole, warm, blocks)
+    };
+    let t3 = Instant::now();
+    let c3 = DeviceCounts::on_this_thread();
+    let mut total: i128 = 0;
+    let mut cut = Vec::with_capacity(members.len());
+    for (&i, &(off, n)) in members.iter().zip(&blocks) {
+        let p = &mut *parts[i];
+        let Some(Graph::Device(d)) = p.r.graph.as_mut() else {
+            unreachable!("members are GPU graphs")
+        };
+        if let Some(TLinks::Models(fg, bg)) = tlinks[i] {
+            // The solve waited for the stream: this reads what is there already.
+            d.finish_tlinks(p.r.image, fg, bg)?;
+        }
+        let side = whole.cut.sink_side[off..off + n].to_vec();
+        let cap = d.cut_capacity(&side)?;
+        total += cap;
+        cut.push((i, side, cap));
+    }
+    // Zero seams make the parts' capacities add up to the stacked flow; anything else is an
+    // arc between parts, or a cut that is not minimal.
+    if total != whole.cut.flow as i128 {
+        return Err(Error::Certificate {
+            flow: whole.cut.flow,
+            cut_capacity: i64::try_from(total).unwrap_or(i64::MAX),
+        });
+    }
+    let verify_time = t3.elapsed();
+    for (i, sink_side, cap) in cut {
+        let flow = i64::try_from(cap).map_err(|_| {
+            Error::Overflow(format!("a part's cut capacity {cap} does not fit i64"))
+        })?;
+        if tlinks[i].is_some() {
+            out[i] = Some(Ok(RoundCut {
+                solved: Solved {
+                    cut: Cut { flow, sink_side },
+                    flows: None,
+                    certificate: opts.verify.then_some(Certificate {
+                        flow,
+                        cut_capacity: flow,
+                    }),
+                    stats: whole.stats.clone(),
+                    ran: choice.clone(),
+                },
                 warm,
                 graph: t2 - t1,
                 solve: t3 - t2,
@@ -1600,7 +1798,8 @@ impl<'a> Rounds<'a> {
         let mut device = None;
         let mut declined = None;
         if on_gpu {
-            let keep = solvers.energy.take();
+            // A pack's first graph takes the kept stream; the others its siblings.
+            let keep = solvers.energy.take().or_else(|| solvers.pack_energy.pop());
             match GpuEnergy::new_kept(opts.device, keep, image, seeds, opts.color_space, &eopts) {
                 Ok(e) => device = Some(e),
                 Err(Error::Unsupported(reason)) => declined = Some(reason),
@@ -2004,7 +2203,10 @@ impl<'a> Rounds<'a> {
                     ..stats
                 };
                 // Stream, kernels and buffers for the next image.
-                solvers.energy = Some(d.into_keep());
+                match solvers.energy {
+                    None => solvers.energy = Some(d.into_keep()),
+                    Some(_) => solvers.pack_energy.push(d.into_keep()),
+                }
                 (stats, graph)
             }
         })
