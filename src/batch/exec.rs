@@ -743,7 +743,8 @@ fn pack_key(
                 opts: Box::new(opts),
             })
         }
-        (JobKind::Segment, Decoded::Segment { image, .. }) if gpu => {
+        // Volumes do not stack on the device (along y only): they run alone.
+        (JobKind::Segment, Decoded::Segment { image, .. }) if gpu && image.dims[2] == 1 => {
             let opts = segment_pack_options(&item.job, decoded, defaults)?;
             Some(PackKey::Segment {
                 width: image.dims[0],
