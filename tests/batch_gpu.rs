@@ -200,3 +200,65 @@ fn packed_stereo_jobs_write_what_single_runs_write() {
     assert!(rows1.iter().all(|r| !r.solver.contains("packed")));
     assert_eq!(outputs(&one), outputs(&d1));
 }
+
+#[test]
+fn packed_segmentation_jobs_write_what_single_runs_write() {
+    if !common::gpu_or_skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let samples = common::repo_root().join("samples");
+    std::fs::copy(samples.join("balloon.png"), d.join("balloon.png")).unwrap();
+    std::fs::copy(samples.join("balloon-seeds.png"), d.join("seeds.png")).unwrap();
+    let mut csv = String::from("id,image,seeds,lambda,connectivity\n");
+    for i in 0..9u32 {
+        // Job 7 has options of its own (runs alone); job 8's seeds are missing (fails alone).
+        let (lambda, conn) = if i == 7 { (70, 4) } else { (100, 8) };
+        let seeds = if i == 8 { "missing.png" } else { "seeds.png" };
+        csv.push_str(&format!("s{i},balloon.png,{seeds},{lambda},{conn}\n"));
+    }
+    let jobs = parse_manifest(&csv, "segment-jobs.csv", d).unwrap();
+    let run_with = |pack: usize, out: &Path| {
+        let mut opts = BatchOptions::new(out);
+        opts.devices = vec![Device::Cuda(0)];
+        opts.workers_per_device = 1;
+        opts.io_threads = 2;
+        opts.pack = Some(pack);
+        opts.defaults.segment.solver = SolverKind::CudaGrid;
+        let report = run_batch(jobs.clone(), &opts, &Quiet).unwrap();
+        let rows = read_summary(&out.join("summary.csv")).unwrap();
+        (report, rows)
+    };
+    let (one, packed) = (d.join("one"), d.join("packed"));
+    let (r1, rows1) = run_with(1, &one);
+    let (r4, rows4) = run_with(4, &packed);
+    assert_eq!((r1.ok, r1.failed), (8, 1));
+    assert_eq!((r4.ok, r4.failed), (8, 1));
+    for r in &rows4 {
+        assert_eq!(
+            r.status == Status::Failed,
+            r.job == "s8",
+            "{}: {}",
+            r.job,
+            r.error
+        );
+        if r.job == "s7" {
+            assert!(!r.solver.contains("packed"), "s7 ran alone: {}", r.solver);
+        }
+    }
+    assert!(
+        rows4.iter().any(|r| r.solver.ends_with("+packed")),
+        "no job ran packed: {:?}",
+        rows4.iter().map(|r| &r.solver).collect::<Vec<_>>()
+    );
+    assert!(rows1.iter().all(|r| !r.solver.contains("packed")));
+    // Flows per job agree too (the summary's column).
+    let flows = |rows: &[segcut::batch::summary::Row]| {
+        let mut v: Vec<_> = rows.iter().map(|r| (r.job.clone(), r.flow)).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(flows(&rows1), flows(&rows4));
+    assert_eq!(outputs(&one), outputs(&packed));
+}

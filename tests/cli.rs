@@ -467,9 +467,12 @@ fn batch_help_states_the_library_pack_default() {
     let out = segcut(&["batch", "--help"]);
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
+    // Clap wraps the help text: compare it with its whitespace collapsed.
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
     let want = format!(
-        "default: {} stereo pairs",
-        segcut::batch::DEFAULT_STEREO_PACK
+        "default: {} stereo pairs and {} photos on a GPU",
+        segcut::batch::DEFAULT_STEREO_PACK,
+        segcut::batch::DEFAULT_SEGMENT_PACK
     );
     assert!(help.contains(&want), "{help}");
 }

@@ -1093,3 +1093,91 @@ fn a_probability_map_is_built_on_the_gpu_like_colour_models() {
     let rel = (g.energy - c.energy).abs() / c.energy.abs().max(1.0);
     assert!(rel < 1e-3, "energy {} vs {}", g.energy, c.energy);
 }
+
+/// `Segmenter::segment_packed` on the GPU: the dev photos of one width, their graphs built on
+/// the device and stacked into one solve per round (warm and cold), give every photo exactly
+/// its lone run's mask, flow and rounds; a photo of another width in the pack runs too.
+#[test]
+fn packed_dev_photos_equal_their_lone_runs_on_the_gpu() {
+    use segcut::segment::session::Segmenter;
+    if !gpu_or_skip() {
+        return;
+    }
+    let Some(data) = common::shared_data() else {
+        return;
+    };
+    let dir = data.join("segmentation/grabcut-bsds-dev");
+    let mut ids: Vec<String> = std::fs::read_dir(dir.join("images"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().replace(".jpg", ""))
+        .collect();
+    ids.sort();
+    let photos: Vec<(String, Image, Seeds)> = ids
+        .iter()
+        .map(|id| {
+            let image = load_image(&dir.join(format!("images/{id}.jpg"))).unwrap();
+            let seeds = load_seeds(
+                &dir.join(format!("scribbles-1/{id}-anno.png")),
+                image.dims,
+                &Default::default(),
+            )
+            .unwrap();
+            (id.clone(), image, seeds)
+        })
+        .collect();
+    let width = photos[0].1.dims[0];
+    let pack: Vec<&(String, Image, Seeds)> = photos
+        .iter()
+        .filter(|p| p.1.dims[0] == width)
+        .take(4)
+        .collect();
+    assert!(pack.len() >= 2, "fewer than two dev photos of one width");
+    // Another width: stacked with the others it cannot be; it is still cut right.
+    let mixed: Vec<&(String, Image, Seeds)> = pack
+        .iter()
+        .copied()
+        .chain(photos.iter().find(|p| p.1.dims[0] != width))
+        .collect();
+    for warm_start in [true, false] {
+        let opts = SegmentOptions {
+            solver: SolverKind::CudaGrid,
+            warm_start,
+            ..SegmentOptions::default()
+        };
+        for jobs in [&pack, &mixed] {
+            let refs: Vec<(&Image, &Seeds)> = jobs.iter().map(|p| (&p.1, &p.2)).collect();
+            let mut s = Segmenter::new(opts.clone());
+            let packed = s.segment_packed(&refs).unwrap();
+            for (p, (id, image, seeds)) in packed.into_iter().zip(jobs.iter().map(|p| &**p)) {
+                let p = p.unwrap_or_else(|e| panic!("{id}: {e}"));
+                let lone = Segmenter::new(opts.clone()).segment(image, seeds).unwrap();
+                assert!(p.stats.gpu.is_some(), "{id}: not built on the GPU");
+                assert!(p.verified, "{id}");
+                assert_eq!(p.mask, lone.mask, "{id} (warm {warm_start}): mask");
+                assert_eq!(p.flow, lone.flow, "{id}: flow");
+                assert!((p.energy - lone.energy).abs() <= 1e-9 * lone.energy.abs().max(1.0));
+                let rounds = |s: &segcut::segment::Segmentation| -> Vec<(i64, usize, usize)> {
+                    s.stats
+                        .iterations
+                        .iter()
+                        .map(|r| (r.flow, r.foreground, r.changed))
+                        .collect()
+                };
+                assert_eq!(rounds(&p), rounds(&lone), "{id}: rounds");
+            }
+        }
+        // A second pack on the same segmenter reuses its kept buffers.
+        let refs: Vec<(&Image, &Seeds)> = pack.iter().map(|p| (&p.1, &p.2)).collect();
+        let mut s = Segmenter::new(opts.clone());
+        s.segment_packed(&refs).unwrap();
+        let before = s.device_allocations();
+        for r in s.segment_packed(&refs).unwrap() {
+            r.unwrap();
+        }
+        eprintln!(
+            "warm {warm_start}: a second pack of {} allocated {} device buffers",
+            refs.len(),
+            s.device_allocations() - before
+        );
+    }
+}

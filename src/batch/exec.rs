@@ -29,8 +29,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::jobs::{
-    decode, default_template, encode, fill_template, solve, solve_maxflow_packed,
-    solve_stereo_packed, stereo_pack_options, Decoded, Defaults, Done, SolveReport,
+    decode, default_template, encode, fill_template, segment_pack_options, solve,
+    solve_maxflow_packed, solve_segment_packed, solve_stereo_packed, stereo_pack_options, Decoded,
+    Defaults, Done, SolveReport,
 };
 use super::manifest::{Job, JobKind};
 use super::shard::Shard;
@@ -67,6 +68,12 @@ impl std::fmt::Display for Device {
 /// the GPU does 3.3–3.5× the work. Every output is the one its pair gets alone.
 pub const DEFAULT_STEREO_PACK: usize = 8;
 
+/// Segmentation jobs a GPU worker packs by default (photos of one width and the same options,
+/// their GrabCut rounds in lockstep, each round's cuts one stacked solve on the device). A
+/// provisional value, not yet measured on a GPU (docs/batch.md, "Packed segmentation jobs");
+/// every mask is the one its photo gets alone.
+pub const DEFAULT_SEGMENT_PACK: usize = 8;
+
 /// How to run a batch.
 #[derive(Clone, Debug)]
 pub struct BatchOptions {
@@ -87,7 +94,8 @@ pub struct BatchOptions {
     /// Jobs waiting between two stages, at most.
     pub queue: usize,
     /// Jobs a solver worker packs into one solve: max-flow jobs' grids, and stereo pairs of one
-    /// size and the same options on a GPU (docs/batch.md). `None` chooses per kind
+    /// size and segmentation photos of one width, with the same options, on a GPU
+    /// (docs/batch.md). `None` chooses per kind
     /// ([`BatchOptions::pack_limit`]); `Some(1)` packs nothing.
     pub pack: Option<usize>,
     /// Redo jobs whose outputs exist.
@@ -125,13 +133,15 @@ impl BatchOptions {
     }
 
     /// Jobs of `kind` a solver worker packs into one solve: [`BatchOptions::pack`] when set,
-    /// else [`DEFAULT_STEREO_PACK`] stereo pairs and no packing of max-flow grids. Stereo pairs
-    /// pack only on a GPU, so on the CPU the default changes nothing.
+    /// else [`DEFAULT_STEREO_PACK`] stereo pairs, [`DEFAULT_SEGMENT_PACK`] segmentation jobs and
+    /// no packing of max-flow grids. Stereo pairs and segmentation jobs pack only on a GPU, so
+    /// on the CPU the default changes nothing.
     ///
     /// ```
-    /// use segcut::batch::{BatchOptions, JobKind, DEFAULT_STEREO_PACK};
+    /// use segcut::batch::{BatchOptions, JobKind, DEFAULT_SEGMENT_PACK, DEFAULT_STEREO_PACK};
     /// let mut o = BatchOptions::new("out");
     /// assert_eq!(o.pack_limit(JobKind::Stereo), DEFAULT_STEREO_PACK);
+    /// assert_eq!(o.pack_limit(JobKind::Segment), DEFAULT_SEGMENT_PACK);
     /// assert_eq!(o.pack_limit(JobKind::MaxFlow), 1);
     /// o.pack = Some(4);
     /// assert_eq!(o.pack_limit(JobKind::MaxFlow), 4);
@@ -140,7 +150,8 @@ impl BatchOptions {
         match (self.pack, kind) {
             (Some(n), _) => n.max(1),
             (None, JobKind::Stereo) => DEFAULT_STEREO_PACK,
-            (None, _) => 1,
+            (None, JobKind::Segment) => DEFAULT_SEGMENT_PACK,
+            (None, JobKind::MaxFlow) => 1,
         }
     }
 
@@ -579,6 +590,8 @@ fn solve_worker(
     opts: &BatchOptions,
 ) {
     let defaults = defaults_for(device, opts.workers_per_device.max(1), &opts.defaults);
+    // Photos pack only where their graphs stack on a GPU: on the CPU it gains nothing.
+    let gpu = matches!(device, Device::Cuda(_));
     // The GPU's context and kernels are set up while the decoders read the first jobs (once
     // per device: the other workers of the device wait for the first). A device that is not
     // usable is the jobs' business: each says why.
@@ -600,7 +613,7 @@ fn solve_worker(
     };
     while let Some(first) = recv(&rx) {
         let limit = opts.pack_limit(first.0.job.kind);
-        let key = pack_key(&first, &defaults, limit);
+        let key = pack_key(&first, &defaults, limit, gpu);
         let mut group = vec![first];
         // Packing: take more decoded jobs, waiting a little for each: a solve of a small graph
         // is shorter than its decode, so an empty queue is usually a moment early.
@@ -616,7 +629,7 @@ fn solve_worker(
         // Those that can join the first's pack; the others run alone.
         let (pack, single): (Vec<_>, Vec<_>) = group
             .into_iter()
-            .partition(|x| key.is_some() && pack_key(x, &defaults, limit) == key);
+            .partition(|x| key.is_some() && pack_key(x, &defaults, limit, gpu) == key);
         let alone =
             |item: Item, decoded: Result<Decoded>, mf: &mut MaxFlow, seg: &mut Segmenter| {
                 let t = Instant::now();
@@ -656,6 +669,9 @@ fn solve_worker(
                     solve_maxflow_packed(inputs, &mut mf)
                 }
                 PackKey::Stereo { opts, .. } => solve_stereo_packed(decoded, &opts),
+                PackKey::Segment { opts, .. } => {
+                    solve_segment_packed(decoded, &opts, &mut segmenter)
+                }
             }))
             .unwrap_or_else(|_| {
                 (0..n)
@@ -693,11 +709,23 @@ enum PackKey {
         channels: usize,
         opts: Box<crate::stereo::StereoOptions>,
     },
+    /// Photos of one width with the same effective options whose graphs are built and cut on
+    /// the GPU (`Segmenter::segment_packed`).
+    Segment {
+        width: usize,
+        connectivity: crate::graph::Connectivity,
+        opts: Box<crate::segment::SegmentOptions>,
+    },
 }
 
 /// The job's pack key, or `None` when it runs alone (packing off, a failed decode, options of
-/// its own, a stereo pair off the GPU or with the left–right check).
-fn pack_key(x: &(Item, Result<Decoded>), defaults: &Defaults, pack: usize) -> Option<PackKey> {
+/// its own, a stereo pair off the GPU or with the left–right check, a photo off the GPU).
+fn pack_key(
+    x: &(Item, Result<Decoded>),
+    defaults: &Defaults,
+    pack: usize,
+    gpu: bool,
+) -> Option<PackKey> {
     let (item, Ok(decoded)) = x else { return None };
     if pack <= 1 {
         return None;
@@ -712,6 +740,15 @@ fn pack_key(x: &(Item, Result<Decoded>), defaults: &Defaults, pack: usize) -> Op
             Some(PackKey::Stereo {
                 dims: left.dims,
                 channels: left.channels,
+                opts: Box::new(opts),
+            })
+        }
+        // Volumes do not stack on the device (along y only): they run alone.
+        (JobKind::Segment, Decoded::Segment { image, .. }) if gpu && image.dims[2] == 1 => {
+            let opts = segment_pack_options(&item.job, decoded, defaults)?;
+            Some(PackKey::Segment {
+                width: image.dims[0],
+                connectivity: opts.connectivity_for(image),
                 opts: Box::new(opts),
             })
         }

@@ -199,21 +199,7 @@ pub fn solve(
             let opts = defaults.segment_for(&job.overrides)?;
             segmenter.set_options(opts.clone());
             let seg = segmenter.segment(&image, &seeds)?;
-            // The summary's columns come from the segmentation's report (as --stats-json).
-            let r = Report::new(&seg, &opts);
-            let report = SolveReport {
-                solver: r.solver.to_string(),
-                flow: Some(r.flow),
-                verified: r.verified,
-            };
-            Ok((
-                Done::Segment {
-                    mask: seg.mask,
-                    seeds,
-                    image,
-                },
-                report,
-            ))
+            Ok(segment_done(seg, &opts, image, seeds, ""))
         }
         Decoded::Stereo { left, right } => {
             let opts = defaults.stereo_for(&job.overrides)?;
@@ -297,6 +283,82 @@ fn stereo_done(res: &StereoResult, opts: &StereoOptions, suffix: &str) -> (Done,
         },
         report,
     )
+}
+
+/// A segmentation job's output and summary columns (`suffix` on the solver's name: `+packed`
+/// for a packed run).
+fn segment_done(
+    seg: crate::segment::Segmentation,
+    opts: &SegmentOptions,
+    image: Box<Image>,
+    seeds: Box<Seeds>,
+    suffix: &str,
+) -> (Done, SolveReport) {
+    // The summary's columns come from the segmentation's report (as --stats-json).
+    let r = Report::new(&seg, opts);
+    let report = SolveReport {
+        solver: format!("{}{suffix}", r.solver),
+        flow: Some(r.flow),
+        verified: r.verified,
+    };
+    (
+        Done::Segment {
+            mask: seg.mask,
+            seeds,
+            image,
+        },
+        report,
+    )
+}
+
+/// The options a segmentation job runs with when it may be packed with others (see
+/// [`solve_segment_packed`]): its effective options, if its photo's graph would be built and
+/// cut on the GPU ([`crate::segment::pipeline::builds_on_gpu`]). Jobs whose keys are equal (and
+/// whose photos have one width) can be packed.
+pub fn segment_pack_options(
+    job: &Job,
+    input: &Decoded,
+    defaults: &Defaults,
+) -> Option<SegmentOptions> {
+    let Decoded::Segment { image, .. } = input else {
+        return None;
+    };
+    let opts = defaults.segment_for(&job.overrides).ok()?;
+    crate::segment::pipeline::builds_on_gpu(image, &opts).then_some(opts)
+}
+
+/// Segments photos with the same options (`opts`) in one pack
+/// ([`Segmenter::segment_packed`]: each round's cuts one stacked solve); each job's mask is the
+/// one it gets alone, and a job refused on its own input fails alone. When the pack's solve
+/// fails (no room on the device for the stacked grid, say), each job is segmented alone, so an
+/// error is only its own job's. Returns each job's result in order.
+pub fn solve_segment_packed(
+    photos: Vec<Decoded>,
+    opts: &SegmentOptions,
+    segmenter: &mut Segmenter,
+) -> Vec<Result<(Done, SolveReport)>> {
+    let jobs: Vec<(Box<Image>, Box<Seeds>)> = photos
+        .into_iter()
+        .filter_map(|d| match d {
+            Decoded::Segment { image, seeds } => Some((image, seeds)),
+            _ => None,
+        })
+        .collect();
+    segmenter.set_options(opts.clone());
+    let refs: Vec<(&Image, &Seeds)> = jobs.iter().map(|(i, s)| (&**i, &**s)).collect();
+    let packed = segmenter.segment_packed(&refs);
+    let results: Vec<(Result<crate::segment::Segmentation>, &str)> = match packed {
+        Ok(segs) => segs.into_iter().map(|s| (s, "+packed")).collect(),
+        Err(_) => refs
+            .iter()
+            .map(|&(image, seeds)| (segmenter.segment(image, seeds), ""))
+            .collect(),
+    };
+    results
+        .into_iter()
+        .zip(jobs)
+        .map(|((seg, suffix), (image, seeds))| Ok(segment_done(seg?, opts, image, seeds, suffix)))
+        .collect()
 }
 
 /// The options a stereo job runs with when it may be packed with others (see

@@ -31,7 +31,8 @@ pub mod shard;
 pub mod summary;
 
 pub use exec::{
-    run_batch, BatchOptions, BatchReport, Device, Observer, Quiet, DEFAULT_STEREO_PACK,
+    run_batch, BatchOptions, BatchReport, Device, Observer, Quiet, DEFAULT_SEGMENT_PACK,
+    DEFAULT_STEREO_PACK,
 };
 pub use manifest::{Job, JobKind};
 pub use shard::Shard;

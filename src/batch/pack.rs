@@ -137,6 +137,18 @@ impl Packing {
 pub fn solve_packed(graphs: &[&GridGraph], mf: &mut MaxFlow) -> Result<Vec<Solved>> {
     let (packed, packing) = pack(graphs)?;
     let whole = mf.solve(&packed)?;
+    split_packed(graphs, &packing, &whole)
+}
+
+/// Each part's result from the solve `whole` of the packed grid of `graphs` (as [`pack`] laid
+/// them out in `packing`): its slice of the cut, with its cut capacity as its flow and, when
+/// `whole` is certified, a certificate (see the module documentation). An error when the parts'
+/// capacities do not add up to the packed flow (an arc between parts).
+pub fn split_packed(
+    graphs: &[&GridGraph],
+    packing: &Packing,
+    whole: &Solved,
+) -> Result<Vec<Solved>> {
     let mut out = Vec::with_capacity(graphs.len());
     let mut total: i128 = 0;
     for (i, g) in graphs.iter().enumerate() {

@@ -42,9 +42,10 @@ pub struct Args {
     /// Decode and write workers (each).
     #[arg(long, value_name = "N")]
     io_threads: Option<usize>,
-    /// Jobs packed into one solve (1: none): max-flow grids, and stereo pairs of one size and the
-    /// same options on a GPU (their α-expansions in lockstep) [default: 8 stereo pairs on a GPU,
-    /// max-flow grids unpacked].
+    /// Jobs packed into one solve (1: none): max-flow grids, stereo pairs of one size and
+    /// segmentation photos of one width, with the same options, on a GPU (their α-expansions or
+    /// GrabCut rounds in lockstep) [default: 8 stereo pairs and 8 photos on a GPU, max-flow
+    /// grids unpacked].
     #[arg(long, value_name = "N")]
     pack: Option<usize>,
     /// This process's share: `I/N` (0-based, strided by job order) or `auto` (Slurm array,

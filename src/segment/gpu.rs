@@ -726,17 +726,28 @@ impl GpuEnergy {
     /// The capacity of `cut` in this graph, computed on the GPU (the certificate check of
     /// [`verify`](crate::maxflow::verify)): an error unless it equals the cut's flow.
     pub fn verify(&mut self, cut: &Cut) -> Result<()> {
+        let cap = self.cut_capacity(&cut.sink_side)?;
+        if cap != cut.flow as i128 {
+            return Err(Error::Certificate {
+                flow: cut.flow,
+                cut_capacity: i64::try_from(cap).unwrap_or(i64::MAX),
+            });
+        }
+        Ok(())
+    }
+
+    /// The capacity of the cut whose sink side is `sink_side`, summed on the GPU.
+    pub(crate) fn cut_capacity(&mut self, sink_side: &[bool]) -> Result<i128> {
         let n = self.shape.num_nodes();
-        if cut.sink_side.len() != n {
+        if sink_side.len() != n {
             return Err(Error::Graph(format!(
                 "cut has {} nodes but the graph has {n}",
-                cut.sink_side.len()
+                sink_side.len()
             )));
         }
         let s = &self.stream;
         // SAFETY: bool is one byte, 0 or 1.
-        let side: &[u8] =
-            unsafe { std::slice::from_raw_parts(cut.sink_side.as_ptr() as *const u8, n) };
+        let side: &[u8] = unsafe { std::slice::from_raw_parts(sink_side.as_ptr() as *const u8, n) };
         let side = self.pool.take_upload("cut", side)?;
         let mut part = self
             .pool
@@ -759,13 +770,20 @@ impl GpuEnergy {
             .sum();
         self.pool.keep("cut", side);
         self.pool.keep("cut sums", part);
-        if cap != cut.flow as i128 {
-            return Err(Error::Certificate {
-                flow: cut.flow,
-                cut_capacity: i64::try_from(cap).unwrap_or(i64::MAX),
-            });
-        }
-        Ok(())
+        Ok(cap)
+    }
+
+    /// A kept state on this graph's stream with no buffers (a sibling session): the next
+    /// graph of a pack is built on it, so that every part's buffers are written in one stream
+    /// order and can be stacked ([`stack_terminals`], [`stack_grid`]) without waits.
+    pub(crate) fn sibling_keep(&self) -> Result<EnergyKeep> {
+        Ok(EnergyKeep {
+            session: self.pool.sibling(),
+            dims: [0; 3],
+            k: SegEnergy::load(self.pool.gpu())?,
+            model_kernels: None,
+            prior_kernels: None,
+        })
     }
 
     /// The graph brought back to the host (for `--export-graph`, `keep_graph` and tests).
@@ -1072,6 +1090,87 @@ fn params_from_stats(stats: &[[f64; 4]], n: usize) -> ModelParams {
         variance_floor: if var > 0.0 { 1e-3 * var } else { 1.0 },
         range,
     }
+}
+
+/// Whether `parts` can be stacked along y into one device grid: 2D graphs of one width and
+/// connectivity whose buffers are written on one stream (a pack's parts are built on sibling
+/// sessions: [`GpuEnergy::sibling_keep`]).
+pub(crate) fn stackable(parts: &[&GpuEnergy]) -> bool {
+    let Some(first) = parts.first() else {
+        return false;
+    };
+    parts.iter().all(|p| {
+        p.dims[0] == first.dims[0]
+            && p.dims[2] == 1
+            && p.conn == first.conn
+            && Arc::ptr_eq(&p.stream, &first.stream)
+    })
+}
+
+/// The stacked grid's dimensions `[W, ΣH, 1]` of [`stackable`] parts.
+pub(crate) fn stacked_dims(parts: &[&GpuEnergy]) -> [usize; 3] {
+    [parts[0].dims[0], parts.iter().map(|p| p.dims[1]).sum(), 1]
+}
+
+/// Copies the parts' terminal capacities into `source` and `sink` of the stacked grid (part
+/// after part: rows are contiguous, so each part is one block), on the parts' stream.
+pub(crate) fn stack_terminals(
+    parts: &[&GpuEnergy],
+    source: &mut CudaSlice<i32>,
+    sink: &mut CudaSlice<i32>,
+) -> Result<()> {
+    let s = &parts[0].stream;
+    let mut off = 0;
+    for p in parts {
+        let n = p.shape.num_nodes();
+        s.memcpy_dtod(&p.source, &mut source.slice_mut(off..off + n))
+            .call("cuMemcpyDtoD (stacked source)")?;
+        s.memcpy_dtod(&p.sink, &mut sink.slice_mut(off..off + n))
+            .call("cuMemcpyDtoD (stacked sink)")?;
+        off += n;
+    }
+    Ok(())
+}
+
+/// The parts stacked along y into one grid for the solver, in buffers of `session` (on the
+/// parts' stream): each direction's n-links part after part (the layout is direction-major,
+/// `caps[dir·N + i]`), and the terminals. A part's arcs out of its own border are zero, so the
+/// seams between parts carry nothing: the stacked graph is the parts' disjoint union.
+pub(crate) fn stack_grid(parts: &[&GpuEnergy], session: &mut Session) -> Result<DeviceGrid> {
+    let dims = stacked_dims(parts);
+    let (total, conn) = (dims[1] * dims[0], parts[0].conn);
+    let s = parts[0].stream.clone();
+    let mut caps = session.take::<i32>("grid caps", conn.degree() * total)?;
+    let mut off = 0;
+    for p in parts {
+        let n = p.shape.num_nodes();
+        for dir in 0..conn.degree() {
+            let at = dir * total + off;
+            s.memcpy_dtod(
+                &p.caps.slice(dir * n..(dir + 1) * n),
+                &mut caps.slice_mut(at..at + n),
+            )
+            .call("cuMemcpyDtoD (stacked n-links)")?;
+        }
+        off += n;
+    }
+    let mut source = session.take::<i32>("grid source", total)?;
+    let mut sink = session.take::<i32>("grid sink", total)?;
+    stack_terminals(parts, &mut source, &mut sink)?;
+    Ok(DeviceGrid {
+        dims,
+        conn,
+        caps,
+        source,
+        sink,
+        stream: s,
+    })
+}
+
+/// Device bytes a stacked solve of `nodes` nodes needs beyond the parts' own graphs: the
+/// solver's copy of the grid and its state, and the kept stacked terminals.
+pub(crate) fn stacked_bytes(nodes: usize, conn: Connectivity) -> u64 {
+    (nodes * (4 * (conn.degree() + 2) + grid_bytes_per_node(conn) + 8)) as u64
 }
 
 /// Neighbour pairs of a grid: each even direction's arcs.

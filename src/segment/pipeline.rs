@@ -20,7 +20,10 @@
 pub use super::color::ColorSpace;
 use super::color::{to_color_space, WorkSpace};
 use super::energy::{self, Energy, EnergyOptions, PROBABILITY_FLOOR};
-use super::gpu::{EnergyKeep, GpuEnergy, GpuTimes};
+use super::gpu::{
+    stack_grid, stack_terminals, stackable, stacked_bytes, stacked_dims, EnergyKeep, GpuEnergy,
+    GpuTimes,
+};
 use super::gpu_model::FitLabels;
 use super::gpu_prior::{Adapted, PriorRun};
 use super::model::{Blend, ColorModel, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
@@ -34,10 +37,11 @@ use crate::graph::{Connectivity, GridGraph};
 use crate::io::{Image, Seed, Seeds};
 use crate::maxflow::cuda::{CudaGrid, WarmGrid};
 use crate::maxflow::{
-    declined, fall_back, plan, verify, AutoPolicy, Certificate, Choice, Dynamic, GraphSize,
+    declined, fall_back, plan, verify, AutoPolicy, Certificate, Choice, Cut, Dynamic, GraphSize,
     MaxFlow, SolveOptions, Solved, SolverKind,
 };
 use crate::{Error, Result};
+use cudarc::driver::CudaSlice;
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::time::{Duration, Instant};
@@ -743,13 +747,21 @@ fn plan_solve(image: &Image, opts: &SegmentOptions, data: DataTerm) -> (Choice, 
     (choice, on_gpu)
 }
 
+/// Whether `image`'s graph is built and cut on the GPU with `opts` (the `cuda-grid` solver,
+/// named or chosen by `auto`, and a GPU build that covers the input): where packing images
+/// ([`Segmenter::segment_packed`](super::session::Segmenter::segment_packed)) stacks their
+/// graphs on the device. Under `auto` this asks the GPU whether it is usable.
+pub fn builds_on_gpu(image: &Image, opts: &SegmentOptions) -> bool {
+    plan_solve(image, opts, DataTerm::ColourModels).1
+}
+
 /// The graph being cut: on the host, or on the GPU.
 enum Graph {
     Host(Energy),
     Device(Box<GpuEnergy>),
 }
 
-/// What the rounds share: the image in the models' space, the graph, and the solvers.
+/// What the rounds share: the image in the models' space, the graph, and the host solvers.
 struct Rounds<'a> {
     image: &'a Image,
     seeds: &'a Seeds,
@@ -762,8 +774,6 @@ struct Rounds<'a> {
     host: MaxFlow,
     /// The warm-starting host solver, when BK cuts a host graph and warm starts are on.
     dynamic: Option<Dynamic>,
-    /// The GPU solvers, kept by the caller across images ([`Solvers`]).
-    solvers: &'a mut Solvers,
     buf: Vec<f32>,
     /// The stroke-geometry prior's `δ` per pixel when the prior or the first fit needs it.
     geometry: Option<Vec<f32>>,
@@ -862,6 +872,7 @@ pub fn first_round_graph(
 }
 
 /// What one round's t-links are made of.
+#[derive(Clone, Copy)]
 enum TLinks<'b> {
     /// The two classes' models.
     Models(&'b Blend<'b>, &'b Blend<'b>),
@@ -1019,6 +1030,9 @@ pub(crate) struct Solvers {
     /// What the last image's GPU build left: its stream (the solvers' sessions are siblings on
     /// it), kernels and buffers.
     energy: Option<EnergyKeep>,
+    /// What a pack's other GPU builds left: sibling sessions on the same stream, so that a
+    /// pack's graphs are written in one stream order and stack without waits.
+    pack_energy: Vec<EnergyKeep>,
 }
 
 impl Solvers {
@@ -1028,6 +1042,7 @@ impl Solvers {
             cold: CudaGrid::on(device),
             warm: WarmGrid::on(device),
             energy: None,
+            pack_energy: Vec::new(),
         }
     }
 
@@ -1038,11 +1053,17 @@ impl Solvers {
             .energy
             .as_ref()
             .map_or(0, |k| k.session().allocations());
-        energy + self.cold.allocations() + self.warm.allocations()
+        let pack: usize = self
+            .pack_energy
+            .iter()
+            .map(|k| k.session().allocations())
+            .sum();
+        energy + pack + self.cold.allocations() + self.warm.allocations()
     }
 }
 
-/// [`segment_with`] on the caller's solvers (a [`Segmenter`](super::session::Segmenter)'s).
+/// [`segment_with`] on the caller's solvers (a [`Segmenter`](super::session::Segmenter)'s): a
+/// pack of one ([`segment_pack_in`]), which takes the lone path at every step.
 pub(crate) fn segment_in(
     image: &Image,
     seeds: &Seeds,
@@ -1050,11 +1071,26 @@ pub(crate) fn segment_in(
     opts: &SegmentOptions,
     solvers: &mut Solvers,
 ) -> Result<Segmentation> {
-    if solvers.device != opts.device {
-        *solvers = Solvers::on(opts.device);
-    }
-    // The last image's preflow is no start for this one.
-    solvers.warm.reset();
+    let mut out = segment_pack_in(&[(image, seeds, data)], opts, solvers)?;
+    out.pop().expect("one result per job")
+}
+
+/// What one job's checks hand its rounds: the seeds' counts, the seeds the stroke check left
+/// (`None`: all of them) and what checking took.
+struct Checked {
+    seed_counts: [usize; 5],
+    seeds: Option<Seeds>,
+    checks: Duration,
+}
+
+/// Checks one job: its seeds, data term, the options against it and the memory budget; drops
+/// the strokes [`SegmentOptions::stroke_check`] refuses.
+fn check_job(
+    image: &Image,
+    seeds: &Seeds,
+    data: DataTerm,
+    opts: &SegmentOptions,
+) -> Result<Checked> {
     let t_checks = Instant::now();
     let seed_counts = match data {
         DataTerm::ColourModels => check_seeds(image, seeds)?,
@@ -1071,7 +1107,6 @@ pub(crate) fn segment_in(
         DataTerm::ColourModels => checked_seeds(image, seeds, opts)?,
         DataTerm::Probability(_) => None,
     };
-    let seeds = checked.as_ref().unwrap_or(seeds);
     if matches!(data, DataTerm::Probability(_)) && opts.iterations > 1 {
         return Err(Error::Input {
             file: "segment options".into(),
@@ -1099,125 +1134,632 @@ pub(crate) fn segment_in(
         }
     };
     super::budget::check(image, budgeted.memory_needs())?;
-    let checks = t_checks.elapsed();
-    // Asked first: creating the GPU context is its own phase, not preparation.
-    let t = Instant::now();
-    let (choice, on_gpu) = plan_solve(image, opts, data);
-    let plan_time = t.elapsed();
-    let t = Instant::now();
-    let c_prepare = DeviceCounts::on_this_thread();
-    let (mut r, gpu_build_declined) =
-        Rounds::prepare(image, seeds, opts, data, choice, on_gpu, solvers)?;
-    let prepare_counts = DeviceCounts::on_this_thread().since(c_prepare);
-    let gpu_times = match &r.graph {
-        Some(Graph::Device(d)) => Some(d.times.clone()),
-        _ => None,
-    };
-    let prepare_time = t.elapsed();
-    let (prior_run, prior_time) = (r.prior_run.clone(), r.prior_time);
+    Ok(Checked {
+        seed_counts,
+        seeds: checked,
+        checks: t_checks.elapsed(),
+    })
+}
 
-    let n = image.num_pixels();
-    let mut mask = vec![false; n];
-    let mut rounds = Vec::new();
-    let mut seed_models: Option<(Model, Model)> = None;
-    let mut prior_enclosure = None;
-    let (mut flow, mut value, mut ran) = (0, 0.0, r.choice.clone());
-    for round in 0..opts.iterations {
-        let t0 = Instant::now();
-        let c0 = DeviceCounts::on_this_thread();
-        let (cut, models) = match data {
-            DataTerm::Probability(p) => (r.cut(TLinks::Probability(p))?, Duration::ZERO),
-            DataTerm::ColourModels => {
-                let (fg, bg) = if round == 0 {
-                    let first = r.first_models()?;
-                    seed_models = Some(first.seeds);
-                    prior_enclosure = first.enclosure;
-                    first.models
-                } else {
-                    r.fit(round, &mask)?
-                };
-                let (sf, sb) = seed_models.as_ref().expect("set in round 0");
-                let w = if round > 0 { opts.seed_weight } else { 0.0 };
-                let (fg, bg) = (
-                    Blend::new(fg, sf, w).with_outlier(opts.outlier, &r.params),
-                    Blend::new(bg, sb, w).with_outlier(opts.outlier, &r.params),
-                );
-                let models = t0.elapsed();
-                (r.cut(TLinks::Models(&fg, &bg))?, models)
-            }
+/// One job of a pack in progress: its rounds' state, what its result will report, and whether
+/// it has stopped (the round a lone run would break after, or an error of its own).
+struct Part<'a> {
+    r: Rounds<'a>,
+    data: DataTerm<'a>,
+    seed_counts: [usize; 5],
+    checks: Duration,
+    plan: Duration,
+    prepare: Duration,
+    prepare_counts: DeviceCounts,
+    gpu_times: Option<GpuTimes>,
+    gpu_build_declined: Option<String>,
+    mask: Vec<bool>,
+    rounds: Vec<IterationStats>,
+    /// The seeds' models (set in round 0): every later round blends them in.
+    seed_models: Option<(Model, Model)>,
+    prior_enclosure: Option<f64>,
+    flow: i64,
+    value: f64,
+    ran: Choice,
+    /// Stopped: its graph is left as its last round set it (its slice of later packed solves
+    /// is its final cut again).
+    done: bool,
+    /// Its own error, which stops it and no other part.
+    failed: Option<Error>,
+}
+
+impl<'a> Part<'a> {
+    /// Plans the solve and prepares the rounds (the GPU build when planned).
+    fn new(
+        image: &'a Image,
+        seeds: &'a Seeds,
+        data: DataTerm<'a>,
+        opts: &'a SegmentOptions,
+        checked: &Checked,
+        solvers: &mut Solvers,
+    ) -> Result<Self> {
+        // Asked first: creating the GPU context is its own phase, not preparation.
+        let t = Instant::now();
+        let (choice, on_gpu) = plan_solve(image, opts, data);
+        let plan = t.elapsed();
+        let t = Instant::now();
+        let c_prepare = DeviceCounts::on_this_thread();
+        let (r, gpu_build_declined) =
+            Rounds::prepare(image, seeds, opts, data, choice, on_gpu, solvers)?;
+        let prepare_counts = DeviceCounts::on_this_thread().since(c_prepare);
+        let gpu_times = match &r.graph {
+            Some(Graph::Device(d)) => Some(d.times.clone()),
+            _ => None,
         };
+        let ran = r.choice.clone();
+        Ok(Part {
+            r,
+            data,
+            seed_counts: checked.seed_counts,
+            checks: checked.checks,
+            plan,
+            prepare: t.elapsed(),
+            prepare_counts,
+            gpu_times,
+            gpu_build_declined,
+            mask: vec![false; image.num_pixels()],
+            rounds: Vec::new(),
+            seed_models: None,
+            prior_enclosure: None,
+            flow: 0,
+            value: 0.0,
+            ran,
+            done: false,
+            failed: None,
+        })
+    }
+
+    /// Stops the part on its own error (the others run on).
+    fn stop(&mut self, e: Error) {
+        self.failed = Some(e);
+        self.done = true;
+    }
+
+    /// The round's models (`None` for a probability map), fitted and blended.
+    fn models(&mut self, round: usize) -> Result<Option<(Model, Model)>> {
+        if let DataTerm::Probability(_) = self.data {
+            return Ok(None);
+        }
+        Ok(Some(if round == 0 {
+            let first = self.r.first_models()?;
+            self.seed_models = Some(first.seeds);
+            self.prior_enclosure = first.enclosure;
+            first.models
+        } else {
+            self.r.fit(round, &self.mask)?
+        }))
+    }
+
+    /// Applies the round's cut: the mask, the flow and energy, the round's statistics; stops
+    /// the part where a lone run breaks out of its loop.
+    fn apply(&mut self, round: usize, cut: RoundCut, models: Duration, c0: DeviceCounts) {
         let t_mask = Instant::now();
-        let (changed, foreground) = apply_cut(&mut mask, &cut.solved.cut.sink_side);
-        flow = cut.solved.cut.flow;
-        value = r.energy_of_flow(flow);
-        ran = cut.solved.ran;
+        let (changed, foreground) = apply_cut(&mut self.mask, &cut.solved.cut.sink_side);
+        self.flow = cut.solved.cut.flow;
+        self.value = self.r.energy_of_flow(self.flow);
+        self.ran = cut.solved.ran;
         let mask_time = t_mask.elapsed();
         let [c_models, c_graph, c_solve] = cut.marks;
         // The mask and the energy count with the certificate check (the round's tail).
         let c_end = DeviceCounts::on_this_thread();
         let (host_waits, device_allocations) =
             RoundCounts::of([c0, c_models, c_graph, c_solve, c_end]);
-        rounds.push(IterationStats {
+        self.rounds.push(IterationStats {
             models,
             graph: cut.graph,
             solve: cut.solve,
             verify: cut.verify,
             mask: mask_time,
-            flow,
-            energy: value,
+            flow: self.flow,
+            energy: self.value,
             foreground,
             changed,
             warm: cut.warm,
             host_waits,
             device_allocations,
         });
-        if round > 0 && changed == 0 {
+        let n = self.mask.len();
+        // No change: the next round would fit the same models. A class emptied by the cut
+        // cannot be refitted: keep this mask.
+        self.done = (round > 0 && changed == 0)
+            || foreground == 0
+            || foreground == n
+            || round + 1 == self.r.opts.iterations;
+    }
+
+    /// The part's segmentation: post-processing, the graph's statistics, the kept graph.
+    fn finish(self, solvers: &mut Solvers) -> Result<Segmentation> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let opts = self.r.opts;
+        let r = self.r;
+        let image = r.image;
+        let prior_adapted = r.prior_adapted;
+        let (prior_run, prior_time) = (r.prior_run.clone(), r.prior_time);
+        let t_post = Instant::now();
+        let c_post = DeviceCounts::on_this_thread();
+        let (mask, post_changed) = post_process(&self.mask, r.seeds, &opts.post)?;
+        let (mut stats, kept) = r.finish(
+            SegmentStats {
+                dims: image.dims,
+                connectivity: opts.connectivity_for(image),
+                nodes: image.num_pixels(),
+                edges: 0,
+                seed_counts: self.seed_counts,
+                beta: 0.0,
+                scale: 0.0,
+                hard: 0,
+                checks: self.checks,
+                plan: self.plan,
+                prepare: self.prepare,
+                gpu: self.gpu_times,
+                prior_run,
+                prior_time,
+                prior_enclosure: self.prior_enclosure,
+                prior_adapted,
+                gpu_build_declined: self.gpu_build_declined,
+                solver: self.ran,
+                iterations: self.rounds,
+                post_changed,
+                post: Duration::ZERO,
+                prepare_counts: self.prepare_counts,
+                post_counts: DeviceCounts::ZERO,
+            },
+            solvers,
+        )?;
+        stats.post = t_post.elapsed();
+        stats.post_counts = DeviceCounts::on_this_thread().since(c_post);
+        Ok(Segmentation {
+            mask,
+            flow: self.flow,
+            energy: self.value,
+            verified: opts.verify,
+            graph: kept,
+            stats,
+        })
+    }
+}
+
+/// The pack's own solver state across rounds: the warm-starting host solver of the stacked
+/// host graph.
+#[derive(Default)]
+struct PackSolver {
+    dynamic: Option<Dynamic>,
+    /// The stacked GPU grid's terminals.
+    stack: Option<DeviceStack>,
+    /// The cold host solver (warm starts off).
+    host: Option<MaxFlow>,
+}
+
+/// The terminals of a pack's GPU graphs stacked along y, rewritten each round for the warm
+/// solver (allocated once per pack, on the parts' stream).
+struct DeviceStack {
+    dims: [usize; 3],
+    source: CudaSlice<i32>,
+    sink: CudaSlice<i32>,
+}
+
+impl PackSolver {
+    fn host(&mut self, choice: &Choice, opts: &SegmentOptions) -> &mut MaxFlow {
+        self.host.get_or_insert_with(|| host_solver(choice, opts))
+    }
+}
+
+/// The host solver of a graph on the host: what was chosen (BK, or cuda-grid on a CPU-built
+/// graph); the certificate is checked by the rounds, on whichever graph was cut.
+fn host_solver(choice: &Choice, opts: &SegmentOptions) -> MaxFlow {
+    MaxFlow::new(SolveOptions {
+        solver: choice.solver,
+        auto: opts.auto,
+        flows: false,
+        verify: false,
+        device: opts.device,
+    })
+}
+
+/// Segments several images with the same options in lockstep: each round runs every live
+/// part's models and t-links, then one solve of the parts' graphs stacked along y
+/// ([`crate::batch::pack`]), then each part's slice of the cut. A pack of one is
+/// [`segment_in`] (the lone path at every step).
+///
+/// Why each part's result is its lone run's: the stacked graph is the disjoint union of the
+/// parts' graphs (the seams are the parts' own border arcs, which are zero), so its maximum
+/// flow restricted to a part is a maximum flow of that part, and the canonical cut (the sink
+/// side: the nodes that reach the sink in the residual graph) is decided inside each part. A
+/// part's flow is its slice's cut capacity; the slices' capacities sum to the packed flow (an
+/// error otherwise), so each is at its part's maximum flow, certified by the packed solve's
+/// certificate. A part that stopped keeps its t-links, so its slice of every later solve is its
+/// last cut again, and its statistics record only the rounds a lone run makes. What differs
+/// from lone runs: the timings (a packed round's solve time is the one shared solve) and, for
+/// parts on the GPU that cannot be stacked, the `warm` flags (solved cold, one by one).
+///
+/// The outer error is the pack's (its shared solve failed); a job refused on its own input
+/// gets its own error in its place. Jobs of different widths or connectivities still pack
+/// (narrower grids are padded with unconnected nodes), but only jobs of one width pay.
+pub(crate) fn segment_pack_in(
+    jobs: &[(&Image, &Seeds, DataTerm)],
+    opts: &SegmentOptions,
+    solvers: &mut Solvers,
+) -> Result<Vec<Result<Segmentation>>> {
+    if solvers.device != opts.device {
+        *solvers = Solvers::on(opts.device);
+    }
+    // The last image's preflow is no start for this one.
+    solvers.warm.reset();
+    // The checks first (their dropped strokes are the seeds the parts borrow), then the parts.
+    let mut errors: Vec<Option<Error>> = Vec::with_capacity(jobs.len());
+    let mut checked: Vec<Option<Checked>> = Vec::with_capacity(jobs.len());
+    for &(image, seeds, data) in jobs {
+        let (c, e) = match check_job(image, seeds, data, opts) {
+            Ok(c) => (Some(c), None),
+            Err(e) => (None, Some(e)),
+        };
+        checked.push(c);
+        errors.push(e);
+    }
+    // Each slot: the part, or the job's own error.
+    let mut slots: Vec<Result<Part>> = Vec::with_capacity(jobs.len());
+    for ((&(image, seeds, data), c), e) in jobs.iter().zip(&checked).zip(errors) {
+        slots.push(match (c, e) {
+            (Some(c), _) => {
+                let seeds = c.seeds.as_ref().unwrap_or(seeds);
+                let part = Part::new(image, seeds, data, opts, c, solvers);
+                // The next part's GPU build goes on this one's stream (a stacked solve reads
+                // every part's buffers in one stream order).
+                if let Ok(Part {
+                    r:
+                        Rounds {
+                            graph: Some(Graph::Device(d)),
+                            ..
+                        },
+                    ..
+                }) = &part
+                {
+                    if jobs.len() > 1 && solvers.pack_energy.is_empty() {
+                        // Without one the next part gets a stream of its own: one by one.
+                        solvers.pack_energy.extend(d.sibling_keep().ok());
+                    }
+                }
+                part
+            }
+            (None, e) => Err(e.expect("a job without checks has its error")),
+        });
+    }
+    let mut pack = PackSolver::default();
+    let mut parts: Vec<&mut Part> = slots.iter_mut().filter_map(|s| s.as_mut().ok()).collect();
+    for round in 0..opts.iterations {
+        if parts.iter().all(|p| p.done) {
             break;
         }
-        // A class emptied by the cut cannot be refitted: keep this mask.
-        if foreground == 0 || foreground == n {
-            break;
+        run_round(&mut parts, round, &mut pack, solvers)?;
+    }
+    Ok(slots
+        .into_iter()
+        .map(|s| s.and_then(|p| p.finish(solvers)))
+        .collect())
+}
+
+/// One round: models and t-links of every part still running, the solve (the lone path for a
+/// pack of one part, one stacked solve otherwise), each running part's slice of the cut.
+fn run_round(
+    parts: &mut [&mut Part],
+    round: usize,
+    pack: &mut PackSolver,
+    solvers: &mut Solvers,
+) -> Result<()> {
+    let lone = parts.len() == 1;
+    let opts = parts[0].r.opts;
+    // Per running part: its round's start and its fitted models.
+    let mut starts = Vec::with_capacity(parts.len());
+    let mut fitted = Vec::with_capacity(parts.len());
+    for p in parts.iter_mut() {
+        let t0 = Instant::now();
+        let c0 = DeviceCounts::on_this_thread();
+        starts.push((t0, c0));
+        if p.done {
+            fitted.push(None);
+            continue;
+        }
+        match p.models(round) {
+            Ok(m) => fitted.push(m),
+            Err(e) => {
+                p.stop(e);
+                fitted.push(None);
+            }
         }
     }
-    let prior_adapted = r.prior_adapted;
-    let t_post = Instant::now();
-    let c_post = DeviceCounts::on_this_thread();
-    let (mask, post_changed) = post_process(&mask, seeds, &opts.post)?;
-    let (mut stats, kept) = r.finish(SegmentStats {
-        dims: image.dims,
-        connectivity: opts.connectivity_for(image),
-        nodes: n,
-        edges: 0,
-        seed_counts,
-        beta: 0.0,
-        scale: 0.0,
-        hard: 0,
-        checks,
-        plan: plan_time,
-        prepare: prepare_time,
-        gpu: gpu_times,
-        prior_run,
-        prior_time,
-        prior_enclosure,
-        prior_adapted,
-        gpu_build_declined,
-        solver: ran,
-        iterations: rounds,
-        post_changed,
-        post: Duration::ZERO,
-        prepare_counts,
-        post_counts: DeviceCounts::ZERO,
-    })?;
-    stats.post = t_post.elapsed();
-    stats.post_counts = DeviceCounts::on_this_thread().since(c_post);
-    Ok(Segmentation {
-        mask,
-        flow,
-        energy: value,
-        verified: opts.verify,
-        graph: kept,
-        stats,
-    })
+    let w = if round > 0 { opts.seed_weight } else { 0.0 };
+    // Lent to the round's blends while the parts are cut; handed back at its end.
+    let seed_models: Vec<Option<(Model, Model)>> =
+        parts.iter_mut().map(|p| p.seed_models.take()).collect();
+    let blends: Vec<Option<(Blend, Blend)>> = parts
+        .iter()
+        .zip(fitted)
+        .zip(&seed_models)
+        .map(|((p, m), s)| {
+            let (fg, bg) = m?;
+            let (sf, sb) = s.as_ref().expect("set in round 0");
+            Some((
+                Blend::new(fg, sf, w).with_outlier(opts.outlier, &p.r.params),
+                Blend::new(bg, sb, w).with_outlier(opts.outlier, &p.r.params),
+            ))
+        })
+        .collect();
+    let tlinks: Vec<Option<TLinks>> = parts
+        .iter()
+        .zip(&blends)
+        .map(|(p, b)| match (p.data, b) {
+            _ if p.done => None,
+            (DataTerm::Probability(prob), _) => Some(TLinks::Probability(prob)),
+            (DataTerm::ColourModels, Some((fg, bg))) => Some(TLinks::Models(fg, bg)),
+            (DataTerm::ColourModels, None) => None,
+        })
+        .collect();
+    let models: Vec<Duration> = starts.iter().map(|(t0, _)| t0.elapsed()).collect();
+    let cuts = match lone {
+        true => vec![tlinks[0]
+            .as_ref()
+            .map(|t| parts[0].r.cut(t, solvers, opts.warm_start))],
+        false => cut_packed(parts, &tlinks, pack, solvers)?,
+    };
+    drop(tlinks);
+    drop(blends);
+    for (p, s) in parts.iter_mut().zip(seed_models) {
+        p.seed_models = s;
+    }
+    for (((p, cut), m), (_, c0)) in parts.iter_mut().zip(cuts).zip(models).zip(starts) {
+        match cut {
+            Some(Ok(cut)) => p.apply(round, cut, m, c0),
+            Some(Err(e)) => p.stop(e),
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+/// Sets the running parts' t-links and cuts them: stacked into one host graph when every
+/// part's graph is on the host (the stopped parts' graphs too, unchanged: a fixed stack keeps
+/// the warm start); one by one otherwise (GPU graphs, solved cold: the warm solver keeps one
+/// grid's preflow). `None` for a part not cut this round.
+fn cut_packed(
+    parts: &mut [&mut Part],
+    tlinks: &[Option<TLinks>],
+    pack: &mut PackSolver,
+    solvers: &mut Solvers,
+) -> Result<Vec<Option<Result<RoundCut>>>> {
+    let opts = parts[0].r.opts;
+    let t1 = Instant::now();
+    let c1 = DeviceCounts::on_this_thread();
+    let mut out: Vec<Option<Result<RoundCut>>> = Vec::with_capacity(parts.len());
+    for (p, t) in parts.iter_mut().zip(tlinks) {
+        out.push(t.as_ref().and_then(|t| p.r.set_tlinks(t).err().map(Err)));
+    }
+    let stacked = |p: &Part, o: &Option<Result<RoundCut>>| {
+        p.failed.is_none() && o.is_none() && matches!(p.r.graph, Some(Graph::Host(_)))
+    };
+    let on_device = parts
+        .iter()
+        .any(|p| matches!(p.r.graph, Some(Graph::Device(_))));
+    let device_members: Vec<usize> = (0..parts.len())
+        .filter(|&i| {
+            parts[i].failed.is_none()
+                && out[i].is_none()
+                && matches!(parts[i].r.graph, Some(Graph::Device(_)))
+        })
+        .collect();
+    let all_device = (0..parts.len())
+        .all(|i| device_members.contains(&i) || parts[i].failed.is_some() || out[i].is_some());
+    if on_device && all_device && stackable(&device_parts(parts, &device_members)) {
+        return cut_stacked(parts, tlinks, &device_members, out, pack, solvers, (t1, c1));
+    }
+    if on_device {
+        for ((p, t), o) in parts.iter_mut().zip(tlinks).zip(out.iter_mut()) {
+            if let (Some(t), None) = (t, &o) {
+                *o = Some(p.r.solve_set(t, solvers, false, t1, c1));
+            }
+        }
+        return Ok(out);
+    }
+    let members: Vec<usize> = (0..parts.len())
+        .filter(|&i| stacked(parts[i], &out[i]))
+        .collect();
+    let graphs: Vec<&GridGraph> = members
+        .iter()
+        .map(|&i| match &parts[i].r.graph {
+            Some(Graph::Host(e)) => &e.graph,
+            _ => unreachable!("members are host graphs"),
+        })
+        .collect();
+    let t2 = Instant::now();
+    let c2 = DeviceCounts::on_this_thread();
+    let (packed, packing) = crate::batch::pack::pack(&graphs)?;
+    let choice = parts[0].r.choice.clone();
+    let (mut whole, warm) = match (&mut pack.dynamic, warm_kind(&choice, opts)) {
+        (Some(d), _) => (d.resolve(&packed)?, d.last_was_warm()),
+        (None, Some(kind)) if opts.warm_start => {
+            let d = pack.dynamic.insert(Dynamic::new(kind, false, opts.device)?);
+            (d.solve(&packed)?, false)
+        }
+        (None, _) => (pack.host(&choice, opts).solve(&packed)?, false),
+    };
+    let t3 = Instant::now();
+    let c3 = DeviceCounts::on_this_thread();
+    if opts.verify {
+        whole.certificate = Some(verify(&packed, &whole.cut)?);
+    }
+    if opts.solver == SolverKind::Auto && whole.ran.fallback.is_none() {
+        whole.ran = choice;
+    }
+    let solved = crate::batch::pack::split_packed(&graphs, &packing, &whole)?;
+    let verify_time = t3.elapsed();
+    for (i, solved) in members.into_iter().zip(solved) {
+        if tlinks[i].is_some() {
+            out[i] = Some(Ok(RoundCut {
+                solved,
+                warm,
+                graph: t2 - t1,
+                solve: t3 - t2,
+                verify: verify_time,
+                marks: [c1, c2, c3],
+            }));
+        }
+    }
+    Ok(out)
+}
+
+/// The GPU graphs of `members` (device graphs all).
+fn device_parts<'p>(parts: &'p [&mut Part], members: &[usize]) -> Vec<&'p GpuEnergy> {
+    members
+        .iter()
+        .map(|&i| match &parts[i].r.graph {
+            Some(Graph::Device(d)) => &**d,
+            _ => unreachable!("members are GPU graphs"),
+        })
+        .collect()
+}
+
+/// Cuts the parts' GPU graphs (`members`, [`stackable`]) in one solve of the grid they make
+/// stacked along y, on the device: the terminals are copied into the stack's buffers each
+/// round (kept across the pack's rounds) and the warm solver continues from the last round's
+/// preflow; a cold solve copies the n-links too. Each member's slice of the cut is its cut;
+/// its flow is its slice's capacity, computed on the device, and the slices' capacities must
+/// add up to the solver's flow (the certificate of every part).
+fn cut_stacked(
+    parts: &mut [&mut Part],
+    tlinks: &[Option<TLinks>],
+    members: &[usize],
+    mut out: Vec<Option<Result<RoundCut>>>,
+    pack: &mut PackSolver,
+    solvers: &mut Solvers,
+    (t1, c1): (Instant, DeviceCounts),
+) -> Result<Vec<Option<Result<RoundCut>>>> {
+    let opts = parts[0].r.opts;
+    let choice = parts[0].r.choice.clone();
+    let t2 = Instant::now();
+    let c2 = DeviceCounts::on_this_thread();
+    let (whole, warm, blocks) = {
+        let devs = device_parts(parts, members);
+        let dims = stacked_dims(&devs);
+        let conn = devs[0].connectivity();
+        let total = dims[0] * dims[1];
+        if pack.stack.as_ref().is_none_or(|s| s.dims != dims) {
+            let gpu = devs[0].pool.gpu();
+            let (need, free) = (stacked_bytes(total, conn), gpu.free_memory()?);
+            if need > free {
+                return Err(Error::Unsupported(format!(
+                    "a stacked solve of {} images ({total} nodes) needs about {need} bytes, {} \
+                     has {free} free",
+                    devs.len(),
+                    gpu.name
+                )));
+            }
+            let mut session = devs[0].pool.sibling();
+            let source = session.take::<i32>("stacked source", total)?;
+            let sink = session.take::<i32>("stacked sink", total)?;
+            pack.stack = Some(DeviceStack { dims, source, sink });
+        }
+        let stack = pack.stack.as_mut().expect("allocated above");
+        let warm_solved = match opts.warm_start {
+            true => {
+                stack_terminals(&devs, &mut stack.source, &mut stack.sink)?;
+                solvers
+                    .warm
+                    .resolve_device(dims, conn, &stack.source, &stack.sink)?
+            }
+            false => None,
+        };
+        let warm = warm_solved.is_some();
+        let whole = match warm_solved {
+            Some(s) => s,
+            None if opts.warm_start => {
+                let g = stack_grid(&devs, solvers.warm.session_on(&devs[0].pool)?)?;
+                solvers.warm.solve_device(g)?
+            }
+            None => {
+                let g = stack_grid(&devs, solvers.cold.session_on(&devs[0].pool)?)?;
+                solvers.cold.solve_device(g)?
+            }
+        };
+        let mut off = 0;
+        let blocks: Vec<(usize, usize)> = devs
+            .iter()
+            .map(|d| {
+                let n = d.dims[0] * d.dims[1];
+                off += n;
+                (off - n, n)
+            })
+            .collect();
+        (whole, warm, blocks)
+    };
+    let t3 = Instant::now();
+    let c3 = DeviceCounts::on_this_thread();
+    let mut total: i128 = 0;
+    let mut cut = Vec::with_capacity(members.len());
+    for (&i, &(off, n)) in members.iter().zip(&blocks) {
+        let p = &mut *parts[i];
+        let Some(Graph::Device(d)) = p.r.graph.as_mut() else {
+            unreachable!("members are GPU graphs")
+        };
+        if let Some(TLinks::Models(fg, bg)) = tlinks[i] {
+            // The solve waited for the stream: this reads what is there already.
+            d.finish_tlinks(p.r.image, fg, bg)?;
+        }
+        let side = whole.cut.sink_side[off..off + n].to_vec();
+        let cap = d.cut_capacity(&side)?;
+        total += cap;
+        cut.push((i, side, cap));
+    }
+    // Zero seams make the parts' capacities add up to the stacked flow; anything else is an
+    // arc between parts, or a cut that is not minimal.
+    if total != whole.cut.flow as i128 {
+        return Err(Error::Certificate {
+            flow: whole.cut.flow,
+            cut_capacity: i64::try_from(total).unwrap_or(i64::MAX),
+        });
+    }
+    let verify_time = t3.elapsed();
+    for (i, sink_side, cap) in cut {
+        let flow = i64::try_from(cap).map_err(|_| {
+            Error::Overflow(format!("a part's cut capacity {cap} does not fit i64"))
+        })?;
+        if tlinks[i].is_some() {
+            out[i] = Some(Ok(RoundCut {
+                solved: Solved {
+                    cut: Cut { flow, sink_side },
+                    flows: None,
+                    certificate: opts.verify.then_some(Certificate {
+                        flow,
+                        cut_capacity: flow,
+                    }),
+                    stats: whole.stats.clone(),
+                    ran: choice.clone(),
+                },
+                warm,
+                graph: t2 - t1,
+                solve: t3 - t2,
+                verify: verify_time,
+                marks: [c1, c2, c3],
+            }));
+        }
+    }
+    Ok(out)
+}
+
+/// The solver that warm-starts a host graph's rounds: BK, or `cuda-grid` when named (under
+/// `auto` a GPU solver that declines falls back to BK through the host solver, which a kept GPU
+/// state cannot).
+fn warm_kind(choice: &Choice, opts: &SegmentOptions) -> Option<SolverKind> {
+    match (choice.solver, opts.solver) {
+        (SolverKind::Bk, _) => Some(SolverKind::Bk),
+        (SolverKind::CudaGrid, SolverKind::CudaGrid) => Some(SolverKind::CudaGrid),
+        _ => None,
+    }
 }
 
 /// Sets `mask` to the source side of a cut; returns how many labels changed and how many
@@ -1249,14 +1791,15 @@ impl<'a> Rounds<'a> {
         data: DataTerm,
         choice: Choice,
         on_gpu: bool,
-        solvers: &'a mut Solvers,
+        solvers: &mut Solvers,
     ) -> Result<(Self, Option<String>)> {
         let eopts = opts.energy_options(image);
         // The GPU build checks the image in its own (parallel) pass over it.
         let mut device = None;
         let mut declined = None;
         if on_gpu {
-            let keep = solvers.energy.take();
+            // A pack's first graph takes the kept stream; the others its siblings.
+            let keep = solvers.energy.take().or_else(|| solvers.pack_energy.pop());
             match GpuEnergy::new_kept(opts.device, keep, image, seeds, opts.color_space, &eopts) {
                 Ok(e) => device = Some(e),
                 Err(Error::Unsupported(reason)) => declined = Some(reason),
@@ -1315,15 +1858,7 @@ impl<'a> Rounds<'a> {
             true => prior_run,
             false => PriorRun::Off,
         };
-        // The host solver runs what was chosen (BK, or cuda-grid on a CPU-built graph); the
-        // certificate is checked here, per round, on whichever graph was cut.
-        let host = MaxFlow::new(SolveOptions {
-            solver: choice.solver,
-            auto: opts.auto,
-            flows: false,
-            verify: false,
-            device: opts.device,
-        });
+        let host = host_solver(&choice, opts);
         let rounds = Rounds {
             image,
             seeds,
@@ -1335,7 +1870,6 @@ impl<'a> Rounds<'a> {
             choice,
             host,
             dynamic: None,
-            solvers,
             buf: Vec::new(),
             geometry,
             prior,
@@ -1491,9 +2025,21 @@ impl<'a> Rounds<'a> {
     }
 
     /// Sets the t-links from the models (building the n-links on first use) and cuts.
-    fn cut(&mut self, tlinks: TLinks) -> Result<RoundCut> {
+    fn cut(
+        &mut self,
+        tlinks: &TLinks,
+        solvers: &mut Solvers,
+        device_warm: bool,
+    ) -> Result<RoundCut> {
         let t1 = Instant::now();
         let c1 = DeviceCounts::on_this_thread();
+        self.set_tlinks(tlinks)?;
+        self.solve_set(tlinks, solvers, device_warm, t1, c1)
+    }
+
+    /// Sets the t-links (building the n-links on first use); on the GPU they are queued, to be
+    /// finished by [`Rounds::solve_set`].
+    fn set_tlinks(&mut self, tlinks: &TLinks) -> Result<()> {
         // The n-links do not depend on the models: build them once, redo only the t-links.
         let g = match self.graph.as_mut() {
             Some(g) => g,
@@ -1502,29 +2048,55 @@ impl<'a> Rounds<'a> {
                 &self.eopts,
             )?)),
         };
-        let (solved, warm, t2, t3, c2, c3) = match g {
+        match g {
             Graph::Host(e) => {
-                set_host_tlinks(e, &self.work, self.seeds, self.prior.as_deref(), tlinks)?;
-                let t2 = Instant::now();
-                let c2 = DeviceCounts::on_this_thread();
-                // BK, or cuda-grid when named (under `auto` a GPU solver that declines falls
-                // back to BK through `host`, which a kept GPU state cannot).
-                let warm_kind = match (self.choice.solver, self.opts.solver) {
-                    (SolverKind::Bk, _) => Some(SolverKind::Bk),
-                    (SolverKind::CudaGrid, SolverKind::CudaGrid) => Some(SolverKind::CudaGrid),
-                    _ => None,
-                };
-                let (mut solved, warm) = match (&mut self.dynamic, warm_kind) {
-                    (Some(dynamic), _) => (dynamic.resolve(&e.graph)?, dynamic.last_was_warm()),
-                    (None, Some(kind)) if self.opts.warm_start => {
-                        // The first round solves from scratch and keeps the solver's state.
-                        let dynamic =
-                            self.dynamic
-                                .insert(Dynamic::new(kind, false, self.opts.device)?);
-                        (dynamic.solve(&e.graph)?, false)
-                    }
-                    (None, _) => (self.host.solve(&e.graph)?, false),
-                };
+                set_host_tlinks(e, &self.work, self.seeds, self.prior.as_deref(), *tlinks)
+            }
+            Graph::Device(d) => match *tlinks {
+                // Queued: its flag and constant are read after the solve's wait.
+                TLinks::Models(fg, bg) => d.queue_tlinks(fg, bg),
+                TLinks::Probability(p) => {
+                    // The same capacities as the CPU graph's, made on the host.
+                    let (source, sink, constant) = energy::probability_terminals(
+                        self.seeds,
+                        p,
+                        PROBABILITY_FLOOR,
+                        d.scale,
+                        d.hard,
+                    )?;
+                    d.set_terminals(&source, &sink, constant)
+                }
+            },
+        }
+    }
+
+    /// Cuts the graph [`Rounds::set_tlinks`] set (started at `t1`, `c1`); a GPU graph's rounds
+    /// warm-start on the device when `device_warm`.
+    fn solve_set(
+        &mut self,
+        tlinks: &TLinks,
+        solvers: &mut Solvers,
+        device_warm: bool,
+        t1: Instant,
+        c1: DeviceCounts,
+    ) -> Result<RoundCut> {
+        let t2 = Instant::now();
+        let c2 = DeviceCounts::on_this_thread();
+        let g = self.graph.as_mut().expect("t-links set");
+        let (solved, warm, t3, c3) = match g {
+            Graph::Host(e) => {
+                let (mut solved, warm) =
+                    match (&mut self.dynamic, warm_kind(&self.choice, self.opts)) {
+                        (Some(dynamic), _) => (dynamic.resolve(&e.graph)?, dynamic.last_was_warm()),
+                        (None, Some(kind)) if self.opts.warm_start => {
+                            // The first round solves from scratch and keeps the solver's state.
+                            let dynamic =
+                                self.dynamic
+                                    .insert(Dynamic::new(kind, false, self.opts.device)?);
+                            (dynamic.solve(&e.graph)?, false)
+                        }
+                        (None, _) => (self.host.solve(&e.graph)?, false),
+                    };
                 let t3 = Instant::now();
                 let c3 = DeviceCounts::on_this_thread();
                 if self.opts.verify {
@@ -1533,44 +2105,27 @@ impl<'a> Rounds<'a> {
                 if self.opts.solver == SolverKind::Auto && solved.ran.fallback.is_none() {
                     solved.ran = self.choice.clone();
                 }
-                (solved, warm, t2, t3, c2, c3)
+                (solved, warm, t3, c3)
             }
             Graph::Device(d) => {
-                match tlinks {
-                    // Queued: its flag and constant are read after the solve's wait.
-                    TLinks::Models(fg, bg) => d.queue_tlinks(fg, bg)?,
-                    TLinks::Probability(p) => {
-                        // The same capacities as the CPU graph's, made on the host.
-                        let (source, sink, constant) = energy::probability_terminals(
-                            self.seeds,
-                            p,
-                            PROBABILITY_FLOOR,
-                            d.scale,
-                            d.hard,
-                        )?;
-                        d.set_terminals(&source, &sink, constant)?;
-                    }
-                }
-                let t2 = Instant::now();
-                let c2 = DeviceCounts::on_this_thread();
                 // Warm: rounds 2.. continue from the preflow kept on the device; the first
                 // round (or one after an overflow) solves from scratch and keeps it.
                 let (dims, conn, source, sink) = d.terminals();
-                let warm_solved = match self.opts.warm_start {
-                    true => self.solvers.warm.resolve_device(dims, conn, source, sink)?,
+                let warm_solved = match device_warm {
+                    true => solvers.warm.resolve_device(dims, conn, source, sink)?,
                     false => None,
                 };
                 let warm = warm_solved.is_some();
                 // The solvers run on the build's stream, in buffers kept from their last solve.
                 let attempt = match warm_solved {
                     Some(s) => Ok(s),
-                    None if self.opts.warm_start => {
-                        let g = d.device_grid_in(self.solvers.warm.session_on(&d.pool)?)?;
-                        self.solvers.warm.solve_device(g)
+                    None if device_warm => {
+                        let g = d.device_grid_in(solvers.warm.session_on(&d.pool)?)?;
+                        solvers.warm.solve_device(g)
                     }
                     None => {
-                        let g = d.device_grid_in(self.solvers.cold.session_on(&d.pool)?)?;
-                        self.solvers.cold.solve_device(g)
+                        let g = d.device_grid_in(solvers.cold.session_on(&d.pool)?)?;
+                        solvers.cold.solve_device(g)
                     }
                 };
                 let mut solved = match attempt {
@@ -1586,7 +2141,7 @@ impl<'a> Rounds<'a> {
                         None => return Err(e),
                     },
                 };
-                if let TLinks::Models(fg, bg) = tlinks {
+                if let TLinks::Models(fg, bg) = *tlinks {
                     // The solve waited for the stream: this reads what is there already.
                     d.finish_tlinks(self.image, fg, bg)?;
                 }
@@ -1599,7 +2154,7 @@ impl<'a> Rounds<'a> {
                         cut_capacity: solved.cut.flow,
                     });
                 }
-                (solved, warm, t2, t3, c2, c3)
+                (solved, warm, t3, c3)
             }
         };
         Ok(RoundCut {
@@ -1621,7 +2176,11 @@ impl<'a> Rounds<'a> {
     }
 
     /// Fills in what the graph knows, and hands back its host copy when asked to keep it.
-    fn finish(self, stats: SegmentStats) -> Result<(SegmentStats, Option<GridGraph>)> {
+    fn finish(
+        self,
+        stats: SegmentStats,
+        solvers: &mut Solvers,
+    ) -> Result<(SegmentStats, Option<GridGraph>)> {
         let keep = self.opts.keep_graph;
         Ok(match self.graph.expect("at least one round ran") {
             Graph::Host(e) => (
@@ -1644,7 +2203,10 @@ impl<'a> Rounds<'a> {
                     ..stats
                 };
                 // Stream, kernels and buffers for the next image.
-                self.solvers.energy = Some(d.into_keep());
+                match solvers.energy {
+                    None => solvers.energy = Some(d.into_keep()),
+                    Some(_) => solvers.pack_energy.push(d.into_keep()),
+                }
                 (stats, graph)
             }
         })

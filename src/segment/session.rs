@@ -12,7 +12,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::pipeline::{segment_in, DataTerm, SegmentOptions, Segmentation, Solvers};
+use super::pipeline::{
+    segment_in, segment_pack_in, DataTerm, SegmentOptions, Segmentation, Solvers,
+};
 use crate::cuda::Device;
 use crate::io::{Image, Seeds};
 use crate::Result;
@@ -85,6 +87,54 @@ impl Segmenter {
         data: DataTerm,
     ) -> Result<Segmentation> {
         segment_in(image, seeds, data, &self.opts, &mut self.solvers)
+    }
+
+    /// Segments several images with colour models in lockstep: every round fits each image's
+    /// models and sets its t-links, then cuts all of them in one solve of their graphs stacked
+    /// along y (zero-capacity seams), which is what pays on a GPU where one small image's solve
+    /// is bound by its rounds, not by the device. Each image's mask, flow, energy and per-round
+    /// counts are exactly those of [`Segmenter::segment`] alone (see the docs of
+    /// `segment_pack_in` in `pipeline.rs` for the argument); the timings are the pack's, shared.
+    ///
+    /// One result per job, in order: a job refused on its own input (its seeds, the memory
+    /// budget, a model that cannot be fitted) gets its own error and the others run on. The
+    /// outer error is the pack's: its shared solve failed (run the jobs one by one then). Jobs
+    /// of different sizes pack too (narrower grids are padded with unconnected nodes), but only
+    /// jobs of one width pay; an empty pack returns no results.
+    ///
+    /// ```
+    /// use segcut::segment::session::Segmenter;
+    /// use segcut::segment::{Image, Seed, Seeds, SegmentOptions};
+    /// let mut s = Segmenter::new(SegmentOptions::default());
+    /// let jobs: Vec<(Image, Seeds)> = [200.0, 220.0]
+    ///     .iter()
+    ///     .map(|&bright| {
+    ///         let image = Image::new([4, 1, 1], 1, vec![10.0, 12.0, bright, bright + 5.0]);
+    ///         let mut seeds = Seeds::unknown(image.dims);
+    ///         seeds.labels[0] = Seed::Foreground;
+    ///         seeds.labels[3] = Seed::Background;
+    ///         (image, seeds)
+    ///     })
+    ///     .collect();
+    /// let refs: Vec<(&Image, &Seeds)> = jobs.iter().map(|(i, s)| (i, s)).collect();
+    /// for (seg, (image, seeds)) in s.segment_packed(&refs).unwrap().into_iter().zip(&jobs) {
+    ///     let seg = seg.unwrap();
+    ///     assert_eq!(seg.mask, [true, true, false, false]);
+    ///     assert_eq!(seg.flow, s.segment(image, seeds).unwrap().flow);
+    /// }
+    /// ```
+    pub fn segment_packed(
+        &mut self,
+        jobs: &[(&Image, &Seeds)],
+    ) -> Result<Vec<Result<Segmentation>>> {
+        let jobs: Vec<_> = jobs
+            .iter()
+            .map(|&(image, seeds)| (image, seeds, DataTerm::ColourModels))
+            .collect();
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        segment_pack_in(&jobs, &self.opts, &mut self.solvers)
     }
 }
 
