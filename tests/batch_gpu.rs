@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use segcut::batch::manifest::parse_manifest;
-use segcut::batch::summary::{read_summary, Status};
-use segcut::batch::{run_batch, BatchOptions, Device, Quiet};
+use segcut::batch::summary::{read_summary, Row, Status};
+use segcut::batch::{run_batch, BatchOptions, BatchReport, Device, Quiet};
 use segcut::maxflow::SolverKind;
 
 fn jobs(d: &Path) -> Vec<segcut::batch::Job> {
@@ -24,6 +24,25 @@ fn jobs(d: &Path) -> Vec<segcut::batch::Job> {
         csv.push_str(&format!("m{i},,,grid.max,\n"));
     }
     parse_manifest(&csv, "gpu-jobs.csv", d).unwrap()
+}
+
+/// Runs `jobs` with one worker on GPU 0 packing up to `pack` jobs, `set` applied to the options:
+/// the report and the summary's rows.
+fn run_packed(
+    jobs: &[segcut::batch::Job],
+    pack: usize,
+    out: &Path,
+    set: impl Fn(&mut BatchOptions),
+) -> (BatchReport, Vec<Row>) {
+    let mut opts = BatchOptions::new(out);
+    opts.devices = vec![Device::Cuda(0)];
+    opts.workers_per_device = 1;
+    opts.io_threads = 2;
+    opts.pack = Some(pack);
+    set(&mut opts);
+    let report = run_batch(jobs.to_vec(), &opts, &Quiet).unwrap();
+    let rows = read_summary(&out.join("summary.csv")).unwrap();
+    (report, rows)
 }
 
 fn run(jobs: &[segcut::batch::Job], devices: Vec<Device>, out: &Path, solver: SolverKind) {
@@ -160,15 +179,9 @@ fn packed_stereo_jobs_write_what_single_runs_write() {
     ));
     let jobs = parse_manifest(&csv, "stereo-jobs.csv", d).unwrap();
     let run_with = |pack: usize, out: &Path| {
-        let mut opts = BatchOptions::new(out);
-        opts.devices = vec![Device::Cuda(0)];
-        opts.workers_per_device = 1;
-        opts.io_threads = 2;
-        opts.pack = Some(pack);
-        opts.defaults.stereo.expansion.solve.solver = SolverKind::CudaGrid;
-        let report = run_batch(jobs.clone(), &opts, &Quiet).unwrap();
-        let rows = read_summary(&out.join("summary.csv")).unwrap();
-        (report, rows)
+        run_packed(&jobs, pack, out, |o| {
+            o.defaults.stereo.expansion.solve.solver = SolverKind::CudaGrid
+        })
     };
     let (one, d1) = (d.join("one"), d.join("packed"));
     let (r1, rows1) = run_with(1, &one);
@@ -220,15 +233,9 @@ fn packed_segmentation_jobs_write_what_single_runs_write() {
     }
     let jobs = parse_manifest(&csv, "segment-jobs.csv", d).unwrap();
     let run_with = |pack: usize, out: &Path| {
-        let mut opts = BatchOptions::new(out);
-        opts.devices = vec![Device::Cuda(0)];
-        opts.workers_per_device = 1;
-        opts.io_threads = 2;
-        opts.pack = Some(pack);
-        opts.defaults.segment.solver = SolverKind::CudaGrid;
-        let report = run_batch(jobs.clone(), &opts, &Quiet).unwrap();
-        let rows = read_summary(&out.join("summary.csv")).unwrap();
-        (report, rows)
+        run_packed(&jobs, pack, out, |o| {
+            o.defaults.segment.solver = SolverKind::CudaGrid
+        })
     };
     let (one, packed) = (d.join("one"), d.join("packed"));
     let (r1, rows1) = run_with(1, &one);

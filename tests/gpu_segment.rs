@@ -598,26 +598,13 @@ fn masks_agree_on_the_dev_photos() {
     if !gpu_or_skip() {
         return;
     }
-    let Some(data) = common::shared_data() else {
+    let photos = common::load_dev_photos(1);
+    if photos.is_empty() {
         return;
-    };
-    let dir = data.join("segmentation/grabcut-bsds-dev");
-    let mut ids: Vec<String> = std::fs::read_dir(dir.join("images"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().replace(".jpg", ""))
-        .collect();
-    ids.sort();
-    assert!(!ids.is_empty());
+    }
     let (mut differ, mut pixels) = (0, 0);
-    for id in &ids {
-        let image = load_image(&dir.join(format!("images/{id}.jpg"))).unwrap();
-        let seeds = load_seeds(
-            &dir.join(format!("scribbles-1/{id}-anno.png")),
-            image.dims,
-            &Default::default(),
-        )
-        .unwrap();
-        let (g, c) = both_builds(&image, &seeds);
+    for (id, image, seeds) in &photos {
+        let (g, c) = both_builds(image, seeds);
         assert!(g.stats.gpu.is_some(), "{id}: not built on the GPU");
         // The default prior runs on the device (the report says so), the CPU build's on the CPU.
         assert!(
@@ -1103,28 +1090,10 @@ fn packed_dev_photos_equal_their_lone_runs_on_the_gpu() {
     if !gpu_or_skip() {
         return;
     }
-    let Some(data) = common::shared_data() else {
+    let photos = common::load_dev_photos(1);
+    if photos.is_empty() {
         return;
-    };
-    let dir = data.join("segmentation/grabcut-bsds-dev");
-    let mut ids: Vec<String> = std::fs::read_dir(dir.join("images"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().replace(".jpg", ""))
-        .collect();
-    ids.sort();
-    let photos: Vec<(String, Image, Seeds)> = ids
-        .iter()
-        .map(|id| {
-            let image = load_image(&dir.join(format!("images/{id}.jpg"))).unwrap();
-            let seeds = load_seeds(
-                &dir.join(format!("scribbles-1/{id}-anno.png")),
-                image.dims,
-                &Default::default(),
-            )
-            .unwrap();
-            (id.clone(), image, seeds)
-        })
-        .collect();
+    }
     let width = photos[0].1.dims[0];
     let pack: Vec<&(String, Image, Seeds)> = photos
         .iter()

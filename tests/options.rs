@@ -3,13 +3,15 @@
 //! `eval --cv --grid` key, and the docs' tables are the model's. Walking the table here means a
 //! new option is checked everywhere without a line in this file.
 
+mod common;
+
 use segcut::batch::manifest::{option_columns, parse_manifest, MAXFLOW_OPTIONS};
 use segcut::options::{markdown, Table, Value};
 use std::path::Path;
 use std::process::Command;
 
 fn segcut() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_segcut"))
+    Command::new(common::segcut_bin())
 }
 
 fn help(sub: &str) -> String {
@@ -128,20 +130,16 @@ fn python_keywords_are_the_table() {
     // The Python package takes its keyword list from the table (`_segcut.option_table`) and
     // hard-codes none; every name is a Python identifier, `lambda` being spelt `lambda_` where
     // the language needs it.
-    let init = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("python/segcut/__init__.py"),
-    )
-    .unwrap();
+    let init =
+        std::fs::read_to_string(common::repo_root().join("python/segcut/__init__.py")).unwrap();
     for kind in ["segment", "stereo"] {
         assert!(
             init.contains(&format!("_segcut.option_table(\"{kind}\")")),
             "__init__.py does not take the {kind} keywords from the table"
         );
     }
-    let native = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("python/src/options.rs"),
-    )
-    .unwrap();
+    let native =
+        std::fs::read_to_string(common::repo_root().join("python/src/options.rs")).unwrap();
     assert!(
         native.contains("table.specs()"),
         "option_table walks the table"
@@ -180,7 +178,7 @@ fn between(doc: &str, name: &str) -> String {
 
 #[test]
 fn the_docs_tables_are_the_model() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = common::repo_root();
     let doc = std::fs::read_to_string(root.join("docs/options.md")).unwrap();
     for (name, table) in [
         ("segment-options", Table::Segment),
@@ -229,7 +227,7 @@ fn python_table(table: Table) -> String {
 #[test]
 #[ignore]
 fn regenerate_docs() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = common::repo_root();
     let replace = |file: &str, name: &str, body: &str| {
         let p = root.join(file);
         let doc = std::fs::read_to_string(&p).unwrap();

@@ -4,7 +4,6 @@
 
 mod common;
 
-use segcut::io::{load_image, load_seeds};
 use segcut::maxflow::SolverKind;
 use segcut::rng::Rng;
 use segcut::segment::session::Segmenter;
@@ -12,28 +11,10 @@ use segcut::segment::{Image, Seed, Seeds, SegmentOptions, Segmentation};
 
 /// The dev photos of the most common width (with scribble set 1), `n` of them at most.
 fn dev_photos(n: usize) -> Vec<(String, Image, Seeds)> {
-    let Some(data) = common::shared_data() else {
-        return Vec::new();
-    };
-    let dir = data.join("segmentation/grabcut-bsds-dev");
-    let mut ids: Vec<String> = std::fs::read_dir(dir.join("images"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().replace(".jpg", ""))
-        .collect();
-    ids.sort();
-    let photos: Vec<(String, Image, Seeds)> = ids
-        .into_iter()
-        .map(|id| {
-            let image = load_image(&dir.join(format!("images/{id}.jpg"))).unwrap();
-            let seeds = load_seeds(
-                &dir.join(format!("scribbles-1/{id}-anno.png")),
-                image.dims,
-                &Default::default(),
-            )
-            .unwrap();
-            (id, image, seeds)
-        })
-        .collect();
+    let photos = common::load_dev_photos(1);
+    if photos.is_empty() {
+        return photos;
+    }
     let count = |w: usize| photos.iter().filter(|p| p.1.dims[0] == w).count();
     let width = photos
         .iter()

@@ -208,35 +208,22 @@ fn bad_updates_are_errors() {
 /// from scratch, round by round, on dev photos.
 #[test]
 fn grabcut_rounds_warm_equal_scratch_on_dev_photos() {
-    use segcut::io::{load_image, load_seeds};
     use segcut::segment::{segment, SegmentOptions};
-    let Some(data) = common::shared_data() else {
+    let photos = common::load_dev_photos(1);
+    if photos.is_empty() {
         common::skipped("no shared data");
         return;
-    };
-    let dir = data.join("segmentation/grabcut-bsds-dev");
-    let mut ids: Vec<String> = std::fs::read_dir(dir.join("images"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().replace(".jpg", ""))
-        .collect();
-    ids.sort();
-    assert!(ids.len() >= 3);
+    }
+    assert!(photos.len() >= 3);
     let mut warm_rounds = 0;
-    for id in ids.iter().take(3) {
-        let image = load_image(&dir.join(format!("images/{id}.jpg"))).unwrap();
-        let seeds = load_seeds(
-            &dir.join(format!("scribbles-1/{id}-anno.png")),
-            image.dims,
-            &Default::default(),
-        )
-        .unwrap();
+    for (id, image, seeds) in photos.iter().take(3) {
         let opts = |warm_start| SegmentOptions {
             solver: SolverKind::Bk,
             warm_start,
             ..SegmentOptions::default()
         };
-        let warm = segment(&image, &seeds, &opts(true)).unwrap();
-        let cold = segment(&image, &seeds, &opts(false)).unwrap();
+        let warm = segment(image, seeds, &opts(true)).unwrap();
+        let cold = segment(image, seeds, &opts(false)).unwrap();
         assert!(warm.verified && cold.verified);
         assert_eq!(warm.mask, cold.mask, "{id}: masks differ");
         assert_eq!(warm.flow, cold.flow, "{id}");

@@ -33,7 +33,7 @@ pub struct Args {
     #[arg(long, default_value = "all")]
     gpus: String,
     /// Solver workers per GPU, each with its own streams and kept buffers, so that several jobs
-    /// are in flight on every GPU (default: the cores shared out over the GPUs, 2 to 8 each).
+    /// are in flight on every GPU (default: the cores shared out over the GPUs, 2 to 4 each).
     #[arg(long, value_name = "N")]
     workers_per_gpu: Option<usize>,
     /// CPU solver workers when no GPU is used (default: one per core).

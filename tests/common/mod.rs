@@ -158,6 +158,24 @@ pub fn assert_same_cut<G: segcut::graph::FlowNetwork>(
 /// The dev photos (sorted by id) as `(id, image path, scribbles-1 seeds path)`; empty (and said)
 /// without the shared data.
 pub fn dev_photos() -> Vec<(String, PathBuf, PathBuf)> {
+    dev_photos_with(1)
+}
+
+/// The dev photos (sorted by id) decoded, with the seeds of scribble set `set` (1 or 2); empty
+/// (and said) without the shared data.
+pub fn load_dev_photos(set: u32) -> Vec<(String, segcut::segment::Image, segcut::segment::Seeds)> {
+    dev_photos_with(set)
+        .into_iter()
+        .map(|(id, image, seeds)| {
+            let image = segcut::io::load_image(&image).unwrap();
+            let seeds = segcut::io::load_seeds(&seeds, image.dims, &Default::default()).unwrap();
+            (id, image, seeds)
+        })
+        .collect()
+}
+
+/// [`dev_photos`] with the seeds of scribble set `set`.
+pub fn dev_photos_with(set: u32) -> Vec<(String, PathBuf, PathBuf)> {
     let Some(data) = shared_data() else {
         return Vec::new();
     };
@@ -171,7 +189,7 @@ pub fn dev_photos() -> Vec<(String, PathBuf, PathBuf)> {
     ids.into_iter()
         .map(|id| {
             let image = dir.join(format!("images/{id}.jpg"));
-            let seeds = dir.join(format!("scribbles-1/{id}-anno.png"));
+            let seeds = dir.join(format!("scribbles-{set}/{id}-anno.png"));
             (id, image, seeds)
         })
         .collect()

@@ -18,6 +18,11 @@ impl Server {
         let mut child = Command::new(crate::common::segcut_bin())
             .args(["serve", "--addr", "127.0.0.1:0"])
             .args(args)
+            // The leak test compares resident memory across rounds of 100 concurrent sessions;
+            // glibc opens up to 8 malloc arenas per core as threads contend, so on a 16-core host
+            // every round could claim new ones and look like a leak. Two arenas leave only the
+            // server's own growth to measure.
+            .env("MALLOC_ARENA_MAX", "2")
             .stderr(Stdio::piped())
             .spawn()
             .expect("start segcut serve");
