@@ -71,10 +71,10 @@ pub const DEFAULT_STEREO_PACK: usize = 8;
 /// Segmentation jobs a GPU worker packs by default (photos of one width and the same options,
 /// their GrabCut rounds in lockstep, each round's cuts one stacked solve on the device).
 /// Measured on an H200 (docs/batch.md, "Packed segmentation jobs"): 1014 dev-photo jobs, 4
-/// workers, 34.4 jobs/s alone, 38.3 packed by 4, 38.2 by 8, 37.3 by 16; 4 packs the most jobs
-/// (a pack only forms from photos of one width) at the lowest memory of the packed runs. Every
-/// mask is the one its photo gets alone.
-pub const DEFAULT_SEGMENT_PACK: usize = 4;
+/// workers, 33.3–34.4 jobs/s alone, 38.2–39.8 packed by 4 and 40.2–42.1 by 8 in the same calls
+/// (the photos of each width that arrive together make their own pack). Every mask is the one
+/// its photo gets alone.
+pub const DEFAULT_SEGMENT_PACK: usize = 8;
 
 /// How to run a batch.
 #[derive(Clone, Debug)]
@@ -617,13 +617,18 @@ fn solve_worker(
         });
         tx.send((item, r)).is_ok()
     };
+    let alone = |item: Item, decoded: Result<Decoded>, mf: &mut MaxFlow, seg: &mut Segmenter| {
+        let t = Instant::now();
+        let r =
+            decoded.and_then(|d| guarded("solving", || solve(&item.job, d, &defaults, mf, seg)));
+        finish(item, t, r)
+    };
     while let Some(first) = recv(&rx) {
         let limit = opts.pack_limit(first.0.job.kind);
-        let key = pack_key(&first, &defaults, limit, gpu);
         let mut group = vec![first];
         // Packing: take more decoded jobs, waiting a little for each: a solve of a small graph
         // is shorter than its decode, so an empty queue is usually a moment early.
-        if key.is_some() {
+        if pack_key(&group[0], &defaults, limit, gpu).is_some() {
             while group.len() < limit {
                 let next = rx.lock().ok().and_then(|r| r.recv_timeout(PACK_WAIT).ok());
                 match next {
@@ -632,30 +637,23 @@ fn solve_worker(
                 }
             }
         }
-        // Those that can join the first's pack; the others run alone.
-        let (pack, single): (Vec<_>, Vec<_>) = group
-            .into_iter()
-            .partition(|x| key.is_some() && pack_key(x, &defaults, limit, gpu) == key);
-        let alone =
-            |item: Item, decoded: Result<Decoded>, mf: &mut MaxFlow, seg: &mut Segmenter| {
-                let t = Instant::now();
-                let r = decoded
-                    .and_then(|d| guarded("solving", || solve(&item.job, d, &defaults, mf, seg)));
-                finish(item, t, r)
+        for (key, members) in buckets(group, |x| {
+            let limit = opts.pack_limit(x.0.job.kind);
+            (pack_key(x, &defaults, limit, gpu), limit)
+        }) {
+            let key = match key {
+                Some(key) if members.len() > 1 => key,
+                _ => {
+                    for (item, decoded) in members {
+                        if !alone(item, decoded, &mut mf, &mut segmenter) {
+                            return;
+                        }
+                    }
+                    continue;
+                }
             };
-        for (item, decoded) in single {
-            if !alone(item, decoded, &mut mf, &mut segmenter) {
-                return;
-            }
-        }
-        if pack.len() == 1 {
-            let (item, decoded) = pack.into_iter().next().expect("one");
-            if !alone(item, decoded, &mut mf, &mut segmenter) {
-                return;
-            }
-        } else if let Some(key) = key.filter(|_| !pack.is_empty()) {
             let t = Instant::now();
-            let (items, decoded): (Vec<Item>, Vec<Decoded>) = pack
+            let (items, decoded): (Vec<Item>, Vec<Decoded>) = members
                 .into_iter()
                 .map(|(item, d)| match d {
                     Ok(d) => (item, d),
@@ -698,6 +696,29 @@ fn solve_worker(
             }
         }
     }
+}
+
+/// Splits `group` into packs, in arrival order: each member joins the first earlier bucket of
+/// its key that is not yet full (`key_of` gives its key and its kind's pack limit), else opens
+/// one; a member without a key is a bucket of its own. So the photos of two widths that arrive
+/// together make two packs, where only the first one's width used to pack.
+fn buckets<T, K: PartialEq>(
+    group: Vec<T>,
+    key_of: impl Fn(&T) -> (Option<K>, usize),
+) -> Vec<(Option<K>, Vec<T>)> {
+    let mut out: Vec<(Option<K>, Vec<T>)> = Vec::new();
+    for x in group {
+        let (key, limit) = key_of(&x);
+        let open = key.as_ref().and_then(|k| {
+            out.iter()
+                .position(|(b, m)| b.as_ref() == Some(k) && m.len() < limit)
+        });
+        match open {
+            Some(i) => out[i].1.push(x),
+            None => out.push((key, vec![x])),
+        }
+    }
+    out
 }
 
 /// How long a solver worker waits for one more job to pack before solving what it has.
@@ -786,5 +807,36 @@ fn write_worker(
         if tx.send(item.row).is_err() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::buckets;
+
+    #[test]
+    fn buckets_pack_each_key_in_arrival_order_up_to_its_limit() {
+        // (name, key, limit): widths 481 and 321 interleaved, one job that packs with nothing.
+        let group = vec![
+            ("a", Some(481), 2),
+            ("b", Some(321), 2),
+            ("c", None, 4),
+            ("d", Some(481), 2),
+            ("e", Some(481), 2),
+            ("f", Some(321), 2),
+        ];
+        let got: Vec<(Option<i32>, Vec<&str>)> = buckets(group, |x| (x.1, x.2))
+            .into_iter()
+            .map(|(k, m)| (k, m.into_iter().map(|x| x.0).collect()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Some(481), vec!["a", "d"]),
+                (Some(321), vec!["b", "f"]),
+                (None, vec!["c"]),
+                (Some(481), vec!["e"]),
+            ]
+        );
     }
 }
