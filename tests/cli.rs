@@ -460,8 +460,8 @@ fn bench_marks_grid_only_solvers_n_a_on_general_graphs() {
     assert!(csr_bk.trim_end().ends_with("yes"), "{csr_bk}");
 }
 
-/// `batch --help` states the stereo packing default that the library uses (the help text is
-/// written by hand, so this keeps the two together).
+/// `batch --help` states the packing and workers-per-GPU defaults that the library uses (the
+/// help is formatted from the library's constants; this checks it reaches the output).
 #[test]
 fn batch_help_states_the_library_pack_default() {
     let out = segcut(&["batch", "--help"]);
@@ -474,5 +474,8 @@ fn batch_help_states_the_library_pack_default() {
         segcut::batch::DEFAULT_STEREO_PACK,
         segcut::batch::DEFAULT_SEGMENT_PACK
     );
+    assert!(help.contains(&want), "{help}");
+    let r = segcut::batch::BatchOptions::WORKERS_PER_GPU;
+    let want = format!("over the GPUs, {} to {} each", r.start(), r.end());
     assert!(help.contains(&want), "{help}");
 }

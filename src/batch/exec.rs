@@ -167,12 +167,16 @@ impl BatchOptions {
     /// ```
     /// use segcut::batch::BatchOptions;
     /// let n = BatchOptions::workers_per_gpu(2);
-    /// assert!((2..=4).contains(&n));
+    /// assert!(BatchOptions::WORKERS_PER_GPU.contains(&n));
     /// ```
     pub fn workers_per_gpu(gpus: usize) -> usize {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        (cores / gpus.max(1)).clamp(2, 4)
+        let r = Self::WORKERS_PER_GPU;
+        (cores / gpus.max(1)).clamp(*r.start(), *r.end())
     }
+
+    /// The range [`BatchOptions::workers_per_gpu`] keeps to (why: there).
+    pub const WORKERS_PER_GPU: std::ops::RangeInclusive<usize> = 2..=4;
 
     /// The summary's path without extension.
     pub fn summary_stem(&self) -> PathBuf {

@@ -12,6 +12,30 @@ use segcut::batch::manifest::{self, Job};
 use segcut::batch::summary::{merge_files, Row, Status};
 use segcut::batch::{run_batch, BatchOptions, Device, Observer, Shard};
 
+/// `--workers-per-gpu`'s help, its default range taken from the library.
+fn workers_help() -> String {
+    let r = BatchOptions::WORKERS_PER_GPU;
+    format!(
+        "Solver workers per GPU, each with its own streams and kept buffers, so that several \
+         jobs are in flight on every GPU (default: the cores shared out over the GPUs, {} to {} \
+         each)",
+        r.start(),
+        r.end()
+    )
+}
+
+/// `--pack`'s help, its defaults taken from the library.
+fn pack_help() -> String {
+    format!(
+        "Jobs packed into one solve (1: none): max-flow grids, stereo pairs of one size and \
+         segmentation photos of one width, with the same options, on a GPU (their α-expansions \
+         or GrabCut rounds in lockstep) [default: {} stereo pairs and {} photos on a GPU, \
+         max-flow grids unpacked]",
+        segcut::batch::DEFAULT_STEREO_PACK,
+        segcut::batch::DEFAULT_SEGMENT_PACK
+    )
+}
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Jobs: a manifest (`.csv`, `.jsonl`), a folder (`images/` + `seeds/`, `left/` + `right/`,
@@ -33,8 +57,8 @@ pub struct Args {
     #[arg(long, default_value = "all")]
     gpus: String,
     /// Solver workers per GPU, each with its own streams and kept buffers, so that several jobs
-    /// are in flight on every GPU (default: the cores shared out over the GPUs, 2 to 4 each).
-    #[arg(long, value_name = "N")]
+    /// are in flight on every GPU.
+    #[arg(long, value_name = "N", help = workers_help())]
     workers_per_gpu: Option<usize>,
     /// CPU solver workers when no GPU is used (default: one per core).
     #[arg(long, value_name = "N")]
@@ -43,10 +67,8 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     io_threads: Option<usize>,
     /// Jobs packed into one solve (1: none): max-flow grids, stereo pairs of one size and
-    /// segmentation photos of one width, with the same options, on a GPU (their α-expansions or
-    /// GrabCut rounds in lockstep) [default: 8 stereo pairs and 8 photos on a GPU, max-flow
-    /// grids unpacked].
-    #[arg(long, value_name = "N")]
+    /// segmentation photos of one width, with the same options, on a GPU.
+    #[arg(long, value_name = "N", help = pack_help())]
     pack: Option<usize>,
     /// This process's share: `I/N` (0-based, strided by job order) or `auto` (Slurm array,
     /// Kubernetes Indexed Job).
