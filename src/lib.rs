@@ -33,6 +33,8 @@ pub mod progress;
 pub mod rng;
 pub mod segment;
 pub mod stereo;
+#[cfg(test)]
+pub(crate) mod test_notes;
 
 pub use error::{Error, Result};
 pub use graph::{CsrGraph, GridGraph, Network};

@@ -29,8 +29,8 @@ mod tests;
 ///
 /// ```
 /// use segcut::cuda::KernelCache;
-/// let env = |k: &str| (k == "SEGCUT_CACHE_DIR").then(|| "/tmp/kc".into());
-/// assert_eq!(KernelCache::from_env_with(env), KernelCache::Dir("/tmp/kc".into()));
+/// let env = |k: &str| (k == "SEGCUT_CACHE_DIR").then(|| "project/kernel-cache".into());
+/// assert_eq!(KernelCache::from_env_with(env), KernelCache::Dir("project/kernel-cache".into()));
 /// assert_eq!(KernelCache::Off.dir(), None);
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -405,6 +405,7 @@ mod tests {
     /// value another warp stored there, or failed to yet).
     #[test]
     fn mazes_reach_the_hosts_bits() {
+        let mut notes = crate::test_notes::Notes::new("prior_maze_passes");
         for (cells, seed, segmented) in [
             ([20, 17], 7, false),
             ([150, 12], 8, true),
@@ -416,8 +417,9 @@ mod tests {
                 (0..2).any(|axis| img.dims[axis] > segment_steps(img.dims, axis as u32) as usize);
             assert_eq!(cut, segmented, "maze {w}x{h}: segments");
             let passes = check(&format!("maze {w}x{h}"), &img, &seeds, 500.0);
-            eprintln!("maze {w}x{h}: passes (current, stale) {passes:?}");
+            notes.line(format!("maze {w}x{h}: passes (current, stale) {passes:?}"));
         }
+        notes.save();
     }
 
     /// Random images whose axes the device cuts into segments (2D and a volume's z).
@@ -506,7 +508,8 @@ mod tests {
     }
 
     /// Pass counts on a smooth photo-like image at a larger size (for the docs and
-    /// `MAX_DEVICE_PASSES`): `cargo test --release --lib prior_emulation -- --ignored --nocapture`.
+    /// `MAX_DEVICE_PASSES`): `cargo test --release --lib prior_emulation -- --ignored`, figures in
+    /// `target/release/test-notes/prior_smooth_passes.txt`.
     #[test]
     #[ignore]
     fn passes_on_a_smooth_large_image() {
@@ -523,12 +526,17 @@ mod tests {
         let img = Image::new([w, h, 1], 3, data);
         let seeds = random_seeds(img.dims, &mut rng, 12);
         let passes = check("smooth", &img, &seeds, 3.0);
-        eprintln!("smooth {w}x{h}: passes (current, stale) {passes:?}");
+        let mut notes = crate::test_notes::Notes::new("prior_smooth_passes");
+        notes.line(format!(
+            "smooth {w}x{h}: passes (current, stale) {passes:?}"
+        ));
+        notes.save();
     }
 }
 
 /// Pass counts of whole-grid sweep schedules (each sweep exact, in wavefront order), to choose
-/// the device's: `cargo test --release --lib schedule_passes -- --ignored --nocapture`.
+/// the device's: `cargo test --release --lib schedule_passes -- --ignored`, figures in
+/// `target/release/test-notes/schedule_passes.txt`.
 #[cfg(test)]
 mod schedules {
     use super::*;
@@ -718,6 +726,7 @@ mod schedules {
             vec![[-1, 0], [0, 1], [-1, 1]],
         ];
         let both: Vec<Vec<[i32; 2]>> = axis.iter().chain(&diag).cloned().collect();
+        let mut notes = crate::test_notes::Notes::new("schedule_passes");
         for id in ["124084", "153077", "181079"] {
             let img = crate::io::load_image(&dir.join(format!("images/{id}.jpg"))).unwrap();
             let seeds = crate::io::load_seeds(
@@ -736,11 +745,12 @@ mod schedules {
                 let len = StepLengths::new(&img, 3.0);
                 let r = [&axis, &diag, &both].map(|c| passes(&img, &seeds, &len, c, false));
                 let hop = passes(&img, &seeds, &len, &axis, true);
-                eprintln!(
+                notes.line(format!(
                     "{id} x{k}: passes axis {} diagonal {} both {} axis with a hop {hop}",
                     r[0], r[1], r[2]
-                );
+                ));
             }
         }
+        notes.save();
     }
 }

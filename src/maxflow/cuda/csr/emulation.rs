@@ -325,12 +325,14 @@ fn emulated_kernels_agree_with_bk() {
 }
 
 /// Emulated round counts with and without split pushes on the hard families at 2^14 nodes: a
-/// cheap way to try the algorithm on them (run with `--ignored --nocapture`; docs/gpu.md quotes
+/// cheap way to try the algorithm on them (run with `--ignored`; the counts go to
+/// `test-notes/emulated_round_counts.txt`; docs/gpu.md quotes
 /// GENRMF-wide's counts).
 #[test]
 #[ignore]
 fn emulated_round_counts() {
     let list = "genrmf-wide:14:s1,genrmf-long:14:s1,rlg-wide:14:s1,rlg-long:14:s1";
+    let mut notes = crate::test_notes::Notes::new("emulated_round_counts");
     for text in list.split(',').filter(|t| !t.is_empty()) {
         let net = crate::gen::generate(&text.parse().unwrap()).unwrap();
         let g = net.to_csr().unwrap();
@@ -339,7 +341,10 @@ fn emulated_round_counts() {
             let mut rng = Rng::new(1);
             let (cut, rounds) = emulate(&g, &mut rng, false, 0, spread_after);
             assert_eq!(cut.flow, bk.flow, "{text}");
-            eprintln!("{text} spread_after={spread_after}: {rounds} rounds");
+            notes.line(format!(
+                "{text} spread_after={spread_after}: {rounds} rounds"
+            ));
         }
     }
+    notes.save();
 }

@@ -213,11 +213,12 @@ fn update_terminals(st: &mut State, d_source: &[i32], d_sink: &[i32]) -> bool {
 }
 
 /// Launch counts the GPU solver should make on the test suite's vision grids (run with
-/// `--ignored --nocapture`; slow: the emulation is sequential).
+/// `--ignored`; slow: the emulation is sequential), in `test-notes/emulated_launch_counts.txt`.
 #[test]
 #[ignore]
 fn emulated_launch_counts_on_vision_grids() {
     use crate::gen::grid::{vision_grid, GridSpec};
+    let mut notes = crate::test_notes::Notes::new("emulated_launch_counts");
     for spec in [
         GridSpec::new_2d(512, 512, Connectivity::N4).with_scale(10),
         GridSpec::new_2d(384, 384, Connectivity::N8).with_scale(100),
@@ -229,11 +230,12 @@ fn emulated_launch_counts_on_vision_grids() {
         let (cut, stats) = emulate_counted(&g, &mut Rng::new(1), false);
         let bk = Bk::default().solve_grid(&g).unwrap();
         assert_eq!(cut.flow, bk.flow);
-        eprintln!(
+        notes.line(format!(
             "{spec:?}: {stats:?} ({:.1} s emulated)",
             t.elapsed().as_secs_f64()
-        );
+        ));
     }
+    notes.save();
 }
 
 #[test]

@@ -652,13 +652,15 @@ fn emulated_warm_starts_with_new_arcs_agree_with_bk() {
 
 /// Measurement, not a check: the relabel depth (largest finite label) and passes of each global
 /// relabel while the emulation solves the `.max` grids named in SEGCUT_EMU_GRAPHS
-/// (colon-separated). Run with `--ignored --nocapture`.
+/// (colon-separated). Run with `--ignored`; the figures go to
+/// `test-notes/emulated_relabel_depths.txt`.
 #[test]
 #[ignore]
 fn emulated_relabel_depths() {
     let Ok(paths) = std::env::var("SEGCUT_EMU_GRAPHS") else {
         return;
     };
+    let mut notes = crate::test_notes::Notes::new("emulated_relabel_depths");
     for path in paths.split(':') {
         let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
         let inst = crate::io::dimacs::read_max(file, path).unwrap();
@@ -689,6 +691,9 @@ fn emulated_relabel_depths() {
                 }
             }
         }
-        eprintln!("{path}: {rounds} rounds; relabels (passes/depth/reached):{line}");
+        notes.line(format!(
+            "{path}: {rounds} rounds; relabels (passes/depth/reached):{line}"
+        ));
     }
+    notes.save();
 }
