@@ -158,11 +158,13 @@ impl BatchOptions {
     }
 
     /// Solver workers per GPU when `gpus` GPUs share this host's cores: a job's CPU work
-    /// overlaps another's solve, so several jobs are kept in flight on each GPU (2 to 4).
+    /// overlaps another's solve, so several jobs are kept in flight on each GPU (2 to 8).
     ///
-    /// Why at most 4: more workers queue on one GPU and lengthen every solve. Measured on an
-    /// H200 with 16 cores (docs/batch.md): packed stereo 54.0 pairs/s with 4 workers against
-    /// 33.9 with 8; packed segmentation 38.2 jobs/s against 33.5.
+    /// Why at most 8: measured on an H200 with 16 cores (docs/batch.md, "Workers per GPU"),
+    /// packed stereo runs at 67.9 pairs/s with 4 workers and 78.9 with 8, packed segmentation
+    /// at 48.1–48.8 jobs/s with 4, 49.5 with 6 and 48.8 with 8; each worker holds its own
+    /// device buffers and decoded jobs, and more were not found to help. (Before the tile
+    /// kernels kept every resident block on a shared GPU, 8 workers were slower than 4.)
     ///
     /// ```
     /// use segcut::batch::BatchOptions;
@@ -176,7 +178,7 @@ impl BatchOptions {
     }
 
     /// The range [`BatchOptions::workers_per_gpu`] keeps to (why: there).
-    pub const WORKERS_PER_GPU: std::ops::RangeInclusive<usize> = 2..=4;
+    pub const WORKERS_PER_GPU: std::ops::RangeInclusive<usize> = 2..=8;
 
     /// The summary's path without extension.
     pub fn summary_stem(&self) -> PathBuf {

@@ -33,9 +33,10 @@ use crate::{Error, Result};
 ///
 /// A handle also says how many solvers run on the GPU at once ([`Device::shared_by`]; 1 unless
 /// said): a batch with several workers per GPU gives each worker its share, and a solver sizes
-/// its grid-filling launches to it, so that the workers' kernels run side by side instead of
-/// one after another (a cooperative launch that asks for every resident block cannot start
-/// until the one before it has ended).
+/// its cooperative launches to it, so that the workers' persistent solves run side by side
+/// instead of one after another (a cooperative launch that asks for every resident block cannot
+/// start until the one before it has ended). Ordinary launches keep every resident block: the
+/// GPU interleaves several streams' blocks as they retire.
 ///
 /// ```
 /// use segcut::cuda::Device;
@@ -65,7 +66,7 @@ impl Device {
     }
 
     /// The same GPU, used by `solvers` solvers at once (at least 1): each sizes its
-    /// grid-filling launches to `1 / solvers` of the GPU.
+    /// cooperative launches to `1 / solvers` of the GPU.
     pub const fn shared_by(self, solvers: u32) -> Self {
         Device {
             ordinal: self.ordinal,

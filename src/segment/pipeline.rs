@@ -455,9 +455,19 @@ fn fit_models(
     let mut other = Vec::new();
     gather(work, kind, fg_pixel, buf);
     gather(work, kind, bg_pixel, &mut other);
+    fit_pair(kind, params, buf, &other)
+}
+
+/// The foreground and background models of their samples, fitted side by side.
+fn fit_pair(
+    kind: ModelKind,
+    params: &ModelParams,
+    fg: &[f32],
+    bg: &[f32],
+) -> Result<(Model, Model)> {
     let (fg, bg) = rayon::join(
-        || Model::fit(kind, buf, params, "foreground"),
-        || Model::fit(kind, &other, params, "background"),
+        || Model::fit(kind, fg, params, "foreground"),
+        || Model::fit(kind, bg, params, "background"),
     );
     Ok((fg?, bg?))
 }
@@ -1393,16 +1403,16 @@ pub(crate) fn segment_pack_in(
     // The last image's preflow is no start for this one.
     solvers.warm.reset();
     // The checks first (their dropped strokes are the seeds the parts borrow), then the parts.
-    let mut errors: Vec<Option<Error>> = Vec::with_capacity(jobs.len());
-    let mut checked: Vec<Option<Checked>> = Vec::with_capacity(jobs.len());
-    for &(image, seeds, data) in jobs {
-        let (c, e) = match check_job(image, seeds, data, opts) {
-            Ok(c) => (Some(c), None),
-            Err(e) => (None, Some(e)),
-        };
-        checked.push(c);
-        errors.push(e);
-    }
+    // Each job's checks are its own (host work only): side by side.
+    let (checked, errors): (Vec<Option<Checked>>, Vec<Option<Error>>) = jobs
+        .par_iter()
+        .map(
+            |&(image, seeds, data)| match check_job(image, seeds, data, opts) {
+                Ok(c) => (Some(c), None),
+                Err(e) => (None, Some(e)),
+            },
+        )
+        .unzip();
     // Each slot: the part, or the job's own error.
     let mut slots: Vec<Result<Part>> = Vec::with_capacity(jobs.len());
     for ((&(image, seeds, data), c), e) in jobs.iter().zip(&checked).zip(errors) {
@@ -1457,23 +1467,28 @@ fn run_round(
     let opts = parts[0].r.opts;
     // Per running part: its round's start and its fitted models.
     let mut starts = Vec::with_capacity(parts.len());
-    let mut fitted = Vec::with_capacity(parts.len());
-    for p in parts.iter_mut() {
-        let t0 = Instant::now();
-        let c0 = DeviceCounts::on_this_thread();
-        starts.push((t0, c0));
-        if p.done {
-            fitted.push(None);
-            continue;
-        }
-        match p.models(round) {
-            Ok(m) => fitted.push(m),
-            Err(e) => {
-                p.stop(e);
+    let fitted = if round > 0 && !lone {
+        refit_parts(parts, &mut starts)
+    } else {
+        let mut fitted = Vec::with_capacity(parts.len());
+        for p in parts.iter_mut() {
+            let t0 = Instant::now();
+            let c0 = DeviceCounts::on_this_thread();
+            starts.push((t0, c0));
+            if p.done {
                 fitted.push(None);
+                continue;
+            }
+            match p.models(round) {
+                Ok(m) => fitted.push(m),
+                Err(e) => {
+                    p.stop(e);
+                    fitted.push(None);
+                }
             }
         }
-    }
+        fitted
+    };
     let w = if round > 0 { opts.seed_weight } else { 0.0 };
     // Lent to the round's blends while the parts are cut; handed back at its end.
     let seed_models: Vec<Option<(Model, Model)>> =
@@ -1521,6 +1536,59 @@ fn run_round(
         }
     }
     Ok(())
+}
+
+/// A refit round's models of a pack's running parts: their samples gathered one part after
+/// another (on the device, each part's stream waited for on this thread, where the round's
+/// device counts are taken), then every part's pair of models fitted at once. The models are
+/// those of [`Part::models`] (a fit depends on its samples only), but a pack's fits no longer
+/// wait for one another: in a batch they were a worker's longest stretch of host work
+/// (docs/batch.md). `starts` gains each part's round start.
+fn refit_parts(
+    parts: &mut [&mut Part],
+    starts: &mut Vec<(Instant, DeviceCounts)>,
+) -> Vec<Option<(Model, Model)>> {
+    let mut samples = Vec::with_capacity(parts.len());
+    for p in parts.iter_mut() {
+        starts.push((Instant::now(), DeviceCounts::on_this_thread()));
+        samples.push(match p.data {
+            _ if p.done => None,
+            DataTerm::Probability(_) => None,
+            DataTerm::ColourModels => match p.r.refit_samples(&p.mask) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    p.stop(e);
+                    None
+                }
+            },
+        });
+    }
+    // A part is not shared across threads (it holds device state): its fit's inputs are.
+    let specs: Vec<(ModelKind, &ModelParams)> = parts
+        .iter()
+        .map(|p| (p.r.opts.model, &p.r.params))
+        .collect();
+    let fits: Vec<Option<Result<(Model, Model)>>> = specs
+        .par_iter()
+        .zip(&samples)
+        .map(|(&(kind, params), s)| {
+            let (fg, bg) = s.as_ref()?;
+            Some(fit_pair(kind, params, fg, bg))
+        })
+        .collect();
+    drop(specs);
+    drop(samples);
+    parts
+        .iter_mut()
+        .zip(fits)
+        .map(|(p, f)| match f? {
+            Ok(m) => Some(m),
+            Err(e) => {
+                p.stop(e);
+                None
+            }
+        })
+        .collect()
 }
 
 /// Sets the running parts' t-links and cuts them: stacked into one host graph when every
@@ -1932,6 +2000,24 @@ impl<'a> Rounds<'a> {
     }
 
     /// The models of `round`: fitted on the seeds in the first, on the last mask after.
+    /// A refit round's samples (the mask's classes), gathered where the image is as
+    /// [`Rounds::fit`] gathers them, for [`fit_pair`] to fit: a pack gathers its parts' samples
+    /// one after another (each on its device stream, from this thread) and fits them side by
+    /// side.
+    fn refit_samples(&mut self, mask: &[bool]) -> Result<(Vec<f32>, Vec<f32>)> {
+        if let Some(Graph::Device(d)) = self.graph.as_mut() {
+            match d.gather_samples(self.opts.model, FitLabels::Mask(mask)) {
+                Err(Error::Unsupported(_)) => {}
+                gathered => return gathered,
+            }
+        }
+        let kind = self.opts.model;
+        let (mut fg, mut bg) = (Vec::new(), Vec::new());
+        gather(&self.work, kind, |i| mask[i], &mut fg);
+        gather(&self.work, kind, |i| !mask[i], &mut bg);
+        Ok((fg, bg))
+    }
+
     fn fit(&mut self, round: usize, mask: &[bool]) -> Result<(Model, Model)> {
         // With the graph on the device, the samples are gathered there (gpu_model.rs); the
         // host gathers them if the device cannot.

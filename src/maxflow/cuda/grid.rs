@@ -783,7 +783,11 @@ impl CudaGrid {
     /// [`TileBlocks`]): at least one, at most one per tile.
     fn tile_blocks(&self, resident: u32, ntiles: u32) -> u32 {
         let wanted = match self.tuning.tile_blocks {
-            TileBlocks::Fit => self.device.share_of(resident),
+            // Every resident block, also when the device is shared: an ordinary launch does
+            // not wait for the GPU to empty (the blocks of several workers' launches interleave
+            // as blocks retire), and a launch cut to a share left each block several tiles to
+            // run in turn. Only the cooperative launch is cut to the share (`coop_blocks`).
+            TileBlocks::Fit => resident,
             TileBlocks::Fixed(b) => b,
         };
         wanted.clamp(1, ntiles.max(1))
