@@ -1999,7 +1999,6 @@ impl<'a> Rounds<'a> {
         }
     }
 
-    /// The models of `round`: fitted on the seeds in the first, on the last mask after.
     /// A refit round's samples (the mask's classes), gathered where the image is as
     /// [`Rounds::fit`] gathers them, for [`fit_pair`] to fit: a pack gathers its parts' samples
     /// one after another (each on its device stream, from this thread) and fits them side by
@@ -2018,6 +2017,7 @@ impl<'a> Rounds<'a> {
         Ok((fg, bg))
     }
 
+    /// The models of `round`: fitted on the seeds in the first, on the last mask after.
     fn fit(&mut self, round: usize, mask: &[bool]) -> Result<(Model, Model)> {
         // With the graph on the device, the samples are gathered there (gpu_model.rs); the
         // host gathers them if the device cannot.
