@@ -701,10 +701,7 @@ impl CudaGrid {
             bits: pool.zeros("grid residual bits", bits_words.unwrap_or(1))?,
             warp_bfs: self.tuning.warp_bfs && bits_words.is_some(),
             // 0: the device has no cooperative launches.
-            coop_blocks: match resident.coop {
-                0 => 0,
-                r => self.device.share_of(r).min(ntiles),
-            },
+            coop_blocks: coop_blocks(self.device, resident.coop, ntiles),
             rcap: g.caps,
             sink_r: g.sink,
         };
@@ -780,17 +777,9 @@ impl CudaGrid {
     }
 
     /// Blocks per launch of a tile kernel that fits `resident` blocks on the GPU at once (see
-    /// [`TileBlocks`]): at least one, at most one per tile.
+    /// [`TileBlocks::blocks`]: every resident block, also on a shared device).
     fn tile_blocks(&self, resident: u32, ntiles: u32) -> u32 {
-        let wanted = match self.tuning.tile_blocks {
-            // Every resident block, also when the device is shared: an ordinary launch does
-            // not wait for the GPU to empty (the blocks of several workers' launches interleave
-            // as blocks retire), and a launch cut to a share left each block several tiles to
-            // run in turn. Only the cooperative launch is cut to the share (`coop_blocks`).
-            TileBlocks::Fit => resident,
-            TileBlocks::Fixed(b) => b,
-        };
-        wanted.clamp(1, ntiles.max(1))
+        self.tuning.tile_blocks.blocks(resident, ntiles)
     }
 }
 
@@ -1916,5 +1905,36 @@ impl ResidentGrid {
     /// The flow value after a solve (one entry).
     pub(crate) fn flow(&self) -> &CudaSlice<u64> {
         &self.dev.flow
+    }
+}
+
+/// Blocks of the persistent solve's cooperative launch on `device`, which holds `resident` of
+/// them at once (0: no cooperative launches): the device handle's share of them (a cooperative
+/// launch cannot start until every block it asks for is free, so the workers that share a GPU
+/// ask for a part each), at most one per tile.
+fn coop_blocks(device: Device, resident: u32, ntiles: u32) -> u32 {
+    match resident {
+        0 => 0,
+        r => device.share_of(r).min(ntiles),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_cooperative_launch_is_cut_to_a_shared_devices_share() {
+        let (alone, shared) = (Device::new(0), Device::new(0).shared_by(4));
+        // 528 resident blocks, 2000 tiles: the tile kernels take every resident block either way.
+        assert_eq!(TileBlocks::Fit.blocks(528, 2000), 528);
+        assert_eq!(coop_blocks(alone, 528, 2000), 528);
+        assert_eq!(coop_blocks(shared, 528, 2000), 132);
+        // Never more blocks than tiles, never none where cooperative launches exist.
+        assert_eq!(coop_blocks(shared, 528, 100), 100);
+        assert_eq!(coop_blocks(Device::new(0).shared_by(1000), 528, 100), 1);
+        assert_eq!(coop_blocks(shared, 0, 100), 0);
+        assert_eq!(TileBlocks::Fit.blocks(528, 0), 1);
+        assert_eq!(TileBlocks::Fixed(3).blocks(528, 2000), 3);
     }
 }

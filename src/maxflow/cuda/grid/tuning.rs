@@ -20,6 +20,29 @@ pub enum TileBlocks {
     Fixed(u32),
 }
 
+impl TileBlocks {
+    /// Blocks per launch of a tile kernel on a GPU that holds `resident` of them at once: at
+    /// least one, at most one per tile. [`TileBlocks::Fit`] asks for every resident block also
+    /// when a batch's workers share the GPU ([`crate::cuda::Device::shared_by`]): an ordinary
+    /// launch does not wait for the GPU to empty (the blocks of several workers' launches
+    /// interleave as blocks retire), and a launch cut to a share left each block several tiles
+    /// to run in turn (docs/batch.md). Only the cooperative launch is cut to the share.
+    ///
+    /// ```
+    /// use segcut::maxflow::cuda::TileBlocks;
+    /// assert_eq!(TileBlocks::Fit.blocks(528, 300), 300);
+    /// assert_eq!(TileBlocks::Fit.blocks(528, 2000), 528);
+    /// assert_eq!(TileBlocks::Fixed(0).blocks(528, 2000), 1);
+    /// ```
+    pub fn blocks(self, resident: u32, ntiles: u32) -> u32 {
+        let wanted = match self {
+            TileBlocks::Fit => resident,
+            TileBlocks::Fixed(b) => b,
+        };
+        wanted.clamp(1, ntiles.max(1))
+    }
+}
+
 /// The tuning of [`CudaGrid`](super::CudaGrid). None of it changes the result (every setting
 /// gives the same canonical cut); it changes how many launches and read-backs a solve takes.
 ///
