@@ -1347,3 +1347,105 @@ fn two_colours(
         meta: Default::default(),
     }
 }
+
+#[test]
+fn palette_tlinks_equal_per_pixel_tlinks_bit_for_bit() {
+    use segcut::segment::energy::{set_tlinks_palette, set_tlinks_with_prior, Palette};
+    let mut rng = Rng::new(7);
+    for (case, (w, h, ch, colours)) in [
+        (37, 23, 3, 40),
+        (64, 48, 3, 300),
+        (19, 31, 2, 9),
+        (16, 16, 4, 100),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // An image of a few colours (with -0.0 and 0.0 both present: told apart, same costs).
+        let pal: Vec<f32> = (0..colours * ch)
+            .map(|i| {
+                if i == 0 {
+                    -0.0
+                } else if i == ch {
+                    0.0
+                } else {
+                    (rng.unit_f64() * 255.0) as f32
+                }
+            })
+            .collect();
+        let n = w * h;
+        let data: Vec<f32> = (0..n)
+            .flat_map(|_| {
+                let c = rng.below(colours as u64) as usize;
+                pal[c * ch..(c + 1) * ch].to_vec()
+            })
+            .collect();
+        let img = Image::new([w, h, 1], ch, data);
+        let mut seeds = Seeds::unknown(img.dims);
+        for v in 0..n {
+            seeds.labels[v] = match rng.below(10) {
+                0 => Seed::Foreground,
+                1 => Seed::Background,
+                2 => Seed::ProbablyForeground,
+                _ => Seed::Unknown,
+            };
+        }
+        let half = n / 2 * ch;
+        let fg = fit(
+            ModelKind::Gmm { components: 3 },
+            &img.data[..half],
+            &img,
+            "foreground",
+        );
+        let bg = fit(
+            ModelKind::Gmm { components: 2 },
+            &img.data[half..],
+            &img,
+            "background",
+        );
+        let prior: Vec<f32> = (0..n)
+            .map(|_| (rng.unit_f64() * 4.0 - 2.0) as f32)
+            .collect();
+        let palette = Palette::new(&img, 1.0).expect("a palette of at most all pixels");
+        assert!(
+            palette.len() <= colours + 1,
+            "case {case}: {} colours",
+            palette.len()
+        );
+        for p in [None, Some(&prior[..])] {
+            let opts = EnergyOptions::default();
+            let mut a = build_nlinks(&img, &opts).unwrap();
+            let mut b = build_nlinks(&img, &opts).unwrap();
+            set_tlinks_with_prior(&mut a, &img, &seeds, &fg, &bg, p).unwrap();
+            set_tlinks_palette(&mut b, &img, &palette, &seeds, &fg, &bg, p).unwrap();
+            assert_eq!(a.graph.source_caps(), b.graph.source_caps(), "case {case}");
+            assert_eq!(a.graph.sink_caps(), b.graph.sink_caps(), "case {case}");
+            // The constant is a parallel sum over rows (its order is rayon's): equal up to
+            // the rounding of that order.
+            let (x, y) = (a.unary_constant, b.unary_constant);
+            assert!(
+                (x - y).abs() <= 1e-12 * x.abs().max(1.0),
+                "case {case}: {x} vs {y}"
+            );
+        }
+        // A palette of another image is refused, naming both sizes.
+        let other = Image::new([w + 1, h, 1], ch, vec![0.0; (w + 1) * h * ch]);
+        let mut c = build_nlinks(&other, &EnergyOptions::default()).unwrap();
+        let err = set_tlinks_palette(
+            &mut c,
+            &other,
+            &palette,
+            &Seeds::unknown(other.dims),
+            &fg,
+            &bg,
+            None,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("palette"), "{err}");
+    }
+    // Grey images and images with more distinct colours than the share get none.
+    assert!(Palette::new(&grey(4, 4, 1, |x, y, _| (x + y) as f32), 1.0).is_none());
+    let noisy = Image::new([8, 8, 1], 3, (0..192).map(|i| i as f32).collect());
+    assert!(Palette::new(&noisy, 0.5).is_none());
+    assert_eq!(Palette::new(&noisy, 1.0).map(|p| p.len()), Some(64));
+}

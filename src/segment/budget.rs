@@ -40,13 +40,16 @@ pub struct Needs {
 /// Bytes [`segment`](super::segment) needs for an image of `dims` with `channels` values per
 /// pixel with options that need `needs`, the input image itself included: [`io::memory_needed`] (image, graph,
 /// BK's arcs and nodes, the cut) plus [`BYTES_WARM_START`] and [`BYTES_PRIOR`] per pixel where
-/// those are on, [`BYTES_POST`] per pixel, plus [`FIXED_OVERHEAD`].
+/// those are on, [`BYTES_POST`] per pixel, the colour palette's
+/// [`Palette::BYTES_PER_PIXEL`](super::energy::Palette::BYTES_PER_PIXEL) for 2 to 4 channels,
+/// plus [`FIXED_OVERHEAD`].
 ///
 /// Checked against the peak address space (`VmPeak`, which `ulimit -v` limits, not the resident
 /// size) of `segcut --solver bk` with the default options (5 rounds, prior and warm start on) on
 /// noisy RGB images with a rectangle: 1000²: 352 MB measured, 354 MB estimated; 2000²: 993 MB
-/// and 1012 MB; 4100²: 3.63 GB and 3.83 GB (220 bytes per pixel and 134 MB). Saturates instead
-/// of overflowing.
+/// and 1012 MB; 4100²: 3.63 GB and 3.83 GB (220 bytes per pixel and 134 MB), measured before
+/// the palette, whose 12 bytes per pixel are now added to the estimate. Saturates instead of
+/// overflowing.
 ///
 /// ```
 /// use segcut::segment::{budget::memory_needed, SegmentOptions};
@@ -75,7 +78,13 @@ pub fn memory_needed(dims: [usize; 3], channels: usize, needs: Needs) -> u64 {
     } else {
         0
     } + if needs.prior { BYTES_PRIOR } else { 0 }
-        + BYTES_POST;
+        + BYTES_POST
+        + if (2..=4).contains(&channels) {
+            // The host rounds' colour palette (at most; none where it would not pay).
+            super::energy::Palette::BYTES_PER_PIXEL
+        } else {
+            0
+        };
     io::memory_needed(dims, channels, conn.degree())
         .saturating_add(pixels.saturating_mul(extra))
         .saturating_add(FIXED_OVERHEAD)

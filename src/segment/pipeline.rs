@@ -19,7 +19,7 @@
 
 pub use super::color::ColorSpace;
 use super::color::{to_color_space, WorkSpace};
-use super::energy::{self, Energy, EnergyOptions, PROBABILITY_FLOOR};
+use super::energy::{self, Energy, EnergyOptions, Palette, PROBABILITY_FLOOR};
 use super::gpu::{
     stack_grid, stack_terminals, stackable, stacked_bytes, stacked_dims, EnergyKeep, GpuEnergy,
     GpuTimes,
@@ -801,6 +801,9 @@ struct Rounds<'a> {
     /// The strokes' enclosure of the device's prior once counted (by the nearer-background
     /// check), for the prior's scaling to reuse: counted once per image.
     enclosure: Option<Option<f64>>,
+    /// The working image's colours, made at the first host t-links (`Some(None)`: too many
+    /// to pay), so that every round evaluates its models once per colour.
+    palette: Option<Option<Palette>>,
 }
 
 /// What [`Rounds::first_models`] gives the first round.
@@ -813,6 +816,11 @@ struct FirstModels {
     enclosure: Option<f64>,
 }
 
+/// The most distinct colours, as a share of the pixels, for which a host graph's t-links are
+/// evaluated per colour ([`Palette`]): above it, sorting the pixels by colour costs more than
+/// it saves.
+const PALETTE_MAX_SHARE: f64 = 0.5;
+
 /// Sets a host graph's t-links for one round (the prior, when there is one, on top of the
 /// models' terms).
 fn set_host_tlinks(
@@ -821,11 +829,13 @@ fn set_host_tlinks(
     seeds: &Seeds,
     prior: Option<&[f32]>,
     tlinks: TLinks,
+    palette: Option<&Palette>,
 ) -> Result<()> {
     match tlinks {
-        TLinks::Models(fg, bg) => {
-            energy::set_tlinks_with_prior(e, work.image(), seeds, fg, bg, prior)
-        }
+        TLinks::Models(fg, bg) => match palette {
+            Some(p) => energy::set_tlinks_palette(e, work.image(), p, seeds, fg, bg, prior),
+            None => energy::set_tlinks_with_prior(e, work.image(), seeds, fg, bg, prior),
+        },
         TLinks::Probability(p) => energy::set_tlinks_probability(e, seeds, p, PROBABILITY_FLOOR),
     }
 }
@@ -877,6 +887,7 @@ pub fn first_round_graph(
         seeds,
         r.prior.as_deref(),
         TLinks::Models(&fg, &bg),
+        None,
     )?;
     Ok(e.graph)
 }
@@ -1946,6 +1957,7 @@ impl<'a> Rounds<'a> {
             prior_adapted: None,
             nearer_on_device,
             enclosure: None,
+            palette: None,
         };
         Ok((rounds, declined))
     }
@@ -2136,7 +2148,15 @@ impl<'a> Rounds<'a> {
         };
         match g {
             Graph::Host(e) => {
-                set_host_tlinks(e, &self.work, self.seeds, self.prior.as_deref(), *tlinks)
+                let palette = match tlinks {
+                    TLinks::Models(..) => self
+                        .palette
+                        .get_or_insert_with(|| Palette::new(self.work.image(), PALETTE_MAX_SHARE))
+                        .as_ref(),
+                    TLinks::Probability(_) => None,
+                };
+                let prior = self.prior.as_deref();
+                set_host_tlinks(e, &self.work, self.seeds, prior, *tlinks, palette)
             }
             Graph::Device(d) => match *tlinks {
                 // Queued: its flag and constant are read after the solve's wait.
