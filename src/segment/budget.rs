@@ -48,7 +48,7 @@ pub struct Needs {
 /// size) of `segcut --solver bk` with the default options (5 rounds, prior and warm start on) on
 /// noisy RGB images with a rectangle: 1000²: 352 MB measured, 354 MB estimated; 2000²: 993 MB
 /// and 1012 MB; 4100²: 3.63 GB and 3.83 GB (220 bytes per pixel and 134 MB), measured before
-/// the palette, whose 12 bytes per pixel are now added to the estimate. Saturates instead of
+/// the palette, whose 16 bytes per pixel are now added to the estimate. Saturates instead of
 /// overflowing.
 ///
 /// ```

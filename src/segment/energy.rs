@@ -625,10 +625,10 @@ pub struct Palette {
 }
 
 impl Palette {
-    /// Bytes per pixel a palette may take at most where [`Palette::new`] makes one: its pixel
-    /// index and, at most one colour per two pixels of at most 4 channels, 8 bytes of colours
-    /// (the sort's index, 4 bytes, is freed before the colours are made).
-    pub const BYTES_PER_PIXEL: u64 = 12;
+    /// Bytes per pixel a palette may take at most while [`Palette::new`] makes it: its pixel
+    /// index (4), the sort's index or the first pixel of each colour (4), and the colours (at
+    /// most one per two pixels of at most 4 channels: 8).
+    pub const BYTES_PER_PIXEL: u64 = 16;
 
     /// The palette of `image`, or `None` where it would not pay: one channel (grey images
     /// tabulate their costs instead), more than 4 channels, more than `u32::MAX` pixels, or
