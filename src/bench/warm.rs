@@ -123,7 +123,7 @@ fn median_phases(runs: &[Phases]) -> Phases {
 ///     if let Source::Photo(p) = inst.source {
 ///         let r = warm_start(&p, SolverKind::Bk, 3).unwrap();
 ///         assert!(r.agrees);
-///         println!("{}: {:.1} ms warm vs {:.1} ms from scratch", r.photo, r.warm.solve, r.scratch.solve);
+///         let _line = format!("{}: {:.1} ms warm vs {:.1} ms from scratch", r.photo, r.warm.solve, r.scratch.solve);
 ///     }
 /// }
 /// ```

@@ -25,10 +25,11 @@
 //! ```
 //! use segcut::cuda::Device;
 //! let dev = Device::new(0);
-//! match dev.unavailable_reason() {
-//!     None => println!("GPU: {}", dev.gpu().unwrap().name),
-//!     Some(why) => println!("no GPU ({why}): the CPU solver is used"),
-//! }
+//! let line = match dev.unavailable_reason() {
+//!     None => format!("GPU: {}", dev.gpu().unwrap().name),
+//!     Some(why) => format!("no GPU ({why}): the CPU solver is used"),
+//! };
+//! assert!(!line.is_empty());
 //! ```
 
 mod cache;

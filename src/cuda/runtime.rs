@@ -95,10 +95,12 @@ fn driver_present() -> bool {
 /// A failure is remembered, so the reason is computed (and reported) once.
 ///
 /// ```
-/// match segcut::cuda::gpu() {
-///     Ok(g) => println!("{} ({})", g.name, g.arch),
-///     Err(e) => println!("no GPU: {e}"),
-/// }
+/// // A name for the user, or why there is no GPU (the caller decides where it goes).
+/// let line = match segcut::cuda::gpu() {
+///     Ok(g) => format!("{} ({})", g.name, g.arch),
+///     Err(e) => format!("no GPU: {e}"),
+/// };
+/// assert!(!line.is_empty());
 /// ```
 pub fn gpu() -> Result<&'static Gpu> {
     gpu_at(0)
@@ -129,10 +131,11 @@ fn gpu_slot(ordinal: usize) -> Result<&'static OnceLock<std::result::Result<Gpu,
 /// [`Device::gpu`](super::Device::gpu) returns (which also binds the context).
 ///
 /// ```
-/// match segcut::cuda::gpu_at(0) {
-///     Ok(g) => println!("device 0: {}", g.name),
-///     Err(e) => println!("no GPU: {e}"),
-/// }
+/// let line = match segcut::cuda::gpu_at(0) {
+///     Ok(g) => format!("device 0: {}", g.name),
+///     Err(e) => format!("no GPU: {e}"),
+/// };
+/// assert!(!line.is_empty());
 /// ```
 pub fn gpu_at(ordinal: usize) -> Result<&'static Gpu> {
     gpu_slot(ordinal)?

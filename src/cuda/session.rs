@@ -10,10 +10,11 @@
 //! ```
 //! use segcut::cuda::Device;
 //! let dev = Device::new(0);
-//! match dev.unavailable_reason() {
-//!     None => println!("solving on {}", dev.gpu().unwrap().name),
-//!     Some(why) => println!("{dev}: {why}"),
-//! }
+//! let line = match dev.unavailable_reason() {
+//!     None => format!("solving on {}", dev.gpu().unwrap().name),
+//!     Some(why) => format!("{dev}: {why}"),
+//! };
+//! assert!(!line.is_empty());
 //! ```
 
 use std::any::Any;
@@ -179,7 +180,7 @@ impl KeptBuffers {
 /// ```no_run
 /// use segcut::cuda::Device;
 /// let mut s = Device::new(0).session().unwrap(); // an error without a GPU
-/// println!("{} on {}", s.device(), s.gpu().name);
+/// let _line = format!("{} on {}", s.device(), s.gpu().name);
 /// ```
 pub struct Session {
     device: Device,

@@ -33,7 +33,7 @@ pub struct FirstKernel {
 /// ```no_run
 /// use segcut::cuda::{first_kernel, Device};
 /// let t = first_kernel(Device::new(0)).unwrap(); // an error without a GPU
-/// println!("context {:?}, module {:?} ({:?})", t.context, t.module, t.origin);
+/// let _steps = (t.context, t.module, t.origin); // what the CLI's `bench --startup` prints
 /// ```
 pub fn first_kernel(device: Device) -> Result<FirstKernel> {
     let t0 = Instant::now();

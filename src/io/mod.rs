@@ -26,7 +26,7 @@
 //! let image = load_image(Path::new("photo.jpg"))?;
 //! let seeds = load_seeds(Path::new("scribbles.png"), image.dims, &SeedOptions::default())?;
 //! let [_unknown, fg, bg, ..] = seeds.counts();
-//! println!("{fg} foreground and {bg} background seeds");
+//! let _line = format!("{fg} foreground and {bg} background seeds");
 //! let mask: Vec<bool> = vec![false; image.num_pixels()];
 //! save_mask(Path::new("mask.png"), &mask, image.dims, None)?;
 //! # Ok::<(), segcut::Error>(())

@@ -22,7 +22,7 @@
 //! let seeds = Seeds::unknown(image.dims);
 //! let dev = segcut::cuda::Device::new(0);
 //! let e = GpuEnergy::new(dev, &image, &seeds, ColorSpace::AsIs, &EnergyOptions::default()).unwrap();
-//! println!("beta {}, K {}", e.beta, e.hard);
+//! assert!(e.beta >= 0.0 && e.hard > 0);
 //! ```
 
 use std::sync::Arc;

@@ -12,7 +12,7 @@
 //! let model = pair_weights(&left, &opts)?;
 //! let ex = ExportOptions { name: "mine-tsukuba".into(), tbz2: false };
 //! let files = export_first_pass(&cost, &model, &opts.expansion, std::path::Path::new("out"), &ex)?;
-//! println!("{} graphs, first flow {}", files.len(), files[0].flow);
+//! let _line = format!("{} graphs, first flow {}", files.len(), files[0].flow);
 //! # Ok::<(), segcut::Error>(())
 //! ```
 
