@@ -33,10 +33,11 @@
 //! (within 8 % of it). A path that crosses a strong edge is long, so a region cut off from the
 //! foreground strokes by an edge takes the background's side. The distances are the exact
 //! shortest-path distances in `f32` (the unique fixed point of the relaxation): raster sweeps as
-//! in Criminisi et al.'s GeoS, repeated until a forward–backward pair changes nothing (2–5 pairs
-//! on photos, about 10 ms a pair for a 640×480 photo on one core), and Dijkstra's algorithm after
-//! 8 pairs (a maze or spiral). Any schedule that runs to convergence gives the same bits, which is
-//! what lets another device reproduce them.
+//! in Criminisi et al.'s GeoS while a forward–backward pair lowers more than 1/64 of the pixels
+//! (1–4 pairs on photos), then a distance-ordered queue from the pixels the last pair lowered
+//! (the rest of a photo's winding paths; a maze's or spiral's after 8 pairs at most). Every
+//! step's length is computed once per image and shared by both classes. Any schedule that runs
+//! to convergence gives the same bits, which is what lets another device reproduce them.
 //!
 //! **Stepping back where the strokes say enough** (issue 25). Colour models fitted on dense strokes
 //! have seen most of the image's colours, and there a geometric guess mostly overrules evidence
@@ -409,21 +410,34 @@ pub fn prior_costs(image: &Image, seeds: &Seeds, prior: &SpatialPrior) -> Result
 }
 
 /// What one step of a path costs: the directions of the scan's neighbourhood with their
-/// physical lengths, and the colour term's factor `(κ/σ)²`.
+/// physical lengths, the colour term's factor `(κ/σ)²`, and every edge's length, computed once.
 pub(super) struct StepLengths {
     pub(super) conn: Connectivity,
+    /// Read by the device schedule's emulation (tests), which evaluates its steps itself.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(super) dist2: Vec<f32>,
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(super) colour: f32,
+    /// The offsets (indices into `conn.offsets()`) that precede a pixel in raster order: the
+    /// forward sweep's directions; the backward sweep takes the opposite ones.
+    before: Vec<usize>,
+    /// Per direction of `before` (`j`), the length of the step from each pixel `v` to its
+    /// neighbour `v + offset` ([`step_length`]; infinite where there is none). Every edge of
+    /// the neighbourhood is here once: from its other end it has the same bits. Both classes'
+    /// distances and all their sweeps read them instead of evaluating a square root per step
+    /// (4 values per pixel in 2D, 13 in 3D, freed with the distances, before the graph is built).
+    edges: Vec<Vec<f32>>,
 }
 
 impl StepLengths {
     pub(super) fn new(image: &Image, contrast: f64) -> Self {
+        use rayon::prelude::*;
         let conn = if image.is_volume() {
             Connectivity::N26
         } else {
             Connectivity::N8
         };
-        let dist2 = direction_distances(conn, image.spacing)
+        let dist2: Vec<f32> = direction_distances(conn, image.spacing)
             .iter()
             .map(|d| (d * d) as f32)
             .collect();
@@ -437,18 +451,80 @@ impl StepLengths {
         } else {
             0.0
         };
+        let offsets = conn.offsets();
+        let before: Vec<usize> = (0..offsets.len())
+            .filter(|&k| {
+                let [x, y, z] = offsets[k];
+                (z, y, x) < (0, 0, 0)
+            })
+            .collect();
+        let [w, h, _] = image.dims;
+        let (data, ch) = (&image.data, image.channels);
+        let edges = before
+            .iter()
+            .map(|&k| {
+                let o = offsets[k];
+                let [xr, yr, zr] = valid_box(image.dims, o);
+                let step =
+                    o[0] as isize + w as isize * (o[1] as isize + h as isize * o[2] as isize);
+                let mut e = vec![f32::INFINITY; image.num_pixels()];
+                // One row (fixed y, z) per task: where the neighbour exists, its step length.
+                e.par_chunks_mut(w.max(1))
+                    .enumerate()
+                    .for_each(|(row, line)| {
+                        let (y, z) = (row % h.max(1), row / h.max(1));
+                        if !(yr.contains(&y) && zr.contains(&z)) {
+                            return;
+                        }
+                        for x in xr.clone() {
+                            let v = row * w + x;
+                            let q = (v as isize + step) as usize;
+                            line[x] = step_length(data, ch, v, q, dist2[k], colour);
+                        }
+                    });
+                e
+            })
+            .collect();
         StepLengths {
             conn,
             dist2,
             colour,
+            before,
+            edges,
         }
+    }
+
+    /// For each offset of `conn.offsets()`, where its steps' lengths are: the direction of
+    /// `edges` and whether the edge is stored at the neighbour's end (the offset does not
+    /// precede in raster order, so its opposite does).
+    fn edge_table(&self) -> Vec<(usize, bool)> {
+        let offsets = self.conn.offsets();
+        offsets
+            .iter()
+            .map(|o| {
+                let back = o.map(|c| -c);
+                let at = |target: [i32; 3]| self.before.iter().position(|&b| offsets[b] == target);
+                match at(*o) {
+                    Some(j) => (j, false),
+                    None => (
+                        at(back).expect("an offset or its opposite precedes in raster order"),
+                        true,
+                    ),
+                }
+            })
+            .collect()
     }
 }
 
-/// Sweep pairs tried before [`dijkstra`] takes over: photos converge in 2–5 pairs; a path that
+/// Sweep pairs at most before [`settle`] takes over: photos converge in 2–5 pairs; a path that
 /// winds back and forth more often (a maze, a spiral) needs one pair per turn, so a hostile image
 /// could otherwise cost `O(n)` sweeps.
 const MAX_SWEEP_PAIRS: usize = 8;
+
+/// A sweep pair that lowers at most one pixel in this many hands the rest to [`settle`]'s queue:
+/// the last pairs of a photo lower a few hundred pixels, and a final pair that lowers nothing
+/// would only confirm the fixed point, which the queue does by running empty.
+const QUEUE_SHARE: usize = 64;
 
 /// Geodesic distance from every pixel to the nearest pixel labelled `class` (infinite where
 /// there is none): the exact shortest-path distance over the neighbourhood graph, in `f32`.
@@ -457,8 +533,8 @@ const MAX_SWEEP_PAIRS: usize = 8;
 /// `d(p) = min_q fl(d(q) + step(p, q))` elsewhere (`fl`: `f32` rounding; unique because every
 /// step is at least 1), so any order of relaxations that runs until nothing changes reaches the
 /// same bits. Raster sweeps (forward then backward, as in Criminisi et al.'s GeoS) are repeated
-/// until a pair changes nothing; if [`MAX_SWEEP_PAIRS`] pairs do not get there, Dijkstra's
-/// algorithm computes the same fixed point directly.
+/// while a pair lowers many pixels; then [`settle`] relaxes from the pixels the last pair
+/// lowered until nothing changes (after [`MAX_SWEEP_PAIRS`] pairs at most).
 pub(super) fn geodesic_distance(
     image: &Image,
     seeds: &Seeds,
@@ -470,24 +546,26 @@ pub(super) fn geodesic_distance(
         .iter()
         .map(|&s| if s == class { 0.0 } else { f32::INFINITY })
         .collect();
-    // The neighbours that precede a pixel in raster order (the forward sweep's), with their
-    // offsets' valid boxes; the backward sweep uses the opposite directions.
     let dims = image.dims;
-    let offsets = len.conn.offsets();
-    let before: Vec<usize> = (0..offsets.len())
-        .filter(|&k| {
-            let [x, y, z] = offsets[k];
-            (z, y, x) < (0, 0, 0)
-        })
-        .collect();
-    for _ in 0..MAX_SWEEP_PAIRS {
-        let forward = sweep(image, &mut d, len, &before, false, dims);
-        let backward = sweep(image, &mut d, len, &before, true, dims);
-        if !(forward || backward) {
+    // The pair (from 1) that last lowered each pixel.
+    let mut lowered_in = vec![0u8; d.len()];
+    for pair in 1..=MAX_SWEEP_PAIRS as u8 {
+        let lowered = sweep(&mut d, len, false, dims, &mut lowered_in, pair)
+            + sweep(&mut d, len, true, dims, &mut lowered_in, pair);
+        if lowered == 0 {
+            return d;
+        }
+        if lowered <= d.len() / QUEUE_SHARE || pair as usize == MAX_SWEEP_PAIRS {
+            let from = lowered_in
+                .iter()
+                .enumerate()
+                .filter(|&(_, &p)| p == pair)
+                .map(|(v, _)| v);
+            settle(dims, &mut d, len, from);
             return d;
         }
     }
-    dijkstra(image, seeds, class, len)
+    unreachable!("the last pair hands over to the queue")
 }
 
 /// The length of the step between neighbours `v` and `q` whose squared physical length is
@@ -510,22 +588,22 @@ pub(super) fn step_length(
     (dist2 + colour * c2).sqrt()
 }
 
-/// The fixed point of [`geodesic_distance`] by Dijkstra's algorithm (a binary heap of `f32` bit
-/// patterns, which order like the non-negative values; stale entries skipped).
-fn dijkstra(image: &Image, seeds: &Seeds, class: Seed, len: &StepLengths) -> Vec<f32> {
+/// Relaxes `d` from the pixels `from` until no step lowers anything: the fixed point of
+/// [`geodesic_distance`] when every step that could still lower a pixel starts at one of
+/// `from`. A sweep pair leaves exactly that: a pixel `u` it did not lower kept its value through
+/// both sweeps, one of which visited each neighbour `v` of `u` and lowered it to at most
+/// `d(u) + step` (it is never raised). The queue is ordered by distance (Dijkstra's order; a
+/// binary heap of `f32` bit patterns, which order like the non-negative values; stale entries
+/// skipped), so each pixel settles about once; its order is for speed only, since any order that
+/// runs until nothing changes reaches the same fixed point.
+fn settle(dims: [usize; 3], d: &mut [f32], len: &StepLengths, from: impl Iterator<Item = usize>) {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
-    let [w, h, depth] = image.dims;
-    let (data, ch) = (&image.data, image.channels);
+    let [w, h, depth] = dims;
     let offsets = len.conn.offsets();
-    let mut d = vec![f32::INFINITY; seeds.labels.len()];
-    let mut heap = BinaryHeap::new();
-    for (i, &s) in seeds.labels.iter().enumerate() {
-        if s == class {
-            d[i] = 0.0;
-            heap.push(Reverse((0u32, i)));
-        }
-    }
+    let table = len.edge_table();
+    let mut heap: BinaryHeap<Reverse<(u32, usize)>> =
+        from.map(|v| Reverse((d[v].to_bits(), v))).collect();
     while let Some(Reverse((bits, v))) = heap.pop() {
         if bits != d[v].to_bits() {
             continue;
@@ -547,53 +625,58 @@ fn dijkstra(image: &Image, seeds: &Seeds, class: Seed, len: &StepLengths) -> Vec
                 continue;
             }
             let q = qx as usize + w * (qy as usize + h * qz as usize);
-            let next = d[v] + step_length(data, ch, q, v, len.dist2[k], len.colour);
+            let (j, at_q) = table[k];
+            let next = d[v] + len.edges[j][if at_q { q } else { v }];
             if next < d[q] {
                 d[q] = next;
                 heap.push(Reverse((next.to_bits(), q)));
             }
         }
     }
-    d
 }
 
-/// A direction of a sweep: where its neighbour exists, its index offset, its squared length.
-struct Direction {
+/// A direction of a sweep: where its neighbour exists, its index offset, and its edges' lengths
+/// with the offset from the pixel to the edge's entry (0 forward; the neighbour's backward).
+struct Direction<'a> {
     valid: [std::ops::Range<usize>; 3],
     step: isize,
-    dist2: f32,
+    edges: &'a [f32],
+    at: isize,
 }
 
-/// One raster sweep (forward, or backward with the directions reversed).
+/// One raster sweep (forward, or backward with the directions reversed); marks each pixel it
+/// lowers with `pair` in `lowered_in` and returns how many it lowered.
 fn sweep(
-    image: &Image,
     d: &mut [f32],
     len: &StepLengths,
-    before: &[usize],
     backward: bool,
     dims: [usize; 3],
-) -> bool {
+    lowered_in: &mut [u8],
+    pair: u8,
+) -> usize {
     let [w, h, depth] = dims;
-    let ch = image.channels;
-    let data = &image.data;
     let offsets = len.conn.offsets();
-    let dirs: Vec<Direction> = before
+    let dirs: Vec<Direction> = len
+        .before
         .iter()
-        .map(|&k| {
+        .zip(&len.edges)
+        .map(|(&k, edges)| {
             let o = offsets[k];
             let o = if backward { o.map(|c| -c) } else { o };
             let step = o[0] as isize + w as isize * (o[1] as isize + h as isize * o[2] as isize);
             Direction {
                 valid: valid_box(dims, o),
                 step,
-                dist2: len.dist2[k],
+                edges,
+                // The edge between v and q is stored at its forward end: v forward, q backward.
+                at: if backward { step } else { 0 },
             }
         })
         .collect();
     let interior = |x: usize, y: usize, z: usize| {
         x > 0 && y > 0 && x + 1 < w && y + 1 < h && (depth == 1 || (z > 0 && z + 1 < depth))
     };
-    let mut changed = false;
+    let mut lowered = 0;
     let mut visit = |x: usize, y: usize, z: usize| {
         let v = x + w * (y + h * z);
         // Away from the borders every neighbour exists: skip the per-direction box checks.
@@ -610,11 +693,12 @@ fn sweep(
             if from >= best {
                 continue;
             }
-            best = best.min(from + step_length(data, ch, v, q, dir.dist2, len.colour));
+            best = best.min(from + dir.edges[(v as isize + dir.at) as usize]);
         }
         if best < d[v] {
             d[v] = best;
-            changed = true;
+            lowered_in[v] = pair;
+            lowered += 1;
         }
     };
     if backward {
@@ -634,5 +718,154 @@ fn sweep(
             }
         }
     }
-    changed
+    lowered
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_maze::maze_open;
+    use super::*;
+    use crate::rng::Rng;
+
+    /// Dijkstra from the seeds, every step's length evaluated where it is taken: the plain
+    /// algorithm the sweeps, the edge table and the queue must reproduce bit for bit.
+    fn reference(image: &Image, seeds: &Seeds, class: Seed, len: &StepLengths) -> Vec<f32> {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        let [w, h, depth] = image.dims;
+        let mut d = vec![f32::INFINITY; seeds.labels.len()];
+        let mut heap = BinaryHeap::new();
+        for (v, &s) in seeds.labels.iter().enumerate() {
+            if s == class {
+                d[v] = 0.0;
+                heap.push(Reverse((0u32, v)));
+            }
+        }
+        while let Some(Reverse((bits, v))) = heap.pop() {
+            if bits != d[v].to_bits() {
+                continue;
+            }
+            let (x, y, z) = (v % w, (v / w) % h, v / (w * h));
+            for (k, o) in len.conn.offsets().iter().enumerate() {
+                let q = [
+                    x as i64 + o[0] as i64,
+                    y as i64 + o[1] as i64,
+                    z as i64 + o[2] as i64,
+                ];
+                if q.iter()
+                    .zip([w, h, depth])
+                    .any(|(&c, n)| c < 0 || c >= n as i64)
+                {
+                    continue;
+                }
+                let q = q[0] as usize + w * (q[1] as usize + h * q[2] as usize);
+                let step = step_length(&image.data, image.channels, q, v, len.dist2[k], len.colour);
+                if d[v] + step < d[q] {
+                    d[q] = d[v] + step;
+                    heap.push(Reverse((d[q].to_bits(), q)));
+                }
+            }
+        }
+        d
+    }
+
+    fn same_bits(a: &[f32], b: &[f32]) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+    }
+
+    /// Random images (grey and colour, 2D and 3D, smooth and noisy) with a few random seeds of
+    /// each class, and no seed of a class: the distances equal plain Dijkstra's bit for bit,
+    /// whichever way they were reached (a pair that converges, the queue after a few pairs).
+    #[test]
+    fn distances_equal_plain_dijkstra_bit_for_bit() {
+        let mut rng = Rng::new(41);
+        for case in 0..60 {
+            let volume = case % 5 == 4;
+            let dims = if volume {
+                [
+                    2 + rng.below(12) as usize,
+                    2 + rng.below(12) as usize,
+                    2 + rng.below(6) as usize,
+                ]
+            } else {
+                [1 + rng.below(90) as usize, 1 + rng.below(70) as usize, 1]
+            };
+            let channels = if case % 2 == 0 { 3 } else { 1 };
+            let n: usize = dims.iter().product();
+            let noise = [0.0, 5.0, 80.0][case % 3];
+            let data = (0..n * channels)
+                .map(|i| ((i / channels) % 17) as f32 * 3.0 + rng.unit_f64() as f32 * noise)
+                .collect();
+            let image = Image::new(dims, channels, data);
+            let mut seeds = Seeds::unknown(dims);
+            for _ in 0..rng.below(6) {
+                seeds.labels[rng.below(n as u64) as usize] = Seed::Foreground;
+            }
+            for _ in 0..rng.below(4) {
+                seeds.labels[rng.below(n as u64) as usize] = Seed::Background;
+            }
+            let len = StepLengths::new(&image, [0.0, 1.0, 4.0][case % 3]);
+            for class in [Seed::Foreground, Seed::Background] {
+                let got = geodesic_distance(&image, &seeds, class, &len);
+                let want = reference(&image, &seeds, class, &len);
+                assert!(same_bits(&got, &want), "case {case} {dims:?} {class:?}");
+            }
+        }
+    }
+
+    /// Mazes (κ = 500: a wall costs more than any detour): the paths turn at every cell, so the
+    /// sweeps run out of pairs and the queue finishes from what the last pair lowered.
+    #[test]
+    fn mazes_finish_in_the_queue_with_the_same_bits() {
+        for (cells, seed) in [([40, 40], 1), ([60, 8], 2), ([6, 60], 3)] {
+            let mut rng = Rng::new(seed);
+            let (w, h, open) = maze_open(cells, |k| rng.below(k as u64) as usize);
+            let data = open.iter().map(|&o| if o { 255.0 } else { 0.0 }).collect();
+            let image = Image::new([w, h, 1], 1, data);
+            let mut seeds = Seeds::unknown(image.dims);
+            seeds.labels[w + 1] = Seed::Foreground;
+            seeds.labels[(w - 2) + w * (h - 2)] = Seed::Background;
+            let len = StepLengths::new(&image, 500.0);
+            for class in [Seed::Foreground, Seed::Background] {
+                let got = geodesic_distance(&image, &seeds, class, &len);
+                let want = reference(&image, &seeds, class, &len);
+                assert!(same_bits(&got, &want), "maze {w}x{h} {class:?}");
+            }
+        }
+    }
+
+    /// The edge table names, for every offset, the stored edge whose length is that step's.
+    #[test]
+    fn every_offset_finds_its_edge() {
+        let mut rng = Rng::new(5);
+        for dims in [[9, 7, 1], [5, 4, 3]] {
+            let n: usize = dims.iter().product();
+            let data = (0..n * 3).map(|_| rng.unit_f64() as f32 * 255.0).collect();
+            let image = Image::new(dims, 3, data);
+            let len = StepLengths::new(&image, 2.0);
+            let [w, h, depth] = dims;
+            for (k, o) in len.conn.offsets().iter().enumerate() {
+                let (j, at_q) = len.edge_table()[k];
+                for z in 0..depth {
+                    for y in 0..h {
+                        for x in 0..w {
+                            let q = [
+                                x as i64 + o[0] as i64,
+                                y as i64 + o[1] as i64,
+                                z as i64 + o[2] as i64,
+                            ];
+                            if q.iter().zip(dims).any(|(&c, n)| c < 0 || c >= n as i64) {
+                                continue;
+                            }
+                            let v = x + w * (y + h * z);
+                            let q = q[0] as usize + w * (q[1] as usize + h * q[2] as usize);
+                            let want = step_length(&image.data, 3, v, q, len.dist2[k], len.colour);
+                            let got = len.edges[j][if at_q { q } else { v }];
+                            assert_eq!(got.to_bits(), want.to_bits(), "{dims:?} offset {o:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
