@@ -635,8 +635,9 @@ fn settle(dims: [usize; 3], d: &mut [f32], len: &StepLengths, from: impl Iterato
     }
 }
 
-/// A direction of a sweep: where its neighbour exists, its index offset, and its edges' lengths
-/// with the offset from the pixel to the edge's entry (0 forward; the neighbour's backward).
+/// A direction of a sweep from another row: where its neighbour exists, its index offset, and
+/// its edges' lengths with the offset from the pixel to the edge's entry (0 forward; the
+/// neighbour's backward).
 struct Direction<'a> {
     valid: [std::ops::Range<usize>; 3],
     step: isize,
@@ -646,6 +647,13 @@ struct Direction<'a> {
 
 /// One raster sweep (forward, or backward with the directions reversed); marks each pixel it
 /// lowers with `pair` in `lowered_in` and returns how many it lowered.
+///
+/// Each pixel takes the least of its value and `d(q) + step` over the neighbours `q` the sweep
+/// has visited. All of them but the one before it in its row lie in rows the sweep has
+/// finished, so a row is done in two passes: those candidates for every pixel at once (a loop
+/// the compiler vectorises), then the in-row neighbour from pixel to pixel. The least of the
+/// same candidates is the same value whatever the order (a NaN step is never taken, as
+/// `f32::min` keeps the other operand).
 fn sweep(
     d: &mut [f32],
     len: &StepLengths,
@@ -655,66 +663,85 @@ fn sweep(
     pair: u8,
 ) -> usize {
     let [w, h, depth] = dims;
+    if d.is_empty() {
+        return 0;
+    }
     let offsets = len.conn.offsets();
-    let dirs: Vec<Direction> = len
-        .before
-        .iter()
-        .zip(&len.edges)
-        .map(|(&k, edges)| {
-            let o = offsets[k];
-            let o = if backward { o.map(|c| -c) } else { o };
-            let step = o[0] as isize + w as isize * (o[1] as isize + h as isize * o[2] as isize);
-            Direction {
+    let mut others = Vec::new();
+    let mut along = None;
+    for (&k, edges) in len.before.iter().zip(&len.edges) {
+        let o = offsets[k];
+        let o = if backward { o.map(|c| -c) } else { o };
+        let step = o[0] as isize + w as isize * (o[1] as isize + h as isize * o[2] as isize);
+        // The edge between v and q is stored at its forward end: v forward, q backward.
+        let at = if backward { step } else { 0 };
+        if o[1] == 0 && o[2] == 0 {
+            along = Some(edges);
+        } else {
+            others.push(Direction {
                 valid: valid_box(dims, o),
                 step,
                 edges,
-                // The edge between v and q is stored at its forward end: v forward, q backward.
-                at: if backward { step } else { 0 },
-            }
-        })
-        .collect();
-    let interior = |x: usize, y: usize, z: usize| {
-        x > 0 && y > 0 && x + 1 < w && y + 1 < h && (depth == 1 || (z > 0 && z + 1 < depth))
-    };
-    let mut lowered = 0;
-    let mut visit = |x: usize, y: usize, z: usize| {
-        let v = x + w * (y + h * z);
-        // Away from the borders every neighbour exists: skip the per-direction box checks.
-        let inside = interior(x, y, z);
-        let mut best = d[v];
-        for dir in &dirs {
-            let [xr, yr, zr] = &dir.valid;
-            if !(inside || xr.contains(&x) && yr.contains(&y) && zr.contains(&z)) {
-                continue;
-            }
-            let q = (v as isize + dir.step) as usize;
-            let from = d[q];
-            // An unreached neighbour (infinite) cannot improve anything.
-            if from >= best {
-                continue;
-            }
-            best = best.min(from + dir.edges[(v as isize + dir.at) as usize]);
+                at,
+            });
         }
-        if best < d[v] {
-            d[v] = best;
-            lowered_in[v] = pair;
-            lowered += 1;
+    }
+    let mut row = vec![0.0f32; w];
+    let mut lowered = 0;
+    let mut sweep_row = |y: usize, z: usize| {
+        let base = w * (y + h * z);
+        row.copy_from_slice(&d[base..base + w]);
+        for dir in &others {
+            let [xr, yr, zr] = &dir.valid;
+            if !(yr.contains(&y) && zr.contains(&z)) || xr.is_empty() {
+                continue;
+            }
+            let first = base + xr.start;
+            let from = &d[(first as isize + dir.step) as usize..][..xr.len()];
+            let edges = &dir.edges[(first as isize + dir.at) as usize..][..xr.len()];
+            for ((r, &f), &e) in row[xr.clone()].iter_mut().zip(from).zip(edges) {
+                *r = r.min(f + e);
+            }
+        }
+        if let Some(edges) = along {
+            let edges = &edges[base..base + w];
+            if backward {
+                // From x + 1, across the edge stored at x + 1.
+                let mut prev = row[w - 1];
+                for x in (0..w - 1).rev() {
+                    prev = row[x].min(prev + edges[x + 1]);
+                    row[x] = prev;
+                }
+            } else {
+                let mut prev = row[0];
+                for x in 1..w {
+                    prev = row[x].min(prev + edges[x]);
+                    row[x] = prev;
+                }
+            }
+        }
+        for ((dv, &r), mark) in d[base..base + w]
+            .iter_mut()
+            .zip(&row)
+            .zip(&mut lowered_in[base..base + w])
+        {
+            if r < *dv {
+                *dv = r;
+                *mark = pair;
+                lowered += 1;
+            }
         }
     };
     if backward {
         for z in (0..depth).rev() {
             for y in (0..h).rev() {
-                for x in (0..w).rev() {
-                    visit(x, y, z);
-                }
+                sweep_row(y, z);
             }
         }
     } else {
         for z in 0..depth {
             for y in 0..h {
-                for x in 0..w {
-                    visit(x, y, z);
-                }
+                sweep_row(y, z);
             }
         }
     }
