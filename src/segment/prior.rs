@@ -749,7 +749,7 @@ fn sweep(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::test_maze::maze_open;
     use super::*;
     use crate::rng::Rng;
@@ -840,18 +840,26 @@ mod tests {
         }
     }
 
+    /// A maze ([`maze_open`]): open pixels bright, walls dark, the strokes in the first and
+    /// the last cell (shared with the device schedule's emulation tests).
+    pub(in crate::segment) fn maze(cells: [usize; 2], seed: u64) -> (Image, Seeds) {
+        let mut rng = Rng::new(seed);
+        let (w, h, open) = maze_open(cells, |k| rng.below(k as u64) as usize);
+        let data = open.iter().map(|&o| if o { 255.0 } else { 0.0 }).collect();
+        let img = Image::new([w, h, 1], 1, data);
+        let mut seeds = Seeds::unknown(img.dims);
+        seeds.labels[w + 1] = Seed::Foreground;
+        seeds.labels[(w - 2) + w * (h - 2)] = Seed::Background;
+        (img, seeds)
+    }
+
     /// Mazes (κ = 500: a wall costs more than any detour): the paths turn at every cell, so the
     /// sweeps run out of pairs and the queue finishes from what the last pair lowered.
     #[test]
     fn mazes_finish_in_the_queue_with_the_same_bits() {
         for (cells, seed) in [([40, 40], 1), ([60, 8], 2), ([6, 60], 3)] {
-            let mut rng = Rng::new(seed);
-            let (w, h, open) = maze_open(cells, |k| rng.below(k as u64) as usize);
-            let data = open.iter().map(|&o| if o { 255.0 } else { 0.0 }).collect();
-            let image = Image::new([w, h, 1], 1, data);
-            let mut seeds = Seeds::unknown(image.dims);
-            seeds.labels[w + 1] = Seed::Foreground;
-            seeds.labels[(w - 2) + w * (h - 2)] = Seed::Background;
+            let (image, seeds) = maze(cells, seed);
+            let [w, h, _] = image.dims;
             let len = StepLengths::new(&image, 500.0);
             for class in [Seed::Foreground, Seed::Background] {
                 let got = geodesic_distance(&image, &seeds, class, &len);

@@ -293,11 +293,11 @@ fn scale_on_device(
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_maze::maze_open;
+    use super::super::prior::tests::maze;
     use super::*;
     use crate::rng::Rng;
 
-    /// The CPU's distances (sweeps, then Dijkstra).
+    /// The CPU's distances (sweeps, then a queue).
     fn host(image: &Image, seeds: &Seeds, len: &StepLengths) -> Dist {
         Dist {
             f: geodesic_distance(image, seeds, Seed::Foreground, len),
@@ -385,19 +385,6 @@ mod tests {
                 );
             }
         }
-    }
-
-    /// A maze ([`maze_open`]): open pixels bright, walls dark, the strokes in the first and
-    /// the last cell.
-    fn maze(cells: [usize; 2], seed: u64) -> (Image, Seeds) {
-        let mut rng = Rng::new(seed);
-        let (w, h, open) = maze_open(cells, |k| rng.below(k as u64) as usize);
-        let data = open.iter().map(|&o| if o { 255.0 } else { 0.0 }).collect();
-        let img = Image::new([w, h, 1], 1, data);
-        let mut seeds = Seeds::unknown(img.dims);
-        seeds.labels[w + 1] = Seed::Foreground;
-        seeds.labels[(w - 2) + w * (h - 2)] = Seed::Background;
-        (img, seeds)
     }
 
     /// Mazes (the paths turning at every cell): many passes, all of them needed; the long ones
