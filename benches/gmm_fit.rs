@@ -1,10 +1,12 @@
 //! Times one mixture fit (`segment::model::Gmm::fit`, 5 components, Lab) on the samples a
 //! refit round of the dev photos 124084, 65019 and 153077 gives (each class of the ground truth,
 //! every `⌈count / 12 000⌉`-th pixel, as the pipeline's gather picks them), in a rayon pool of 1
-//! thread and of every core, and checks that both give the same parameters.
+//! thread and of every core, and checks that both give the same parameters. Beside each fit from
+//! scratch, a warm refit as the later GrabCut rounds make them with `--refit-steps 2`
+//! (`Gmm::refit`, 2 EM iterations) from the mixture fitted on every other of the samples.
 //!
 //! `cargo bench --bench gmm_fit` prints per photo and class the median and minimum wall time of
-//! `SEGCUT_BENCH_REPS` (default 9) fits. `SEGCUT_DEV_DATA` points at another copy of
+//! `SEGCUT_BENCH_REPS` (default 9) fits of each kind. `SEGCUT_DEV_DATA` points at another copy of
 //! grabcut-bsds-dev.
 
 use segcut::io::load_image;
@@ -46,10 +48,12 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(9);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("photo    class  samples  threads  median ms  min ms");
+    println!("photo    class  samples  threads  scratch median / min ms  warm-2 median / min ms");
     for id in ["124084", "65019", "153077"] {
         for fg in [true, false] {
             let s = samples(id, fg);
+            let half: Vec<f32> = s.chunks_exact(3).step_by(2).flatten().copied().collect();
+            let start = Gmm::fit(&half, 3, 5, 1.0).expect("fit");
             let mut params = Vec::new();
             for threads in [1, cores] {
                 let pool = rayon::ThreadPoolBuilder::new()
@@ -57,14 +61,20 @@ fn main() {
                     .build()
                     .expect("thread pool");
                 let mut times = Vec::new();
+                let mut warm_times = Vec::new();
                 let mut fitted = None;
                 for _ in 0..reps.max(1) {
                     let t = Instant::now();
                     let g = pool.install(|| Gmm::fit(&s, 3, 5, 1.0).expect("fit"));
                     times.push(t.elapsed().as_secs_f64() * 1e3);
                     fitted = Some(g);
+                    let t = Instant::now();
+                    let w = pool.install(|| start.refit(&s, 3, 5, 1.0, 2).expect("refit"));
+                    warm_times.push(t.elapsed().as_secs_f64() * 1e3);
+                    assert_eq!(w.dim(), 3);
                 }
                 times.sort_by(f64::total_cmp);
+                warm_times.sort_by(f64::total_cmp);
                 let g = fitted.expect("at least one fit");
                 params.push(
                     g.components()
@@ -76,11 +86,13 @@ fn main() {
                         .collect::<Vec<f64>>(),
                 );
                 println!(
-                    "{id:<8} {:<6} {:>7}  {threads:>7}  {:>9.2}  {:>6.2}",
+                    "{id:<8} {:<6} {:>7}  {threads:>7}  {:>14.2} / {:>6.2}  {:>13.2} / {:>6.2}",
                     if fg { "fg" } else { "bg" },
                     s.len() / 3,
                     times[times.len() / 2],
-                    times[0]
+                    times[0],
+                    warm_times[warm_times.len() / 2],
+                    warm_times[0]
                 );
             }
             assert!(

@@ -179,3 +179,19 @@ fn every_listed_bench_suite_is_accepted() {
         assert!(e.contains("no instance left"), "{suite}: {e}");
     }
 }
+
+/// `bench --pipeline --set KEY=VALUE` goes through the options model: a missing `=`, an unknown
+/// option and a bad value are refused before any work, naming what was wrong.
+#[test]
+fn bench_set_is_checked_by_the_options_model() {
+    let e = fails(&["bench", "--pipeline", "--set", "refit-steps"]);
+    assert!(e.contains("KEY=VALUE"), "{e}");
+    let e = fails(&["bench", "--pipeline", "--set", "refit=1"]);
+    assert!(e.contains("unknown") && e.contains("refit_steps"), "{e}");
+    let e = fails(&["bench", "--pipeline", "--set", "refit-steps=101"]);
+    assert!(e.contains("refit-steps") && e.contains("[0, 100]"), "{e}");
+    let e = fails(&["bench", "--pipeline", "--set", "lambda=nan"]);
+    assert!(e.contains("lambda"), "{e}");
+    let e = fails(&["bench", "--set", "refit-steps=1"]);
+    assert!(e.contains("--pipeline"), "{e}");
+}

@@ -2,9 +2,9 @@
 //! host gather (every class pixel of the working image in pixel order, every
 //! `⌈count / MAX_FIT_SAMPLES⌉`-th for a mixture), and the models fitted from them against the
 //! host's fit: the same samples (up to the last bit of a Lab value) and so the same parameters,
-//! within `PARAM_TOLERANCE` where a Lab value differed. Random images (grey and RGB, integer and
-//! fractional, as-is and Lab, sizes that split into many chunks), random masks and seeds, and the
-//! dev photos. Without a usable GPU each test says so and returns, unless `SEGCUT_REQUIRE_GPU=1`
+//! within `PARAM_TOLERANCE` where a Lab value differed; a warm refit (`refit-steps`) from those
+//! models likewise. Random images (grey and RGB, integer and fractional, as-is and Lab, sizes
+//! that split into many chunks), random masks and seeds, and the dev photos. Without a usable GPU each test says so and returns, unless `SEGCUT_REQUIRE_GPU=1`
 //! is set (on the GPU machine): then it fails.
 
 mod common;
@@ -16,7 +16,7 @@ use segcut::segment::color::{to_color_space, ColorSpace};
 use segcut::segment::energy::EnergyOptions;
 use segcut::segment::gpu::GpuEnergy;
 use segcut::segment::gpu_model::FitLabels;
-use segcut::segment::model::{Model, ModelKind, MAX_FIT_SAMPLES};
+use segcut::segment::model::{Model, ModelKind, Warm, MAX_FIT_SAMPLES};
 use segcut::segment::{Image, Seed, Seeds};
 
 /// Largest relative difference of a model parameter where a sample differed in its last bit
@@ -138,16 +138,25 @@ fn compare(
             & same_samples(&format!("{what} bg"), &host[1], &device.1);
         if host[0].is_empty() || host[1].is_empty() {
             assert!(
-                gpu.fit(kind, &params, labels).is_err(),
+                gpu.fit(kind, &params, labels, None).is_err(),
                 "{what}: a class without samples"
             );
             continue;
         }
-        let (df, db) = gpu.fit(kind, &params, labels).unwrap();
+        let (df, db) = gpu.fit(kind, &params, labels, None).unwrap();
         let hf = Model::fit(kind, &host[0], &params, "foreground").unwrap();
         let hb = Model::fit(kind, &host[1], &params, "background").unwrap();
         same_models(&format!("{what} fg"), &hf, &df, exact);
         same_models(&format!("{what} bg"), &hb, &db, exact);
+        // A later round's warm refit (`refit-steps`), continued from these models on both.
+        let (wf, wb) = gpu
+            .fit(kind, &params, labels, Some((&(df, db), 2)))
+            .unwrap();
+        let warm = |m| Some(Warm { from: m, steps: 2 });
+        let hwf = Model::refit(kind, &host[0], &params, "foreground", warm(&hf)).unwrap();
+        let hwb = Model::refit(kind, &host[1], &params, "background", warm(&hb)).unwrap();
+        same_models(&format!("{what} warm fg"), &hwf, &wf, exact);
+        same_models(&format!("{what} warm bg"), &hwb, &wb, exact);
         eprintln!(
             "{what}: {} + {} samples, {}",
             host[0].len() / img.channels,
@@ -251,7 +260,8 @@ fn an_empty_class_is_the_hosts_error() {
         .fit(
             ModelKind::Gmm { components: 5 },
             &params,
-            FitLabels::Mask(&short)
+            FitLabels::Mask(&short),
+            None
         )
         .is_err());
 }

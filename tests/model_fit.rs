@@ -2,7 +2,7 @@
 //! a fixed order): the same parameters, bit for bit, whatever the number of threads, on random
 //! mixtures of 1, 3 and 4 channels, sample counts that split into many chunks or leave a short
 //! last one, a flat class and a class of fewer distinct colours than components; and a fit that
-//! still finds the clusters it is given.
+//! still finds the clusters it is given; and the warm refit of the later rounds.
 
 use rayon::ThreadPoolBuilder;
 use segcut::rng::Rng;
@@ -174,5 +174,84 @@ fn parallel_fit_finds_well_separated_clusters() {
             .sqrt();
         assert!(dist < 0.5, "mean {:?} vs {c:?}", means[j]);
         assert!((w[j] - want).abs() < 0.01, "weight {} vs {want}", w[j]);
+    }
+}
+
+/// A warm refit (`Gmm::refit`, the later GrabCut rounds' fit) continues EM from its start: two
+/// single steps are one double step, bit for bit, under any thread count; it falls back to the
+/// fit from scratch where the start cannot serve (no steps, another dimension, fewer components
+/// than the samples would get).
+#[test]
+fn warm_refit_continues_em_from_its_start() {
+    let samples = mixture(7_000, 3, 4, 21);
+    // The classes moved a little between rounds: the start is fitted on other samples.
+    let start = fit_with_threads(2, &mixture(5_000, 3, 4, 21), 3, 5);
+    let twice = start
+        .refit(&samples, 3, 5, 0.5, 1)
+        .unwrap()
+        .refit(&samples, 3, 5, 0.5, 1)
+        .unwrap();
+    for threads in [1, 3] {
+        let pool = ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let once = pool.install(|| start.refit(&samples, 3, 5, 0.5, 2).unwrap());
+        assert_eq!(parameters(&once), parameters(&twice), "{threads} threads");
+    }
+    let one = start.refit(&samples, 3, 5, 0.5, 1).unwrap();
+    assert_ne!(
+        parameters(&one),
+        parameters(&twice),
+        "a step must move the mixture"
+    );
+    assert_ne!(parameters(&one), parameters(&start));
+    let scratch = fit_with_threads(2, &samples, 3, 5);
+    assert_ne!(parameters(&one), parameters(&scratch));
+    // Where the start cannot serve: the fit from scratch.
+    assert_eq!(
+        parameters(&start.refit(&samples, 3, 5, 0.5, 0).unwrap()),
+        parameters(&scratch)
+    );
+    let fewer = fit_with_threads(2, &samples, 3, 2);
+    assert_eq!(
+        parameters(&fewer.refit(&samples, 3, 5, 0.5, 2).unwrap()),
+        parameters(&scratch)
+    );
+    let grey = mixture(3_000, 1, 3, 4);
+    assert_eq!(
+        parameters(&start.refit(&grey, 1, 3, 0.5, 2).unwrap()),
+        parameters(&fit_with_threads(2, &grey, 1, 3))
+    );
+}
+
+/// A warm refit follows its samples: from a mixture fitted on clusters that then moved, two
+/// steps bring every mean to its moved cluster.
+#[test]
+fn warm_refit_follows_moved_clusters() {
+    let centres = [
+        [20.0, 30.0, 40.0],
+        [120.0, 60.0, 200.0],
+        [220.0, 220.0, 20.0],
+    ];
+    let cloud = |shift: f64, seed: u64| {
+        let mut rng = Rng::new(seed);
+        let mut s = Vec::new();
+        for i in 0..6_000 {
+            for v in centres[i % 3] {
+                s.push((v + shift + 3.0 * rng.normal()) as f32);
+            }
+        }
+        s
+    };
+    let start = fit_with_threads(2, &cloud(0.0, 1), 3, 3);
+    let moved = start.refit(&cloud(4.0, 2), 3, 3, 0.5, 2).unwrap();
+    assert_eq!(moved.num_components(), 3);
+    for c in centres {
+        let near = moved
+            .means()
+            .into_iter()
+            .any(|m| m.iter().zip(c).all(|(x, y)| (x - (y + 4.0)).abs() < 0.5));
+        assert!(near, "no mean near {c:?} + 4: {:?}", moved.means());
     }
 }

@@ -214,3 +214,33 @@ fn a_refused_part_gets_its_own_error() {
     let lone = Segmenter::new(opts).segment(&a, &sa).unwrap();
     assert_same("pack of one", &one, &lone);
 }
+
+/// Warm refits (`refit_steps`): a pack's refits (fitted side by side) continue from each part's
+/// own last models exactly as a lone run's do, and the option reaches the fits (the cuts'
+/// flows move against refits from scratch).
+#[test]
+fn warm_refits_pack_like_lone_runs() {
+    let photos = dev_photos(3);
+    if photos.is_empty() {
+        return;
+    }
+    let jobs: Vec<(&str, &Image, &Seeds)> = photos
+        .iter()
+        .map(|(id, i, s)| (id.as_str(), i, s))
+        .collect();
+    let warm = SegmentOptions {
+        refit_steps: 1,
+        ..bk(true)
+    };
+    let with = check_pack(&warm, &jobs);
+    let without: Vec<Segmentation> = jobs
+        .iter()
+        .map(|&(_, i, s)| Segmenter::new(bk(true)).segment(i, s).unwrap())
+        .collect();
+    assert!(
+        with.iter()
+            .zip(&without)
+            .any(|(a, b)| a.stats.iterations_run() > 3 && a.flow != b.flow),
+        "refit-steps 1 changed no cut of a photo with warm refits"
+    );
+}

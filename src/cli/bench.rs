@@ -74,6 +74,11 @@ pub struct Args {
     /// With --pipeline: jobs in each batch (the dev pairs repeated).
     #[arg(long, value_name = "N", default_value_t = 1014)]
     batch_jobs: usize,
+    /// With --pipeline: a segmentation option for every case, as KEY=VALUE (any segmentation
+    /// flag, docs/options.md, e.g. `--set refit-steps=0`); repeat for more. Compares a setting
+    /// with the defaults in the same call.
+    #[arg(long = "set", value_name = "KEY=VALUE", requires = "pipeline")]
+    set: Vec<String>,
     /// With --warm: instead of whole segmentations, each round's graph solved by cuda-grid
     /// from scratch and warm-started, with the solver's profile, for the default tuning, for
     /// --grid-tune's, and for both with the local warm relabel switched.
@@ -114,6 +119,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             runs: args.runs,
             width: args.upscale.unwrap_or(3840),
             batch_jobs: args.batch_jobs,
+            set: &args.set,
             only: &args.only,
             json: args.json.as_deref(),
         });

@@ -18,6 +18,7 @@ use segcut::batch::summary::{Row, Status};
 use segcut::batch::{run_batch, BatchOptions, Device, Observer};
 use segcut::bench::{load_photo, PhotoSpec};
 use segcut::maxflow::SolverKind;
+use segcut::options::Values;
 use segcut::segment::report::Report;
 use segcut::segment::session::{warm_up, Segmenter};
 use segcut::segment::{Seed, Seeds, SegmentOptions};
@@ -36,6 +37,8 @@ pub struct PipelineArgs<'a> {
     pub runs: usize,
     pub width: usize,
     pub batch_jobs: usize,
+    /// `--set KEY=VALUE`: segmentation options for every case.
+    pub set: &'a [String],
     pub only: &'a [String],
     pub json: Option<&'a Path>,
 }
@@ -127,6 +130,7 @@ fn one_process(
     img: &Path,
     seeds: &Path,
     solver: SolverKind,
+    flags: &[String],
     dir: &Path,
 ) -> Result<(f64, serde_json::Value)> {
     let (out, stats) = (dir.join("mask.png"), dir.join("stats.json"));
@@ -139,6 +143,7 @@ fn one_process(
         .arg(img)
         .arg("--seeds")
         .arg(seeds)
+        .args(flags)
         .args(["--solver", solver.name(), "-o"])
         .arg(&out)
         .arg("--stats-json")
@@ -247,9 +252,8 @@ impl Observer for Clock {
 fn batch_rate(
     data: &Path,
     jobs: usize,
-    devices: Vec<Device>,
-    workers: usize,
-    solver: SolverKind,
+    (devices, workers): (Vec<Device>, usize),
+    (solver, base): (SolverKind, &SegmentOptions),
     dir: &Path,
 ) -> Result<(f64, usize)> {
     // The manifest's paths are resolved against its folder (`data`): make them absolute, or a
@@ -285,6 +289,7 @@ fn batch_rate(
     let mut opts = BatchOptions::new(&out);
     opts.devices = devices;
     opts.workers_per_device = workers;
+    opts.defaults.segment = base.clone();
     opts.defaults.segment.solver = solver;
     if solver == SolverKind::Bk {
         opts.defaults.segment.auto.use_gpu = false;
@@ -321,6 +326,23 @@ fn keep_of(only: &[String], among: &[&str], name: &str) -> bool {
 }
 
 pub fn run(a: PipelineArgs) -> Result<ExitCode> {
+    // The options model checks the settings and makes the options, the child processes get
+    // them as flags.
+    let mut given = Values::segment();
+    let mut flags: Vec<String> = Vec::new();
+    for spec in a.set {
+        let Some((key, value)) = spec.split_once('=') else {
+            bail!("--set expects KEY=VALUE, got '{spec}'");
+        };
+        let key = key.trim().trim_start_matches("--");
+        given
+            .set(key, value.trim())
+            .map_err(|e| anyhow::anyhow!("--set {e}"))?;
+        flags.extend([format!("--{key}"), value.trim().to_string()]);
+    }
+    let base = given
+        .segment_options(SegmentOptions::default())
+        .map_err(|e| anyhow::anyhow!("--set: {e}"))?;
     let solvers = if a.solvers.is_empty() {
         vec![SolverKind::Auto, SolverKind::Bk]
     } else {
@@ -360,7 +382,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
                 if keep("file") {
                     let mut runs = Vec::new();
                     for _ in 0..a.runs.max(1) {
-                        runs.push(one_process(&img, &seeds, solver, &dir)?);
+                        runs.push(one_process(&img, &seeds, solver, &flags, &dir)?);
                     }
                     let m = median(runs.iter().map(|r| r.0).collect());
                     let p = runs
@@ -380,11 +402,11 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
                 if keep("memory") {
                     let image = segcut::io::load_image(&img)?;
                     let s = segcut::io::load_seeds(&seeds, image.dims, &Default::default())?;
-                    for iterations in [SegmentOptions::default().iterations, 1] {
+                    for iterations in [base.iterations, 1] {
                         let opts = SegmentOptions {
                             solver,
                             iterations,
-                            ..SegmentOptions::default()
+                            ..base.clone()
                         };
                         let (m, p) = in_memory(&opts, &image, &s, a.runs)?;
                         add(Line {
@@ -404,7 +426,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
             for &solver in &solvers {
                 let opts = SegmentOptions {
                     solver,
-                    ..SegmentOptions::default()
+                    ..base.clone()
                 };
                 let (m, p) = in_memory(&opts, &image, &s, a.runs.max(5))?;
                 add(Line {
@@ -437,7 +459,13 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
             SolverKind::Bk,
         ));
         for (case, devices, workers, solver) in setups {
-            let (rate, failed) = batch_rate(a.data, a.batch_jobs, devices, workers, solver, &dir)?;
+            let (rate, failed) = batch_rate(
+                a.data,
+                a.batch_jobs,
+                (devices, workers),
+                (solver, &base),
+                &dir,
+            )?;
             let phases = serde_json::json!({ "jobs": a.batch_jobs, "workers_per_device": workers, "failed": failed });
             add(Line {
                 case,

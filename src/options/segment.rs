@@ -143,6 +143,18 @@ pub static SEGMENT: &[Spec] = &[
         colour_models_only: false,
     },
     Spec {
+        name: "refit-steps",
+        short: None,
+        value_name: "N",
+        example: "0",
+        kind: Kind::Int { min: 0, max: 100 },
+        default: DefaultValue::Of(|| d().refit_steps.to_string()),
+        help: "EM iterations of the third and later rounds' Gaussian mixtures, continued from \
+               the round before's (0: fit every round from scratch; the second round always \
+               does).",
+        colour_models_only: true,
+    },
+    Spec {
         name: "seed-weight",
         short: None,
         value_name: "W",
@@ -501,6 +513,9 @@ impl Values {
         }
         if let Some(x) = self.float("seed-weight") {
             o.seed_weight = x;
+        }
+        if let Some(n) = self.int("refit-steps") {
+            o.refit_steps = n as usize;
         }
         match self.text("initial") {
             Some("seeds") => o.initial = InitialModels::Seeds,

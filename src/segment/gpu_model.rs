@@ -14,7 +14,7 @@
 //! (`tests/gpu_segment.rs` checks).
 
 use super::gpu::GpuEnergy;
-use super::model::{Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
+use super::model::{fit_pair, Model, ModelKind, ModelParams, WarmPair, MAX_FIT_SAMPLES};
 use crate::cuda::launch::seg_energy::MAX_BLOCKS;
 use crate::cuda::launch::seg_model::{SegModel, NEARER_BACKGROUND};
 use crate::cuda::{self, BLOCK};
@@ -58,13 +58,10 @@ impl GpuEnergy {
         kind: ModelKind,
         params: &ModelParams,
         labels: FitLabels<'_>,
+        warm: WarmPair<'_>,
     ) -> Result<(Model, Model)> {
         let (fg, bg) = self.gather_samples(kind, labels)?;
-        let (f, b) = rayon::join(
-            || Model::fit(kind, &fg, params, "foreground"),
-            || Model::fit(kind, &bg, params, "background"),
-        );
-        Ok((f?, b?))
+        fit_pair(kind, params, &fg, &bg, warm)
     }
 
     /// The background model of the nearer-background first fit ([`FitLabels::NearerBackground`]),

@@ -26,7 +26,9 @@ use super::gpu::{
 };
 use super::gpu_model::FitLabels;
 use super::gpu_prior::{Adapted, PriorRun};
-use super::model::{Blend, ColorModel, Model, ModelKind, ModelParams, MAX_FIT_SAMPLES};
+use super::model::{
+    fit_pair, Blend, ColorModel, Model, ModelKind, ModelParams, WarmPair, MAX_FIT_SAMPLES,
+};
 use super::post::{post_process, PostProcess};
 use super::prior::{
     adapt_to_colours, explained_threshold, prior_costs, scale_by_enclosure, stroke_coverage,
@@ -65,6 +67,12 @@ pub struct SegmentOptions {
     /// Weight `w` of the seed-fitted model in the refit rounds: each class's likelihood is
     /// `(1 − w)·p_refit + w·p_seeds`. 0 is plain GrabCut; 1 keeps the seed models throughout.
     pub seed_weight: f64,
+    /// EM iterations of the third and later rounds' mixtures, continued from the round
+    /// before's ([`Gmm::refit`](super::model::Gmm::refit)); 0 fits every round from scratch
+    /// (k-means++, Lloyd steps and EM). The second round's refit always starts from scratch:
+    /// the mask's classes differ most from the seeds' there, and k-means++ places components
+    /// on colours the seeds never sampled, which EM from the seeds' mixtures does not.
+    pub refit_steps: usize,
     /// Max-flow solver; `auto` (the default) uses the GPU grid solver when a GPU is usable and
     /// the image is large enough ([`SegmentOptions::auto`]), BK otherwise.
     pub solver: SolverKind,
@@ -134,6 +142,7 @@ impl Default for SegmentOptions {
             color_space: ColorSpace::Lab,
             iterations: 5,
             seed_weight: 0.5,
+            refit_steps: 0,
             solver: SolverKind::Auto,
             auto: AutoPolicy::default(),
             verify: true,
@@ -451,25 +460,12 @@ fn fit_models(
     fg_pixel: impl Fn(usize) -> bool + Sync,
     bg_pixel: impl Fn(usize) -> bool + Sync,
     buf: &mut Vec<f32>,
+    warm: WarmPair<'_>,
 ) -> Result<(Model, Model)> {
     let mut other = Vec::new();
     gather(work, kind, fg_pixel, buf);
     gather(work, kind, bg_pixel, &mut other);
-    fit_pair(kind, params, buf, &other)
-}
-
-/// The foreground and background models of their samples, fitted side by side.
-fn fit_pair(
-    kind: ModelKind,
-    params: &ModelParams,
-    fg: &[f32],
-    bg: &[f32],
-) -> Result<(Model, Model)> {
-    let (fg, bg) = rayon::join(
-        || Model::fit(kind, fg, params, "foreground"),
-        || Model::fit(kind, bg, params, "background"),
-    );
-    Ok((fg?, bg?))
+    fit_pair(kind, params, buf, &other, warm)
 }
 
 /// The models fitted on the seeds alone: hard and soft foreground seeds for one, background for
@@ -488,6 +484,7 @@ fn fit_seed_models(
         |i| matches!(seeds.labels[i], Seed::Foreground | Seed::ProbablyForeground),
         |i| matches!(seeds.labels[i], Seed::Background | Seed::ProbablyBackground),
         buf,
+        None,
     )
 }
 
@@ -641,6 +638,7 @@ fn fit_initial_models(
             is_fg,
             |i| is_bg(i) || l[i] == Seed::Unknown,
             buf,
+            None,
         )?,
         // The geometric rules without geometry (a class has no hard seed): the seeds' models.
         (_, None) => return Ok(None),
@@ -651,6 +649,7 @@ fn fit_initial_models(
             |i| is_fg(i) || (l[i] == Seed::Unknown && g[i] < 0.0),
             |i| is_bg(i) || (l[i] == Seed::Unknown && g[i] >= 0.0),
             buf,
+            None,
         )?,
         (InitialModels::NearerBackground | InitialModels::NearerUnexplained, Some(g)) => {
             match nearer_background(work, params, opts, seeds, &fitted.0, g, buf)? {
@@ -1178,6 +1177,9 @@ struct Part<'a> {
     rounds: Vec<IterationStats>,
     /// The seeds' models (set in round 0): every later round blends them in.
     seed_models: Option<(Model, Model)>,
+    /// The last refit round's models before the blend: where the next refit starts
+    /// ([`SegmentOptions::refit_steps`]).
+    last_fit: Option<(Model, Model)>,
     prior_enclosure: Option<f64>,
     flow: i64,
     value: f64,
@@ -1226,6 +1228,7 @@ impl<'a> Part<'a> {
             mask: vec![false; image.num_pixels()],
             rounds: Vec::new(),
             seed_models: None,
+            last_fit: None,
             prior_enclosure: None,
             flow: 0,
             value: 0.0,
@@ -1252,7 +1255,8 @@ impl<'a> Part<'a> {
             self.prior_enclosure = first.enclosure;
             first.models
         } else {
-            self.r.fit(round, &self.mask)?
+            let warm = warm_pair(&self.last_fit, self.r.opts);
+            self.r.fit(round, &self.mask, warm)?
         }))
     }
 
@@ -1500,6 +1504,15 @@ fn run_round(
         }
         fitted
     };
+    // The first refit starts from scratch (the mask's classes are far from the seeds' there);
+    // the later ones continue from the refit before.
+    if opts.refit_steps > 0 && round > 0 {
+        for (p, m) in parts.iter_mut().zip(&fitted) {
+            if m.is_some() {
+                p.last_fit.clone_from(m);
+            }
+        }
+    }
     let w = if round > 0 { opts.seed_weight } else { 0.0 };
     // Lent to the round's blends while the parts are cut; handed back at its end.
     let seed_models: Vec<Option<(Model, Model)>> =
@@ -1549,6 +1562,13 @@ fn run_round(
     Ok(())
 }
 
+/// Where a part's next refit starts: its last round's models, when
+/// [`SegmentOptions::refit_steps`] asks to continue from them.
+fn warm_pair<'m>(last_fit: &'m Option<(Model, Model)>, opts: &SegmentOptions) -> WarmPair<'m> {
+    let steps = opts.refit_steps;
+    last_fit.as_ref().filter(|_| steps > 0).map(|m| (m, steps))
+}
+
 /// A refit round's models of a pack's running parts: their samples gathered one part after
 /// another (on the device, each part's stream waited for on this thread, where the round's
 /// device counts are taken), then every part's pair of models fitted at once. The models are
@@ -1575,16 +1595,22 @@ fn refit_parts(
         });
     }
     // A part is not shared across threads (it holds device state): its fit's inputs are.
-    let specs: Vec<(ModelKind, &ModelParams)> = parts
+    let specs: Vec<(ModelKind, &ModelParams, WarmPair)> = parts
         .iter()
-        .map(|p| (p.r.opts.model, &p.r.params))
+        .map(|p| {
+            (
+                p.r.opts.model,
+                &p.r.params,
+                warm_pair(&p.last_fit, p.r.opts),
+            )
+        })
         .collect();
     let fits: Vec<Option<Result<(Model, Model)>>> = specs
         .par_iter()
         .zip(&samples)
-        .map(|(&(kind, params), s)| {
+        .map(|(&(kind, params, warm), s)| {
             let (fg, bg) = s.as_ref()?;
-            Some(fit_pair(kind, params, fg, bg))
+            Some(fit_pair(kind, params, fg, bg, warm))
         })
         .collect();
     drop(specs);
@@ -1966,7 +1992,7 @@ impl<'a> Rounds<'a> {
     /// of later rounds), or the initial models when [`SegmentOptions::initial`] asks for more;
     /// the prior is adapted to the seeds' models here, once.
     fn first_models(&mut self) -> Result<FirstModels> {
-        let (fg, bg) = self.fit(0, &[])?;
+        let (fg, bg) = self.fit(0, &[], None)?;
         let seeds = (fg, bg);
         let initial = match self.nearer_on_device {
             true => self.nearer_background_on_device(&seeds)?,
@@ -2029,8 +2055,9 @@ impl<'a> Rounds<'a> {
         Ok((fg, bg))
     }
 
-    /// The models of `round`: fitted on the seeds in the first, on the last mask after.
-    fn fit(&mut self, round: usize, mask: &[bool]) -> Result<(Model, Model)> {
+    /// The models of `round`: fitted on the seeds in the first, on the last mask after (from
+    /// `warm`'s models where given).
+    fn fit(&mut self, round: usize, mask: &[bool], warm: WarmPair<'_>) -> Result<(Model, Model)> {
         // With the graph on the device, the samples are gathered there (gpu_model.rs); the
         // host gathers them if the device cannot.
         if let Some(Graph::Device(d)) = self.graph.as_mut() {
@@ -2038,7 +2065,7 @@ impl<'a> Rounds<'a> {
                 0 => FitLabels::Seeds,
                 _ => FitLabels::Mask(mask),
             };
-            match d.fit(self.opts.model, &self.params, labels) {
+            match d.fit(self.opts.model, &self.params, labels, warm) {
                 Err(Error::Unsupported(_)) => {}
                 fitted => return fitted,
             }
@@ -2047,7 +2074,8 @@ impl<'a> Rounds<'a> {
         if round == 0 {
             fit_seed_models(work, params, kind, self.seeds, &mut self.buf)
         } else {
-            fit_models(work, params, kind, |i| mask[i], |i| !mask[i], &mut self.buf)
+            let (fg, bg) = (|i: usize| mask[i], |i: usize| !mask[i]);
+            fit_models(work, params, kind, fg, bg, &mut self.buf, warm)
         }
     }
 
