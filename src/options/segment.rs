@@ -146,7 +146,7 @@ pub static SEGMENT: &[Spec] = &[
         name: "refit-steps",
         short: None,
         value_name: "N",
-        example: "0",
+        example: "1",
         kind: Kind::Int { min: 0, max: 100 },
         default: DefaultValue::Of(|| d().refit_steps.to_string()),
         help: "EM iterations of the third and later rounds' Gaussian mixtures, continued from \
