@@ -329,7 +329,7 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
     // The options model checks the settings and makes the options, the child processes get
     // them as flags.
     let mut given = Values::segment();
-    let mut flags: Vec<String> = Vec::new();
+    let mut flags = Vec::new();
     for spec in a.set {
         let Some((key, value)) = spec.split_once('=') else {
             bail!("--set expects KEY=VALUE, got '{spec}'");
@@ -338,7 +338,8 @@ pub fn run(a: PipelineArgs) -> Result<ExitCode> {
         given
             .set(key, value.trim())
             .map_err(|e| anyhow::anyhow!("--set {e}"))?;
-        flags.extend([format!("--{key}"), value.trim().to_string()]);
+        // `--key=value`: one argument, whatever the value starts with.
+        flags.push(format!("--{key}={}", value.trim()));
     }
     let base = given
         .segment_options(SegmentOptions::default())

@@ -313,32 +313,17 @@ impl Gmm {
     /// Fits up to `k` components on `samples` (`dim` values each), adding `variance_floor` to
     /// every covariance diagonal. Uses fewer components when there are fewer distinct samples.
     pub fn fit(samples: &[f32], dim: usize, k: usize, variance_floor: f64) -> Result<Self> {
-        if dim == 0 || !samples.len().is_multiple_of(dim) || samples.is_empty() {
-            return Err(Error::Input {
-                file: "GMM".into(),
-                msg: format!("cannot fit on {} values of dimension {dim}", samples.len()),
-            });
-        }
-        let floor = if variance_floor.is_finite() && variance_floor > 0.0 {
-            variance_floor
-        } else {
-            1.0
-        };
-        if k == 0 || k > MAX_GMM_COMPONENTS {
-            return Err(Error::Input {
-                file: "GMM".into(),
-                msg: format!("a GMM has 1 to {MAX_GMM_COMPONENTS} components, not {k}"),
-            });
-        }
-        let xs = fit_samples(samples, dim);
-        let n = xs.len() / dim;
-        let k = k.min(count_distinct(&xs, dim, k)).max(1);
+        let (xs, k, floor) = fit_input(samples, dim, k, variance_floor)?;
+        Ok(Gmm::from_scratch(&xs, dim, k, floor))
+    }
 
-        let centers = kmeans(&xs, dim, k);
-        // The hard k-means assignment, then EM: each a single pass of moments about the
-        // current means (see `Moments`).
-        let gmm = Gmm::from_moments(&hard_moments(&xs, dim, &centers), &centers, n, floor);
-        Ok(gmm.em(&xs, EM_STEPS, floor))
+    /// k-means++ seeding and Lloyd steps, the hard assignment's moments, then EM: each a single
+    /// pass of moments about the current means (see `Moments`), on [`fit_input`]'s samples.
+    fn from_scratch(xs: &[f64], dim: usize, k: usize, floor: f64) -> Gmm {
+        let centers = kmeans(xs, dim, k);
+        let n = xs.len() / dim;
+        let gmm = Gmm::from_moments(&hard_moments(xs, dim, &centers), &centers, n, floor);
+        gmm.em(xs, EM_STEPS, floor)
     }
 
     /// Fits on `samples` as [`Gmm::fit`] does, but starting EM from this mixture instead of
@@ -371,21 +356,9 @@ impl Gmm {
         variance_floor: f64,
         steps: usize,
     ) -> Result<Self> {
-        if steps == 0 || dim != self.dim || samples.is_empty() || dim == 0 {
-            return Gmm::fit(samples, dim, k, variance_floor);
-        }
-        if !samples.len().is_multiple_of(dim) || k == 0 || k > MAX_GMM_COMPONENTS {
-            return Gmm::fit(samples, dim, k, variance_floor);
-        }
-        let floor = if variance_floor.is_finite() && variance_floor > 0.0 {
-            variance_floor
-        } else {
-            1.0
-        };
-        let xs = fit_samples(samples, dim);
-        let k = k.min(count_distinct(&xs, dim, k)).max(1);
-        if self.components.len() < k {
-            return Gmm::fit(samples, dim, k, variance_floor);
+        let (xs, k, floor) = fit_input(samples, dim, k, variance_floor)?;
+        if steps == 0 || dim != self.dim || self.components.len() < k {
+            return Ok(Gmm::from_scratch(&xs, dim, k, floor));
         }
         Ok(self.clone().em(&xs, steps, floor))
     }
@@ -793,16 +766,42 @@ fn count_distinct(xs: &[f64], d: usize, limit: usize) -> usize {
     seen.len()
 }
 
-/// The samples a fit works on, as `f64`: all of them up to [`MAX_FIT_SAMPLES`], else every
-/// `⌈n / MAX_FIT_SAMPLES⌉`-th.
-fn fit_samples(samples: &[f32], dim: usize) -> Vec<f64> {
+/// What every mixture fit starts from, checked: the samples as `f64` (all of them up to
+/// [`MAX_FIT_SAMPLES`], else every `⌈n / MAX_FIT_SAMPLES⌉`-th), the components to use (at most
+/// the samples' distinct values) and the variance floor (1 where the given one is not a positive
+/// number).
+fn fit_input(
+    samples: &[f32],
+    dim: usize,
+    k: usize,
+    variance_floor: f64,
+) -> Result<(Vec<f64>, usize, f64)> {
+    if dim == 0 || !samples.len().is_multiple_of(dim) || samples.is_empty() {
+        return Err(Error::Input {
+            file: "GMM".into(),
+            msg: format!("cannot fit on {} values of dimension {dim}", samples.len()),
+        });
+    }
+    if k == 0 || k > MAX_GMM_COMPONENTS {
+        return Err(Error::Input {
+            file: "GMM".into(),
+            msg: format!("a GMM has 1 to {MAX_GMM_COMPONENTS} components, not {k}"),
+        });
+    }
+    let floor = if variance_floor.is_finite() && variance_floor > 0.0 {
+        variance_floor
+    } else {
+        1.0
+    };
     let step = (samples.len() / dim).div_ceil(MAX_FIT_SAMPLES).max(1);
-    samples
+    let xs: Vec<f64> = samples
         .chunks_exact(dim)
         .step_by(step)
         .flatten()
         .map(|&v| v as f64)
-        .collect()
+        .collect();
+    let k = k.min(count_distinct(&xs, dim, k)).max(1);
+    Ok((xs, k, floor))
 }
 
 /// The nearest center to `x` and its squared distance.
