@@ -40,6 +40,8 @@ const EXTRA_OPTIONS: &[(&str, &[&str])] = &[
     ("seg_energy", &["--fmad=false"]),
     // The geodesic distances must reach the CPU's fixed point bit for bit.
     ("seg_prior", &["--fmad=false"]),
+    // The mixture fit keeps model.rs's operations (its sums' order aside).
+    ("seg_model", &["--fmad=false"]),
     // The cost volume must equal the host's bit for bit: no fused multiply-adds.
     ("stereo", &["--fmad=false"]),
 ];

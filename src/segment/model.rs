@@ -33,10 +33,10 @@ pub const MAX_FIT_SAMPLES: usize = 12_000;
 pub const GMM_SEED: u64 = 0x5E6C_u64;
 
 /// Lloyd (k-means) steps after the k-means++ seeding.
-const KMEANS_STEPS: usize = 8;
+pub(crate) const KMEANS_STEPS: usize = 8;
 
 /// EM iterations after k-means.
-const EM_STEPS: usize = 6;
+pub(crate) const EM_STEPS: usize = 6;
 
 /// Pseudo-count added to every histogram bin after smoothing.
 pub const HISTOGRAM_PRIOR: f64 = 0.5;
@@ -392,6 +392,47 @@ impl Gmm {
         self.dim
     }
 
+    /// The mixture a device fit wrote (`model_fit` in `kernels/seg_model.cu`): `[count, then
+    /// per component (stride `comp`) log_coef, the mean in slots 1.., L⁻¹ (d×d, row-major) from
+    /// slot 4]`. `None` where the values cannot be a mixture of dimension `d` (no component,
+    /// more than fit, a value not finite).
+    pub(crate) fn from_device(d: usize, comp: usize, values: &[f64]) -> Option<Gmm> {
+        let count = *values.first()?;
+        if !(1.0..=((values.len() - 1) / comp) as f64).contains(&count) || d > 3 {
+            return None;
+        }
+        let components: Vec<Component> = values[1..]
+            .chunks_exact(comp)
+            .take(count as usize)
+            .map(|c| Component {
+                log_coef: c[0],
+                mean: c[1..1 + d].to_vec(),
+                inv_chol: c[4..4 + d * d].to_vec(),
+            })
+            .collect();
+        let finite = components.iter().all(|c| {
+            c.log_coef.is_finite() && c.mean.iter().chain(&c.inv_chol).all(|v| v.is_finite())
+        });
+        finite.then(|| Gmm::from_components(d, components))
+    }
+
+    /// This mixture in [`Gmm::from_device`]'s layout (`1 + most · comp` values), the start of a
+    /// device refit; `None` with more than `most` components or more than 3 dimensions.
+    pub(crate) fn to_device(&self, comp: usize, most: usize) -> Option<Vec<f64>> {
+        let d = self.dim;
+        if self.components.len() > most || d > 3 {
+            return None;
+        }
+        let mut out = vec![0.0; 1 + most * comp];
+        out[0] = self.components.len() as f64;
+        for (c, o) in self.components.iter().zip(out[1..].chunks_exact_mut(comp)) {
+            o[0] = c.log_coef;
+            o[1..1 + d].copy_from_slice(&c.mean);
+            o[4..4 + d * d].copy_from_slice(&c.inv_chol);
+        }
+        Some(out)
+    }
+
     /// Each component as `(log_coef, mean, inv_chol)`: `log_coef = ln w − ½(d ln 2π + ln det Σ)`
     /// and `inv_chol` the row-major `d×d` lower-triangular `L⁻¹` with `Σ = L·Lᵀ`, so that
     /// `ln(w·N(x)) = log_coef − ½‖L⁻¹(x − μ)‖²`. For evaluating the mixture elsewhere (the GPU
@@ -495,14 +536,18 @@ impl Gmm {
                 cov[a * d + a] = cov[a * d + a].max(0.0) + floor;
             }
             let (inv_chol, log_det) = inverse_cholesky(&cov, d, floor);
-            let log_coef = (w / n as f64).ln()
-                - 0.5 * (log_det + d as f64 * (2.0 * std::f64::consts::PI).ln());
+            let log_coef = (w / n as f64).ln() - 0.5 * (log_det + d_ln_2pi(d));
             components.push(Component {
                 log_coef,
                 mean,
                 inv_chol,
             });
         }
+        Gmm::from_components(d, components)
+    }
+
+    /// The mixture of these components (`d` values each), with its fast-path packing.
+    fn from_components(d: usize, components: Vec<Component>) -> Gmm {
         let packed3 = if d == 3 {
             components
                 .iter()
@@ -788,11 +833,7 @@ fn fit_input(
             msg: format!("a GMM has 1 to {MAX_GMM_COMPONENTS} components, not {k}"),
         });
     }
-    let floor = if variance_floor.is_finite() && variance_floor > 0.0 {
-        variance_floor
-    } else {
-        1.0
-    };
+    let floor = fit_floor(variance_floor);
     let step = (samples.len() / dim).div_ceil(MAX_FIT_SAMPLES).max(1);
     let xs: Vec<f64> = samples
         .chunks_exact(dim)
@@ -802,6 +843,29 @@ fn fit_input(
         .collect();
     let k = k.min(count_distinct(&xs, dim, k)).max(1);
     Ok((xs, k, floor))
+}
+
+/// `d·ln 2π`, the normalising term of a `d`-dimensional Gaussian's log density.
+pub(crate) fn d_ln_2pi(d: usize) -> f64 {
+    d as f64 * (2.0 * std::f64::consts::PI).ln()
+}
+
+/// The variance floor a fit uses: the given one, or 1 where it is not a positive number.
+pub(crate) fn fit_floor(variance_floor: f64) -> f64 {
+    if variance_floor.is_finite() && variance_floor > 0.0 {
+        variance_floor
+    } else {
+        1.0
+    }
+}
+
+/// The random draws [`kmeans`]' seeding makes on `n` samples for `k` centres, in order: the
+/// first centre's index, then one uniform per further centre (a device fit takes them from
+/// here, so that it seeds as the host does).
+pub(crate) fn kmeans_draws(n: usize, k: usize) -> (usize, Vec<f64>) {
+    let mut rng = Rng::new(GMM_SEED);
+    let first = rng.below(n.max(1) as u64) as usize;
+    (first, (1..k).map(|_| rng.unit_f64()).collect())
 }
 
 /// The nearest center to `x` and its squared distance.
@@ -833,8 +897,7 @@ impl Summable for Sums {
 /// distinct samples. Every pass is split into [`FIT_CHUNK`]-sample chunks (see [`chunked_sum`]).
 fn kmeans(xs: &[f64], d: usize, k: usize) -> Vec<f64> {
     let n = xs.len() / d;
-    let mut rng = Rng::new(GMM_SEED);
-    let first = rng.below(n as u64) as usize;
+    let (first, draws) = kmeans_draws(n, k);
     let mut centers: Vec<f64> = xs[first * d..(first + 1) * d].to_vec();
     // Each sample's squared distance to its nearest centre so far, and each chunk's sum of them.
     let mut d2 = vec![f64::INFINITY; n];
@@ -862,7 +925,7 @@ fn kmeans(xs: &[f64], d: usize, k: usize) -> Vec<f64> {
         }
         // D² sampling: a sample with probability proportional to its squared distance, found
         // chunk by chunk, then within the chunk.
-        let mut target = rng.unit_f64() * total;
+        let mut target = draws[centers.len() / d - 1] * total;
         let mut pick = None;
         for (c, &w) in chunk_d2.iter().enumerate() {
             if target < w {
@@ -1070,5 +1133,56 @@ impl ColorModel for Blend<'_> {
             None => c,
             Some([keep, out]) => neg_log_sum_exp(keep - c, out),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{kmeans_draws, Gmm, GMM_SEED};
+    use crate::rng::Rng;
+
+    /// A mixture written in the device fit's layout and read back is the same mixture; the
+    /// reader refuses what cannot be one.
+    #[test]
+    fn the_device_layout_round_trips_and_refuses_bad_values() {
+        let samples: Vec<f32> = (0..600)
+            .map(|i| ((i * 37) % 251) as f32 + (i % 3) as f32 * 40.0)
+            .collect();
+        for d in [1, 3] {
+            let g = Gmm::fit(&samples, d, 4, 1.0).unwrap();
+            let v = g.to_device(13, 16).unwrap();
+            assert_eq!(v.len(), 1 + 16 * 13);
+            let back = Gmm::from_device(d, 13, &v).unwrap();
+            assert_eq!(back.num_components(), g.num_components());
+            for (a, b) in g.components().zip(back.components()) {
+                assert_eq!(a, b);
+            }
+            assert!(g.to_device(13, g.num_components() - 1).is_none());
+            let mut bad = v.clone();
+            bad[0] = 0.0;
+            assert!(Gmm::from_device(d, 13, &bad).is_none(), "no component");
+            bad[0] = 17.0;
+            assert!(Gmm::from_device(d, 13, &bad).is_none(), "more than fit");
+            let mut bad = v.clone();
+            bad[2] = f64::NAN;
+            assert!(Gmm::from_device(d, 13, &bad).is_none(), "not finite");
+            assert!(Gmm::from_device(d, 13, &[]).is_none(), "empty");
+        }
+    }
+
+    /// The draws handed to a device fit are the seeding's own stream: the first index, then one
+    /// uniform per further centre, whatever the count asked for.
+    #[test]
+    fn kmeans_draws_follow_the_seeded_stream() {
+        let (first, u) = kmeans_draws(1000, 5);
+        let mut rng = Rng::new(GMM_SEED);
+        assert_eq!(first as u64, rng.below(1000));
+        assert_eq!(u.len(), 4);
+        for x in &u {
+            assert_eq!(*x, rng.unit_f64());
+        }
+        let (first2, u2) = kmeans_draws(1000, 16);
+        assert_eq!(first2, first);
+        assert_eq!(&u2[..4], &u[..]);
     }
 }

@@ -24,7 +24,7 @@ use super::gpu::{
     stack_grid, stack_terminals, stackable, stacked_bytes, stacked_dims, EnergyKeep, GpuEnergy,
     GpuTimes,
 };
-use super::gpu_model::FitLabels;
+use super::gpu_model::{FitLabels, FitStarted};
 use super::gpu_prior::{Adapted, PriorRun};
 use super::model::{
     fit_pair, Blend, ColorModel, Model, ModelKind, ModelParams, WarmPair, MAX_FIT_SAMPLES,
@@ -1569,30 +1569,53 @@ fn warm_pair<'m>(last_fit: &'m Option<(Model, Model)>, opts: &SegmentOptions) ->
     last_fit.as_ref().filter(|_| steps > 0).map(|m| (m, steps))
 }
 
-/// A refit round's models of a pack's running parts: their samples gathered one part after
-/// another (on the device, each part's stream waited for on this thread, where the round's
-/// device counts are taken), then every part's pair of models fitted at once. The models are
-/// those of [`Part::models`] (a fit depends on its samples only), but a pack's fits no longer
-/// wait for one another: in a batch they were a worker's longest stretch of host work
-/// (docs/batch.md). `starts` gains each part's round start.
+/// A refit round's models of a pack's running parts: each part's fit started one part after
+/// another (on the device: its samples gathered and its fit launched on its stream, from this
+/// thread, where the round's device counts are taken), then read back; the fits that come to
+/// the host as samples are fitted side by side. The models are those of [`Part::models`] (a fit
+/// depends on its samples only), but a pack's fits no longer wait for one another: in a batch
+/// they were a worker's longest stretch of host work (docs/batch.md). `starts` gains each part's
+/// round start.
 fn refit_parts(
     parts: &mut [&mut Part],
     starts: &mut Vec<(Instant, DeviceCounts)>,
 ) -> Vec<Option<(Model, Model)>> {
-    let mut samples = Vec::with_capacity(parts.len());
+    let mut started = Vec::with_capacity(parts.len());
     for p in parts.iter_mut() {
         starts.push((Instant::now(), DeviceCounts::on_this_thread()));
-        samples.push(match p.data {
+        started.push(match p.data {
             _ if p.done => None,
             DataTerm::Probability(_) => None,
-            DataTerm::ColourModels => match p.r.refit_samples(&p.mask) {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    p.stop(e);
-                    None
+            DataTerm::ColourModels => {
+                let warm = warm_pair(&p.last_fit, p.r.opts);
+                match p.r.refit_start(&p.mask, warm) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        p.stop(e);
+                        None
+                    }
                 }
-            },
+            }
         });
+    }
+    // The device's fits, read back in launch order (each waits for its own stream only).
+    let mut fits: Vec<Option<Result<(Model, Model)>>> = Vec::with_capacity(parts.len());
+    let mut samples = Vec::with_capacity(parts.len());
+    for (p, s) in parts.iter_mut().zip(started) {
+        match s {
+            Some(FitStarted::Device(d)) => {
+                let warm = warm_pair(&p.last_fit, p.r.opts);
+                fits.push(Some(p.r.refit_finish(FitStarted::Device(d), &p.mask, warm)));
+                samples.push(None);
+            }
+            other => {
+                fits.push(None);
+                samples.push(other.map(|s| match s {
+                    FitStarted::Samples(fg, bg) => (fg, bg),
+                    FitStarted::Device(_) => unreachable!("matched above"),
+                }));
+            }
+        }
     }
     // A part is not shared across threads (it holds device state): its fit's inputs are.
     let specs: Vec<(ModelKind, &ModelParams, WarmPair)> = parts
@@ -1605,7 +1628,7 @@ fn refit_parts(
             )
         })
         .collect();
-    let fits: Vec<Option<Result<(Model, Model)>>> = specs
+    let host: Vec<Option<Result<(Model, Model)>>> = specs
         .par_iter()
         .zip(&samples)
         .map(|(&(kind, params, warm), s)| {
@@ -1615,6 +1638,8 @@ fn refit_parts(
         .collect();
     drop(specs);
     drop(samples);
+    let fits: Vec<Option<Result<(Model, Model)>>> =
+        fits.into_iter().zip(host).map(|(d, h)| d.or(h)).collect();
     parts
         .iter_mut()
         .zip(fits)
@@ -2037,22 +2062,42 @@ impl<'a> Rounds<'a> {
         }
     }
 
-    /// A refit round's samples (the mask's classes), gathered where the image is as
-    /// [`Rounds::fit`] gathers them, for [`fit_pair`] to fit: a pack gathers its parts' samples
-    /// one after another (each on its device stream, from this thread) and fits them side by
-    /// side.
-    fn refit_samples(&mut self, mask: &[bool]) -> Result<(Vec<f32>, Vec<f32>)> {
+    /// A refit round's models begun on the mask's classes ([`refit_parts`]): on the device
+    /// (`GpuEnergy::fit_start`), or the samples gathered on the host for [`fit_pair`] to fit
+    /// where the device cannot.
+    fn refit_start(&mut self, mask: &[bool], warm: WarmPair<'_>) -> Result<FitStarted> {
         if let Some(Graph::Device(d)) = self.graph.as_mut() {
-            match d.gather_samples(self.opts.model, FitLabels::Mask(mask)) {
+            match d.fit_start(self.opts.model, &self.params, FitLabels::Mask(mask), warm) {
                 Err(Error::Unsupported(_)) => {}
-                gathered => return gathered,
+                started => return started,
             }
         }
         let kind = self.opts.model;
         let (mut fg, mut bg) = (Vec::new(), Vec::new());
         gather(&self.work, kind, |i| mask[i], &mut fg);
         gather(&self.work, kind, |i| !mask[i], &mut bg);
-        Ok((fg, bg))
+        Ok(FitStarted::Samples(fg, bg))
+    }
+
+    /// The models of a fit [`Rounds::refit_start`] began; where the device cannot finish it,
+    /// the host gathers and fits (as [`Rounds::fit`] does).
+    fn refit_finish(
+        &mut self,
+        started: FitStarted,
+        mask: &[bool],
+        warm: WarmPair<'_>,
+    ) -> Result<(Model, Model)> {
+        let (kind, params) = (self.opts.model, &self.params);
+        if let (FitStarted::Device(_), Some(Graph::Device(d))) = (&started, self.graph.as_mut()) {
+            match d.fit_finish(kind, params, started, warm) {
+                Err(Error::Unsupported(_)) => {}
+                fitted => return fitted,
+            }
+        } else if let FitStarted::Samples(fg, bg) = started {
+            return fit_pair(kind, params, &fg, &bg, warm);
+        }
+        let (fg, bg) = (|i: usize| mask[i], |i: usize| !mask[i]);
+        fit_models(&self.work, params, kind, fg, bg, &mut self.buf, warm)
     }
 
     /// The models of `round`: fitted on the seeds in the first, on the last mask after (from

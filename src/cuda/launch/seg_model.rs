@@ -4,7 +4,7 @@
 //! [`BLOCK`](super::BLOCK)), one block per chunk: `chunks` blocks with `chunks · chunk ≥ n`.
 //! Buffers: `labels` `n` bytes, `img` `n·ch` values, `counts` and `first` two per block.
 
-use cudarc::driver::{CudaSlice, CudaViewMut};
+use cudarc::driver::{CudaSlice, CudaViewMut, LaunchConfig};
 
 use super::seg_energy::strided;
 use super::{blocks, kernel_file};
@@ -63,8 +63,62 @@ kernel_file! {
             margin: f32,
             out: &mut CudaSlice<u8>,
         ) => strided(n as u64);
+
+        /// A Gaussian mixture fitted on each of `classes` sample sets, one block each (the
+        /// whole fit of `Gmm::fit`, or `Gmm::refit` from `start`, in one launch).
+        /// `desc[3b..3b+3]` = block `b`'s first sample (in samples of `ch` values), its sample
+        /// count and its k-means++ first index; `draws` [`FIT_DRAWS`] k-means++ uniforms per
+        /// block; `start` (optional) a warm start per block in the output's layout; `out`
+        /// [`FIT_OUT`] values per block (see `kernels/seg_model.cu`, `model_fit`).
+        ///
+        /// # Safety
+        /// `ch` is 1 or 3, `k` 1 to [`FIT_MAX_K`]; every block's samples lie in `samples`, its
+        /// count is 1 to [`FIT_MAX_N`] and its first index below the count; `draws` holds
+        /// `classes · FIT_DRAWS` values, `start` (if any) `classes · FIT_OUT` with at most
+        /// [`FIT_MAX_K`] components each, `scratch` `classes · FIT_SCRATCH`, `out`
+        /// `classes · FIT_OUT`.
+        fn fit = "model_fit" [classes: u32](
+            ch: u32,
+            k: u32,
+            floor: f64,
+            d_ln_2pi: f64,
+            kmeans_steps: u32,
+            em_steps: u32,
+            samples: &CudaSlice<f32>,
+            desc: &CudaSlice<u32>,
+            draws: &CudaSlice<f64>,
+            start: Option<&CudaSlice<f64>>,
+            warm_steps: u32,
+            scratch: &mut CudaSlice<f64>,
+            out: &mut CudaSlice<f64>,
+        ) => fit_blocks(classes);
     }
 }
+
+/// Threads per block of the device fit (`FIT_THREADS`).
+pub(crate) const FIT_THREADS: u32 = 1024;
+
+/// The fit's launch: one block of [`FIT_THREADS`] per class.
+fn fit_blocks(classes: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (classes.max(1), 1, 1),
+        block_dim: (FIT_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Most mixture components the device fit takes (`FIT_MAX_K` in `kernels/seg_model.cu`).
+pub(crate) const FIT_MAX_K: usize = 16;
+/// Most samples per class the device fit takes (`FIT_MAX_N`): the fits' sample cap.
+pub(crate) const FIT_MAX_N: usize = 12_000;
+/// Values per component in the fit's output and warm start (`FIT_COMP`).
+pub(crate) const FIT_COMP: usize = 13;
+/// Values per block of the fit's output (`FIT_OUT`): the count, then the components.
+pub(crate) const FIT_OUT: usize = 1 + FIT_MAX_K * FIT_COMP;
+/// Scratch values per block of the fit (`FIT_SCRATCH`).
+pub(crate) const FIT_SCRATCH: usize = FIT_MAX_N * (FIT_MAX_K + 2);
+/// k-means++ uniforms per block of the fit: one per centre after the first.
+pub(crate) const FIT_DRAWS: usize = FIT_MAX_K - 1;
 
 /// The label [`SegModel::nearer_labels`] gives an unlabelled pixel the background strokes reach
 /// first by more than the margin (after the seed codes 0..=4).
@@ -79,8 +133,37 @@ impl SegModel {
 
 #[cfg(test)]
 mod tests {
-    use super::NEARER_BACKGROUND;
+    use super::{
+        FIT_COMP, FIT_MAX_K, FIT_MAX_N, FIT_OUT, FIT_SCRATCH, FIT_THREADS, NEARER_BACKGROUND,
+    };
     use crate::io::Seed;
+    use crate::segment::model::{MAX_FIT_SAMPLES, MAX_GMM_COMPONENTS};
+
+    /// The fit's sizes here are the kernel file's `#define`s, and the sample cap the host's.
+    #[test]
+    fn fit_sizes_match_the_kernel_file() {
+        let src = include_str!("../../../kernels/seg_model.cu");
+        let define = |name: &str| -> usize {
+            let line = src
+                .lines()
+                .find(|l| l.starts_with(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("no #define {name}"));
+            let v = line[format!("#define {name} ").len()..].trim();
+            v.parse().unwrap_or_else(|_| panic!("{name} is {v}"))
+        };
+        assert_eq!(define("FIT_MAX_K"), FIT_MAX_K);
+        assert_eq!(define("FIT_MAX_N"), FIT_MAX_N);
+        assert_eq!(define("FIT_COMP"), FIT_COMP);
+        assert_eq!(define("FIT_THREADS"), FIT_THREADS as usize);
+        assert!(src.contains("#define FIT_OUT (1 + FIT_MAX_K * FIT_COMP)"));
+        assert!(src.contains("#define FIT_SCRATCH (FIT_MAX_N * (FIT_MAX_K + 2))"));
+        assert_eq!(FIT_OUT, 1 + FIT_MAX_K * FIT_COMP);
+        assert_eq!(FIT_SCRATCH, FIT_MAX_N * (FIT_MAX_K + 2));
+        assert_eq!(FIT_MAX_N, MAX_FIT_SAMPLES);
+        const { assert!(FIT_MAX_K <= MAX_GMM_COMPONENTS) };
+        // [log_coef, mean (3 slots), L⁻¹ 3×3].
+        assert_eq!(FIT_COMP, 1 + 3 + 9);
+    }
 
     /// The nearer-background label is none of the seed codes (so the seeds' classes keep their
     /// bits), and a bit of the 32-bit class sets the kernels take.
