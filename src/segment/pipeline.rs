@@ -1602,20 +1602,16 @@ fn refit_parts(
     let mut fits: Vec<Option<Result<(Model, Model)>>> = Vec::with_capacity(parts.len());
     let mut samples = Vec::with_capacity(parts.len());
     for (p, s) in parts.iter_mut().zip(started) {
-        match s {
-            Some(FitStarted::Device(d)) => {
+        let (fit, host) = match s {
+            Some(FitStarted::Samples(fg, bg)) => (None, Some((fg, bg))),
+            Some(d) => {
                 let warm = warm_pair(&p.last_fit, p.r.opts);
-                fits.push(Some(p.r.refit_finish(FitStarted::Device(d), &p.mask, warm)));
-                samples.push(None);
+                (Some(p.r.refit_finish(d, &p.mask, warm)), None)
             }
-            other => {
-                fits.push(None);
-                samples.push(other.map(|s| match s {
-                    FitStarted::Samples(fg, bg) => (fg, bg),
-                    FitStarted::Device(_) => unreachable!("matched above"),
-                }));
-            }
-        }
+            None => (None, None),
+        };
+        fits.push(fit);
+        samples.push(host);
     }
     // A part is not shared across threads (it holds device state): its fit's inputs are.
     let specs: Vec<(ModelKind, &ModelParams, WarmPair)> = parts
